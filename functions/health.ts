@@ -1,0 +1,22 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
+import { admissionRuntime } from "./runtime.js";
+import packageJson from "../package.json";
+
+/** GET /health: 200 once this instance has valid settings and its cluster clients. */
+export async function health(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  try {
+    admissionRuntime();
+    return { status: 200, jsonBody: { status: "ok" } };
+  } catch (error) {
+    context.error(`health: ${error instanceof Error ? error.message : String(error)}`);
+    return { status: 503, jsonBody: { status: "unavailable", reason: error instanceof Error ? error.message : String(error) } };
+  }
+}
+
+/** GET /info: what is running. */
+export async function info(): Promise<HttpResponseInit> {
+  return { status: 200, jsonBody: { name: packageJson.name, version: packageJson.version, node: process.version } };
+}
+
+app.http("health", { route: "health", methods: ["GET"], authLevel: "anonymous", handler: health });
+app.http("info", { route: "info", methods: ["GET"], authLevel: "anonymous", handler: info });

@@ -1,0 +1,103 @@
+import { app, HttpRequest, InvocationContext, type HttpHandler, type HttpResponse, type HttpResponseInit } from "@azure/functions";
+import { randomUUID } from "node:crypto";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * Plays the Functions host's part on this machine: loads every module of functions/ (as the
+ * package's `main` glob does), keeps what they register with `app.http` and `app.hook.appStart`,
+ * runs the start hooks, and routes requests to the same handlers with the same request,
+ * context and response types.
+ */
+export interface HttpRegistration {
+  readonly name: string;
+  readonly route: string;
+  readonly methods: readonly string[];
+  readonly authLevel: "anonymous" | "function" | "admin";
+  readonly handler: HttpHandler;
+}
+
+export interface LoadedApp {
+  readonly registrations: readonly HttpRegistration[];
+  find(path: string): HttpRegistration | undefined;
+}
+
+const functionsDir = join(__dirname, "..", "functions");
+let loaded: Promise<LoadedApp> | undefined;
+
+export function loadFunctionsApp(): Promise<LoadedApp> {
+  loaded ??= load();
+  return loaded;
+}
+
+async function load(): Promise<LoadedApp> {
+  const registrations: HttpRegistration[] = [];
+  const startHooks: Array<() => unknown> = [];
+  Reflect.set(app, "http", (name: string, options: { route?: string; methods?: string[]; authLevel?: HttpRegistration["authLevel"]; handler: HttpHandler }) => {
+    registrations.push({
+      name,
+      route: (options.route ?? name).replace(/^\/+/, ""),
+      methods: options.methods ?? ["GET", "POST"],
+      authLevel: options.authLevel ?? "anonymous",
+      handler: options.handler,
+    });
+  });
+  Reflect.set(app.hook, "appStart", (handler: () => unknown) => {
+    startHooks.push(handler);
+    return { dispose() {} };
+  });
+  const modules = readdirSync(functionsDir).filter((file) => /\.(ts|js)$/.test(file) && !file.endsWith(".d.ts"));
+  // require, not import(): the modules must share state (the runtime) with the host that loads them.
+  for (const file of modules.sort()) require(join(functionsDir, file));
+  for (const hook of startHooks) await hook();
+  return {
+    registrations,
+    find: (path) => registrations.find((r) => r.route === path.replace(/^\/+|\/+$/g, "")),
+  };
+}
+
+export interface LocalCall {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly body?: Uint8Array;
+}
+
+export interface LocalReply {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: Uint8Array;
+}
+
+/** Invokes one registration as the Functions host would, and flattens its response. */
+export async function invoke(registration: HttpRegistration, call: LocalCall, log: (level: string, message: string) => void): Promise<LocalReply> {
+  const request = new HttpRequest({
+    method: call.method,
+    url: call.url,
+    headers: call.headers,
+    ...(call.body && call.body.byteLength > 0 ? { body: { bytes: call.body } } : {}),
+  });
+  const context = new InvocationContext({
+    functionName: registration.name,
+    invocationId: randomUUID(),
+    logHandler: (level, ...args) => log(level, args.map(String).join(" ")),
+  });
+  const response: HttpResponseInit | HttpResponse = await registration.handler(request, context);
+  return flatten(response);
+}
+
+async function flatten(response: HttpResponseInit | HttpResponse): Promise<LocalReply> {
+  const headers: Record<string, string> = {};
+  new Headers(response.headers as ConstructorParameters<typeof Headers>[0]).forEach((value, key) => (headers[key] = value));
+  let body: Uint8Array;
+  if ("arrayBuffer" in response && typeof response.arrayBuffer === "function") {
+    body = new Uint8Array(await response.arrayBuffer());
+  } else if ((response as HttpResponseInit).jsonBody !== undefined) {
+    body = Buffer.from(JSON.stringify((response as HttpResponseInit).jsonBody));
+    headers["content-type"] ??= "application/json";
+  } else {
+    const raw = (response as HttpResponseInit).body;
+    body = typeof raw === "string" ? Buffer.from(raw) : raw instanceof Uint8Array ? raw : Buffer.alloc(0);
+  }
+  return { status: response.status ?? 200, headers, body };
+}

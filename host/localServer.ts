@@ -1,0 +1,108 @@
+import { timingSafeEqual } from "node:crypto";
+import { createServer, type Server } from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { maxBodyBytes } from "../lib/admission/httpExchange.js";
+import { invoke, loadFunctionsApp, type LoadedApp } from "./functionsHost.js";
+
+export interface LocalServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: { readonly certPem: string; readonly keyPem: string };
+  /** When set, functions registered with authLevel "function" require this key, as in Azure. */
+  readonly functionKey?: string;
+  readonly log: (level: string, message: string) => void;
+}
+
+export interface LocalServer {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Serves the Functions app over HTTPS on this machine. */
+export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
+  const functionsApp = await loadFunctionsApp();
+  const server = createServer({ cert: options.tls.certPem, key: options.tls.keyPem }, (req, res) => {
+    route(functionsApp, options, req, res).catch((error: unknown) => {
+      options.log("error", `local host: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
+      res.end("internal error\n");
+    });
+  });
+  // An admission review is small and the API server sends one per connection burst; do not
+  // let a slow or idle client hold a socket for long.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  await listen(server, options.host, options.port);
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `https://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+    port,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+}
+
+async function route(functionsApp: LoadedApp, options: LocalServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? "/", `https://${req.headers.host ?? "localhost"}`);
+  const registration = functionsApp.find(url.pathname);
+  if (!registration) return reply(res, 404, `no function at ${url.pathname}`);
+  if (!registration.methods.includes((req.method ?? "GET").toUpperCase())) return reply(res, 405, `${req.method} is not allowed`);
+  if (registration.authLevel !== "anonymous" && options.functionKey !== undefined && !keyMatches(req, url, options.functionKey)) {
+    return reply(res, 401, "a function key is required (x-functions-key header)");
+  }
+  const body = await readLimited(req, res, maxBodyBytes + 1);
+  const headers: Record<string, string> = {};
+  for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(", ") : value;
+  const answer = await invoke(registration, { method: req.method ?? "GET", url: url.toString(), headers, body }, options.log);
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
+}
+
+function keyMatches(req: IncomingMessage, url: URL, expected: string): boolean {
+  const given = req.headers["x-functions-key"];
+  const key = typeof given === "string" ? given : (url.searchParams.get("code") ?? "");
+  const a = Buffer.from(key);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * Reads at most `limit` bytes; the caller sees a longer body as exactly `limit` bytes. The rest
+ * is never read: the connection is closed once the answer is written.
+ */
+function readLimited(req: IncomingMessage, res: ServerResponse, limit: number): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size < limit) return;
+      req.off("data", onData).off("end", onEnd).pause();
+      res.setHeader("connection", "close");
+      res.once("finish", () => req.socket.destroy());
+      resolve(Buffer.concat(chunks).subarray(0, limit));
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks));
+    req.on("data", onData).once("end", onEnd).once("error", reject);
+  });
+}
+
+function reply(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8" });
+  res.end(`${message}\n`);
+}

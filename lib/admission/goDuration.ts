@@ -1,0 +1,12 @@
+/**
+ * The API server tells a webhook how long it will wait as `?timeout=<Go duration>` ("10s",
+ * "1m0s", "500ms"). Returns milliseconds, or undefined for anything else.
+ */
+const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };
+
+export function parseGoDurationMs(text: string | null | undefined): number | undefined {
+  if (!text || !/^(\d+(\.\d+)?(h|ms|m|s|us|µs|ns))+$/.test(text)) return undefined;
+  let total = 0;
+  for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(amount) * units[unit!]!;
+  return total;
+}

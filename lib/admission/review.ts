@@ -1,0 +1,68 @@
+import * as t from "io-ts";
+
+/** The AdmissionReview wire format, in the two versions the API server may send. */
+export const admissionVersions = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] as const;
+export type AdmissionVersion = (typeof admissionVersions)[number];
+
+const GroupVersionKind = t.type({ group: t.string, version: t.string, kind: t.string });
+const GroupVersionResource = t.type({ group: t.string, version: t.string, resource: t.string });
+
+export const UserInfo = t.partial({
+  username: t.string,
+  uid: t.string,
+  groups: t.array(t.string),
+  extra: t.record(t.string, t.array(t.string)),
+});
+
+export const AdmissionRequest = t.intersection([
+  t.type({
+    uid: t.string,
+    kind: GroupVersionKind,
+    operation: t.string,
+  }),
+  t.partial({
+    resource: GroupVersionResource,
+    subResource: t.string,
+    name: t.string,
+    namespace: t.string,
+    userInfo: UserInfo,
+    object: t.unknown,
+    oldObject: t.unknown,
+    dryRun: t.boolean,
+  }),
+]);
+export type AdmissionRequest = t.TypeOf<typeof AdmissionRequest>;
+
+export const AdmissionReview = t.intersection([
+  t.type({
+    apiVersion: t.keyof({ "admission.k8s.io/v1": null, "admission.k8s.io/v1beta1": null }),
+    kind: t.literal("AdmissionReview"),
+    request: AdmissionRequest,
+  }),
+  t.partial({}),
+]);
+export type AdmissionReview = t.TypeOf<typeof AdmissionReview>;
+
+/** metav1.Status, as much of it as an admission denial carries. */
+export interface Status {
+  readonly status: "Failure";
+  readonly code: number;
+  readonly reason: string;
+  readonly message: string;
+}
+
+export interface AdmissionResponse {
+  readonly uid: string;
+  readonly allowed: boolean;
+  readonly status?: Status;
+  readonly patch?: string;
+  readonly patchType?: "JSONPatch";
+  readonly warnings?: readonly string[];
+  readonly auditAnnotations?: Readonly<Record<string, string>>;
+}
+
+export interface AdmissionReviewResponse {
+  readonly apiVersion: AdmissionVersion;
+  readonly kind: "AdmissionReview";
+  readonly response: AdmissionResponse;
+}

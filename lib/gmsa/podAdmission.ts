@@ -1,0 +1,36 @@
+import type { Pod } from "./pod.js";
+import type { CredSpecSource, UseAuthorizer } from "./ports.js";
+
+/** A pod admission as the policy sees it, decoded and checked by the envelope. */
+export interface PodAdmission {
+  readonly operation: "CREATE" | "UPDATE" | "DELETE" | "CONNECT";
+  readonly subResource?: string;
+  readonly namespace: string;
+  /** The name in the request; empty on CREATE with generateName. */
+  readonly name?: string;
+  readonly pod: Pod;
+  readonly oldPod?: Pod;
+  readonly userInfo?: RequestingUser;
+}
+
+export interface RequestingUser {
+  readonly username?: string;
+  readonly uid?: string;
+  readonly groups?: readonly string[];
+  readonly extra?: Readonly<Record<string, readonly string[]>>;
+}
+
+export interface PolicySettings {
+  /** Give GMSA pods without spec.hostname a random NetBIOS-sized hostname. */
+  readonly randomHostname: boolean;
+  /** Require the requesting user, not only the pod's service account, to hold `use`. */
+  readonly authorizeRequestingUser: boolean;
+}
+
+export interface PolicyDependencies {
+  readonly credSpecs: CredSpecSource;
+  readonly authorizer: UseAuthorizer;
+  readonly settings: PolicySettings;
+  /** Aborts when the admission's time budget is spent. */
+  readonly signal: AbortSignal;
+}

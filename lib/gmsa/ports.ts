@@ -1,0 +1,54 @@
+/**
+ * What the GMSA policy needs from a cluster, and nothing more. The Kubernetes adapter in
+ * lib/kube implements these; tests hand in fakes.
+ */
+
+export type CredSpecLookup =
+  | { readonly kind: "found"; readonly credspec: Readonly<Record<string, unknown>> }
+  | { readonly kind: "notFound" }
+  | { readonly kind: "noCredspec" };
+
+export interface CredSpecSource {
+  /** Reads the named GMSACredentialSpec. Throws ClusterUnavailableError when the cluster cannot answer. */
+  lookup(name: string, signal: AbortSignal): Promise<CredSpecLookup>;
+}
+
+/** Who is asking to use a credential spec: a service account or the requesting user. */
+export interface Principal {
+  readonly user: string;
+  readonly groups: readonly string[];
+  readonly uid?: string;
+  readonly extra?: Readonly<Record<string, readonly string[]>>;
+  /** A service account is checked in its namespace (LocalSubjectAccessReview). */
+  readonly serviceAccount?: { readonly namespace: string; readonly name: string };
+}
+
+export type UseDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason?: string };
+
+export interface UseAuthorizer {
+  /** May `principal` `use` the named credential spec for a pod in `namespace`? */
+  mayUse(principal: Principal, namespace: string, credSpecName: string, signal: AbortSignal): Promise<UseDecision>;
+}
+
+/**
+ * The cluster could not give an answer in time, or at all. Admission fails closed on it: the
+ * pod is refused with a 5xx that says so, never admitted unchecked.
+ */
+export class ClusterUnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly failure: "timeout" | "unreachable" | "serverError" | "rejected",
+    readonly httpStatus?: number,
+  ) {
+    super(message);
+    this.name = "ClusterUnavailableError";
+  }
+}
+
+export function serviceAccountPrincipal(namespace: string, name: string): Principal {
+  return {
+    user: `system:serviceaccount:${namespace}:${name}`,
+    groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
+    serviceAccount: { namespace, name },
+  };
+}

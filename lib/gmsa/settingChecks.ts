@@ -1,0 +1,49 @@
+import { credSpecNameProblem } from "./credSpecName.js";
+import type { GmsaSetting } from "./pod.js";
+import type { CredSpecLookup } from "./ports.js";
+import { denied, type Verdict } from "./verdict.js";
+
+/**
+ * Checks that need no API call, in the order the user would fix them. Names that fail here are
+ * never sent to the API server.
+ */
+export function shapeProblem(settings: readonly GmsaSetting[], requireNames: boolean): Verdict | undefined {
+  for (const setting of settings) {
+    if (setting.name === undefined) {
+      if (requireNames && setting.contents !== undefined) {
+        return denied(
+          422,
+          `${setting.owner}: GMSA credential spec contents are set without a credential spec name; set ${setting.nameField} instead`,
+        );
+      }
+      continue;
+    }
+    const problem = credSpecNameProblem(setting.name);
+    if (problem) {
+      return denied(422, `${setting.owner}: "${truncate(setting.name)}" (${setting.nameField}) is not a valid GMSACredentialSpec name: ${problem}`);
+    }
+  }
+  return undefined;
+}
+
+/** The denial for a credential spec that cannot be used, or undefined when it was found. */
+export function lookupProblem(setting: GmsaSetting, name: string, lookup: CredSpecLookup | undefined): Verdict | undefined {
+  switch (lookup?.kind) {
+    case "found":
+      return undefined;
+    case "noCredspec":
+      return denied(422, `${setting.owner}: GMSACredentialSpec "${name}" has no credspec object`, { credSpecs: [name] });
+    case "notFound":
+    case undefined:
+      return denied(422, `${setting.owner}: GMSACredentialSpec "${name}" does not exist`, { credSpecs: [name] });
+  }
+}
+
+// Names are user input: keep messages short even when the input is not.
+function truncate(text: string, max = 80): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+export function namesOf(settings: readonly GmsaSetting[]): string[] {
+  return [...new Set(settings.flatMap((s) => (s.name === undefined ? [] : [s.name])))];
+}

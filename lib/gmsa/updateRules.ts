@@ -1,0 +1,51 @@
+import { authorizeCredSpecs } from "./authorizeCredSpecs.js";
+import { settingsOfNewEphemeralContainers } from "./expandCredSpecs.js";
+import { gmsaSettings, type GmsaSetting } from "./pod.js";
+import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
+import { allowed, denied, type Verdict } from "./verdict.js";
+
+/**
+ * A running pod keeps the identity it was admitted with: no GMSA name or contents may change,
+ * appear or disappear, at any level. Ephemeral containers added by the update are new
+ * workloads in the pod and get the CREATE checks.
+ */
+export async function checkUpdate(admission: PodAdmission, deps: PolicyDependencies): Promise<Verdict> {
+  if (!admission.oldPod) return denied(400, "an UPDATE of a pod must carry the old object");
+  const before = gmsaSettings(admission.oldPod, admission.name);
+  const after = gmsaSettings(admission.pod, admission.name);
+  const added = settingsOfNewEphemeralContainers(after, admission.oldPod);
+  const addedKeys = new Set(added.map((s) => s.key));
+
+  const beforeByKey = new Map(before.map((s) => [s.key, s]));
+  const afterByKey = new Map(after.filter((s) => !addedKeys.has(s.key)).map((s) => [s.key, s]));
+  for (const key of new Set([...beforeByKey.keys(), ...afterByKey.keys()])) {
+    const before = beforeByKey.get(key);
+    const after = afterByKey.get(key);
+    const change = describeChange(before, after);
+    if (change) {
+      return denied(403, `${(after ?? before)!.owner}: GMSA settings cannot be changed on an existing pod (${change})`, {
+        credSpecs: namesIn(before, after),
+      });
+    }
+  }
+  if (added.length === 0) return allowed();
+  return authorizeCredSpecs(admission, added, deps);
+}
+
+function describeChange(before: GmsaSetting | undefined, after: GmsaSetting | undefined): string | undefined {
+  const where = (after ?? before)!.source === "annotation" ? "the alpha annotation's credential spec" : "the credential spec";
+  if (before?.name !== after?.name) return `${where} name would change from ${quoted(before?.name)} to ${quoted(after?.name)}`;
+  if (before?.contents !== after?.contents) {
+    const how = before?.contents === undefined ? "appear" : after?.contents === undefined ? "disappear" : "change";
+    return `${where} contents would ${how}`;
+  }
+  return undefined;
+}
+
+function quoted(name: string | undefined): string {
+  return name === undefined ? "none" : `"${name}"`;
+}
+
+function namesIn(...settings: Array<GmsaSetting | undefined>): string[] {
+  return [...new Set(settings.flatMap((s) => (s?.name === undefined ? [] : [s.name])))];
+}

@@ -1,0 +1,112 @@
+import { isLeft } from "fp-ts/Either";
+import * as t from "io-ts";
+
+/**
+ * Every setting is an environment variable, the same names locally and as Function App
+ * settings. They are decoded once at start-up; a bad value stops start-up with its name.
+ */
+function booleanSetting(name: string): t.Type<boolean, string, unknown> {
+  return new t.Type<boolean, string, unknown>(
+    name,
+    (u): u is boolean => typeof u === "boolean",
+    (u, c) => {
+      const text = typeof u === "string" ? u.trim().toLowerCase() : u;
+      if (text === "true" || text === "1") return t.success(true);
+      if (text === "false" || text === "0" || text === "") return t.success(false);
+      return t.failure(u, c, `${name} must be true or false, got ${JSON.stringify(u)}`);
+    },
+    String,
+  );
+}
+
+function integerSetting(name: string, min: number, max: number): t.Type<number, string, unknown> {
+  return new t.Type<number, string, unknown>(
+    name,
+    (u): u is number => typeof u === "number",
+    (u, c) => {
+      const value = typeof u === "string" && /^\s*\d+\s*$/.test(u) ? Number(u) : NaN;
+      return Number.isInteger(value) && value >= min && value <= max
+        ? t.success(value)
+        : t.failure(u, c, `${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(u)}`);
+    },
+    String,
+  );
+}
+
+function oneOf<const V extends string>(name: string, values: readonly V[]): t.Type<V, string, unknown> {
+  return new t.Type<V, string, unknown>(
+    name,
+    (u): u is V => typeof u === "string" && (values as readonly string[]).includes(u),
+    (u, c) =>
+      typeof u === "string" && (values as readonly string[]).includes(u)
+        ? t.success(u as V)
+        : t.failure(u, c, `${name} must be one of ${values.join(", ")}, got ${JSON.stringify(u)}`),
+    String,
+  );
+}
+
+function withDefault<A>(codec: t.Type<A, string, unknown>, fallback: A): t.Type<A, string, unknown> {
+  return new t.Type<A, string, unknown>(codec.name, codec.is, (u, c) => (u === undefined ? t.success(fallback) : codec.validate(u, c)), codec.encode);
+}
+
+const clusterAccessModes = ["kubeconfig", "in-cluster"] as const;
+export type ClusterAccess = (typeof clusterAccessModes)[number];
+
+const AdmissionEnvironment = t.type({
+  GMSA_RANDOM_HOSTNAME: withDefault(booleanSetting("GMSA_RANDOM_HOSTNAME"), false),
+  GMSA_AUTHORIZE_REQUESTING_USER: withDefault(booleanSetting("GMSA_AUTHORIZE_REQUESTING_USER"), false),
+  GMSA_API_TIMEOUT_MS: withDefault(integerSetting("GMSA_API_TIMEOUT_MS", 50, 30_000), 2_000),
+  GMSA_ADMISSION_BUDGET_MS: withDefault(integerSetting("GMSA_ADMISSION_BUDGET_MS", 100, 29_000), 4_000),
+  GMSA_CLUSTER_ACCESS: t.union([oneOf("GMSA_CLUSTER_ACCESS", clusterAccessModes), t.undefined]),
+  KUBECONFIG: t.union([t.string, t.undefined]),
+  KUBERNETES_SERVICE_HOST: t.union([t.string, t.undefined]),
+});
+
+export interface AdmissionSettings {
+  readonly randomHostname: boolean;
+  readonly authorizeRequestingUser: boolean;
+  readonly apiTimeoutMs: number;
+  readonly admissionBudgetMs: number;
+  readonly cluster: { readonly access: "kubeconfig"; readonly kubeconfig: string } | { readonly access: "in-cluster" };
+}
+
+export class SettingsError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid settings:\n  ${problems.join("\n  ")}`);
+    this.name = "SettingsError";
+  }
+}
+
+function emptyAsUnset(env: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string | undefined> {
+  return Object.fromEntries(names.map((name) => [name, env[name] === "" ? undefined : env[name]]));
+}
+
+export function decodeWith<A>(codec: t.Decoder<unknown, A>, env: Record<string, string | undefined>): A {
+  const decoded = codec.decode(env);
+  if (isLeft(decoded)) throw new SettingsError([...new Set(decoded.left.map((e) => e.message ?? `${e.context.map((c) => c.key).filter(Boolean).join(".")} is invalid`))]);
+  return decoded.right;
+}
+
+export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): AdmissionSettings {
+  const raw = decodeWith(AdmissionEnvironment, emptyAsUnset(env, Object.keys(AdmissionEnvironment.props)));
+  const problems: string[] = [];
+  if (raw.GMSA_API_TIMEOUT_MS > raw.GMSA_ADMISSION_BUDGET_MS) {
+    problems.push(`GMSA_API_TIMEOUT_MS (${raw.GMSA_API_TIMEOUT_MS}) must not exceed GMSA_ADMISSION_BUDGET_MS (${raw.GMSA_ADMISSION_BUDGET_MS})`);
+  }
+  const access = raw.GMSA_CLUSTER_ACCESS ?? (raw.KUBECONFIG ? "kubeconfig" : raw.KUBERNETES_SERVICE_HOST ? "in-cluster" : undefined);
+  if (access === undefined) {
+    problems.push("no cluster to talk to: set KUBECONFIG, run inside a cluster, or set GMSA_CLUSTER_ACCESS");
+  } else if (access === "kubeconfig" && !raw.KUBECONFIG) {
+    problems.push("GMSA_CLUSTER_ACCESS=kubeconfig needs KUBECONFIG");
+  } else if (access === "in-cluster" && !raw.KUBERNETES_SERVICE_HOST) {
+    problems.push("GMSA_CLUSTER_ACCESS=in-cluster needs KUBERNETES_SERVICE_HOST (it is set inside a pod)");
+  }
+  if (problems.length > 0) throw new SettingsError(problems);
+  return {
+    randomHostname: raw.GMSA_RANDOM_HOSTNAME,
+    authorizeRequestingUser: raw.GMSA_AUTHORIZE_REQUESTING_USER,
+    apiTimeoutMs: raw.GMSA_API_TIMEOUT_MS,
+    admissionBudgetMs: raw.GMSA_ADMISSION_BUDGET_MS,
+    cluster: access === "kubeconfig" ? { access, kubeconfig: raw.KUBECONFIG! } : { access: "in-cluster" },
+  };
+}

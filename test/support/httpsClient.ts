@@ -1,0 +1,28 @@
+import { request } from "node:https";
+
+export interface ClientReply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** A plain HTTPS call that trusts one CA, as the API server does with a webhook's caBundle. */
+export function httpsCall(
+  url: string,
+  options: { ca: string; method?: string; headers?: Record<string, string>; body?: string | Uint8Array },
+): Promise<ClientReply> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: options.method ?? "POST", ca: options.ca, headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}
+
+export function postReview(url: string, ca: string, review: unknown): Promise<ClientReply> {
+  return httpsCall(url, { ca, headers: { "content-type": "application/json" }, body: JSON.stringify(review) });
+}
