@@ -42,8 +42,13 @@ export async function handleReview(
   const { apiVersion, request } = decoded.right;
 
   const budget = Math.max(1, Math.min(deps.budgetMs, (apiServerTimeoutMs ?? Infinity) - answerMarginMs));
-  const signal = AbortSignal.timeout(budget);
-  const { result: response, counters } = await withRequestCounters(() => respond(request, policy, { ...deps, signal }, budget));
+  // A timer of our own rather than AbortSignal.timeout: it must keep the process alive while
+  // an admission waits on it.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new Error(`admission budget of ${budget} ms spent`)), budget);
+  const { result: response, counters } = await withRequestCounters(() =>
+    respond(request, policy, { ...deps, signal: deadline.signal }, budget),
+  ).finally(() => clearTimeout(timer));
   const code = response.status?.code ?? 200;
   return {
     kind: "reviewed",

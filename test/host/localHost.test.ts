@@ -1,0 +1,160 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
+import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
+import { credSpecFixtures } from "../support/fixtures.js";
+import { httpsCall, postReview } from "../support/httpsClient.js";
+import { startLocalWebhook, type LocalWebhook } from "../support/localWebhook.js";
+import { gmsa, pod, review } from "../support/reviews.js";
+
+interface Context {
+  api: FakeApiServer;
+  webhook: LocalWebhook;
+}
+
+const Host = suite<Context>("local host, real client against a fake API server");
+
+Host.before(async (context) => {
+  context.api = await startFakeApiServer();
+  context.webhook = await startLocalWebhook({ KUBECONFIG: context.api.kubeconfig, GMSA_API_TIMEOUT_MS: "300", GMSA_ADMISSION_BUDGET_MS: "800" });
+});
+
+Host.before.each((context) => {
+  const { state, calls } = context.api;
+  state.credSpecs = new Map(credSpecFixtures().map((c) => [c.metadata.name, c as unknown as Record<string, unknown>]));
+  state.grants = new Set(["system:serviceaccount:apps:default|webapp1-credspec"]);
+  state.failWith = undefined;
+  state.delayMs = undefined;
+  calls.length = 0;
+});
+
+Host.after(async (context) => {
+  await context.webhook.close();
+  await context.api.close();
+});
+
+function gmsaPod(name = "webapp1-credspec") {
+  const p = pod();
+  p.spec.containers[0]!.securityContext = gmsa(name);
+  p.spec.containers.push({ name: "sidecar", securityContext: gmsa(name) });
+  return p;
+}
+
+async function post(context: Context, path: string, body: unknown) {
+  const reply = await postReview(`${context.webhook.server.url}${path}`, context.webhook.caPem, body);
+  assert.is(reply.status, 200, reply.text);
+  return JSON.parse(reply.text).response;
+}
+
+Host("mutate inlines the credential spec's canonical bytes with one GET for the distinct name", async (context) => {
+  const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
+  const ops = JSON.parse(Buffer.from(response.patch, "base64").toString());
+  const expected = canonicalJson(credSpecFixtures().find((c) => c.metadata.name === "webapp1-credspec")!.credspec);
+  assert.equal(ops.map((o: { value: string }) => o.value), [expected, expected]);
+  assert.equal(context.api.calls.map((c) => `${c.method} ${c.path}`), ["GET /apis/windows.k8s.io/v1/gmsacredentialspecs/webapp1-credspec"]);
+});
+
+Host("validate sends a LocalSubjectAccessReview for the service account, with its groups", async (context) => {
+  const response = await post(context, "/validate", review("CREATE", gmsaPod()));
+  assert.is(response.allowed, true);
+  const sar = context.api.calls.find((c) => c.path.endsWith("/localsubjectaccessreviews"));
+  assert.is(sar?.path, "/apis/authorization.k8s.io/v1/namespaces/apps/localsubjectaccessreviews");
+  assert.equal((sar?.body as { spec: unknown }).spec, {
+    user: "system:serviceaccount:apps:default",
+    groups: ["system:serviceaccounts", "system:serviceaccounts:apps", "system:authenticated"],
+    resourceAttributes: { namespace: "apps", verb: "use", group: "windows.k8s.io", resource: "gmsacredentialspecs", name: "webapp1-credspec" },
+  });
+});
+
+Host("validate refuses with 403 when the API server says the service account may not use it", async (context) => {
+  context.api.state.grants.clear();
+  const response = await post(context, "/validate", review("CREATE", gmsaPod()));
+  assert.is(response.status.code, 403);
+  assert.match(response.status.message, /service account "default" in namespace "apps" is not authorized/);
+});
+
+Host("an unknown credential spec is told apart by the 404 status, not the message", async (context) => {
+  const response = await post(context, "/mutate", review("CREATE", gmsaPod("not-there")));
+  assert.is(response.status.code, 422);
+  assert.match(response.status.message, /GMSACredentialSpec "not-there" does not exist/);
+});
+
+Host("fails closed with 503 when the API server answers 500", async (context) => {
+  context.api.state.failWith = 500;
+  const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
+  assert.is(response.allowed, false);
+  assert.is(response.status.code, 503);
+  assert.match(response.status.message, /answered 500/);
+});
+
+Host("fails closed with a timeout well inside the budget when the API server hangs", async (context) => {
+  context.api.state.delayMs = 5000;
+  const started = Date.now();
+  const response = await post(context, "/validate", review("CREATE", gmsaPod()));
+  const elapsed = Date.now() - started;
+  assert.is(response.status.code, 504);
+  assert.match(response.status.message, /did not answer/);
+  assert.ok(elapsed < 2000, `answered after ${elapsed} ms`);
+});
+
+Host("a pod without GMSA settings costs no API call", async (context) => {
+  const response = await post(context, "/mutate", review("CREATE", pod()));
+  assert.is(response.allowed, true);
+  assert.is(response.patch, undefined);
+  assert.equal(context.api.calls, []);
+});
+
+Host("writes one structured log line per admission, without credential spec contents", async (context) => {
+  context.webhook.logs.length = 0;
+  await post(context, "/mutate", review("CREATE", gmsaPod()));
+  const lines = context.webhook.logs.filter((l) => l.includes('"event":"gmsa.admission"'));
+  assert.is(lines.length, 1);
+  const record = JSON.parse(lines[0]!.slice(lines[0]!.indexOf("{")));
+  assert.is(record.webhook, "mutate");
+  assert.is(record.decision, "patched");
+  assert.equal(record.credSpecs, ["webapp1-credspec"]);
+  assert.is(record.apiCalls, 1);
+  assert.not.match(lines[0]!, /WebApplication1/);
+});
+
+const httpRules: Array<[string, { method?: string; path?: string; headers?: Record<string, string>; body?: string | Uint8Array }, number]> = [
+  ["an unknown path", { path: "/nothing-here" }, 404],
+  ["GET on a webhook", { method: "GET" }, 405],
+  ["a body that is not JSON by content type", { headers: { "content-type": "text/plain" }, body: "{}" }, 415],
+  ["no content type", { headers: {}, body: "{}" }, 415],
+  ["malformed JSON", { body: "{\"apiVersion\":" }, 400],
+  ["JSON that is not a review", { body: "{\"hello\":\"world\"}" }, 400],
+  ["bytes that are not UTF-8", { body: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]) }, 400],
+  ["a body over 3 MiB", { body: `{"pad":"${"x".repeat(3 * 1024 * 1024)}"}` }, 413],
+];
+for (const [what, call, status] of httpRules) {
+  Host(`answers ${what} with ${status}`, async (context) => {
+    const reply = await httpsCall(`${context.webhook.server.url}${call.path ?? "/validate"}`, {
+      ca: context.webhook.caPem,
+      method: call.method ?? "POST",
+      headers: call.headers ?? { "content-type": "application/json" },
+      body: call.method === "GET" ? undefined : call.body,
+    });
+    assert.is(reply.status, status, reply.text);
+  });
+}
+
+Host("accepts application/json with parameters", async (context) => {
+  const reply = await httpsCall(`${context.webhook.server.url}/validate`, {
+    ca: context.webhook.caPem,
+    headers: { "content-type": "application/json; charset=utf-8" },
+    body: JSON.stringify(review("CREATE", pod())),
+  });
+  assert.is(reply.status, 200);
+});
+
+Host("GET /health answers 200 and GET /info names the product", async (context) => {
+  const health = await httpsCall(`${context.webhook.server.url}/health`, { ca: context.webhook.caPem, method: "GET" });
+  assert.is(health.status, 200);
+  const info = await httpsCall(`${context.webhook.server.url}/info`, { ca: context.webhook.caPem, method: "GET" });
+  assert.is(info.status, 200);
+  assert.is(JSON.parse(info.text).name, "gmsa-admission");
+  assert.match(JSON.parse(info.text).node, /^v22\./);
+});
+
+Host.run();

@@ -1,0 +1,172 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { handleReview, type ReviewDependencies } from "../../../lib/admission/handleReview.js";
+import { parseGoDurationMs } from "../../../lib/admission/goDuration.js";
+import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
+import { ClusterUnavailableError } from "../../../lib/gmsa/ports.js";
+import { validatePod } from "../../../lib/gmsa/validatePod.js";
+import { fakePorts } from "../../support/fakePorts.js";
+import { gmsa, pod, review } from "../../support/reviews.js";
+
+function deps(overrides: Partial<ReviewDependencies> = {}): ReviewDependencies {
+  const ports = fakePorts();
+  return { credSpecs: ports.credSpecs, authorizer: ports.authorizer, settings: ports.settings, budgetMs: 2000, ...overrides };
+}
+
+function gmsaPod() {
+  const p = pod();
+  p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec");
+  return p;
+}
+
+async function reviewed(body: unknown, d = deps(), timeoutMs?: number, policy = expandCredSpecs) {
+  const outcome = await handleReview(body, policy, d, timeoutMs);
+  if (outcome.kind !== "reviewed") throw new Error(`expected a review, got: ${outcome.message}`);
+  return outcome;
+}
+
+const Envelope = suite("handleReview");
+
+for (const apiVersion of ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]) {
+  Envelope(`answers ${apiVersion} in ${apiVersion}, echoing the UID`, async () => {
+    const body = review("CREATE", gmsaPod(), { apiVersion });
+    const { review: answer } = await reviewed(body);
+    assert.is(answer.apiVersion, apiVersion);
+    assert.is(answer.kind, "AdmissionReview");
+    assert.is(answer.response.uid, body.request.uid);
+  });
+}
+
+Envelope("sends a JSON Patch, base64-encoded, only when there is one", async () => {
+  const patched = (await reviewed(review("CREATE", gmsaPod()))).review.response;
+  assert.is(patched.patchType, "JSONPatch");
+  const ops = JSON.parse(Buffer.from(patched.patch!, "base64").toString());
+  assert.is(ops[0].path, "/spec/containers/0/securityContext/windowsOptions/gmsaCredentialSpec");
+  const plain = (await reviewed(review("CREATE", pod()))).review.response;
+  assert.equal(plain, { uid: plain.uid, allowed: true });
+});
+
+Envelope("names the credential specs used in audit annotations", async () => {
+  const { review: answer } = await reviewed(review("CREATE", gmsaPod()), deps(), undefined, validatePod);
+  assert.equal(answer.response.auditAnnotations, { credspecs: "webapp1-credspec" });
+});
+
+Envelope("turns a denial into a Failure status with the code and reason", async () => {
+  const p = pod();
+  p.spec.securityContext = gmsa("missing");
+  const { review: answer, record } = await reviewed(review("CREATE", p));
+  assert.is(answer.response.allowed, false);
+  assert.equal(answer.response.status, { status: "Failure", code: 422, reason: "Invalid", message: 'pod "web-0": GMSACredentialSpec "missing" does not exist' });
+  assert.is(record.decision, "denied");
+});
+
+const notReviews: Array<[string, unknown]> = [
+  ["null", null],
+  ["an array", []],
+  ["a review without a request", { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }],
+  ["another kind", { apiVersion: "admission.k8s.io/v1", kind: "ConversionReview", request: {} }],
+  ["an unknown version", { apiVersion: "admission.k8s.io/v2", kind: "AdmissionReview", request: { uid: "1", kind: { group: "", version: "v1", kind: "Pod" }, operation: "CREATE" } }],
+  ["a request without a uid", { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { kind: { group: "", version: "v1", kind: "Pod" }, operation: "CREATE" } }],
+];
+for (const [what, body] of notReviews) {
+  Envelope(`reports ${what} as a bad request`, async () => {
+    const outcome = await handleReview(body, expandCredSpecs, deps());
+    assert.is(outcome.kind, "badRequest");
+    assert.match(outcome.kind === "badRequest" ? outcome.message : "", /not an AdmissionReview/);
+  });
+}
+
+const badPods: Array<[string, (r: ReturnType<typeof review>) => void, RegExp]> = [
+  ["a Deployment", (r) => (r.request.kind = { group: "apps", version: "v1", kind: "Deployment" }), /expected a Pod, got Deployment \(apps\)/],
+  ["a CREATE without an object", (r) => delete (r.request as { object?: unknown }).object, /has no object/],
+  ["an object whose kind is not Pod", (r) => ((r.request as { object: unknown }).object = { kind: "Secret" }), /object is not a Pod/],
+  ["containers that are not a list", (r) => ((r.request as { object: unknown }).object = { kind: "Pod", spec: { containers: "iis" } }), /object is not a Pod/],
+  ["a name that is not a string", (r) => ((r.request as { object: unknown }).object = { kind: "Pod", spec: { securityContext: { windowsOptions: { gmsaCredentialSpecName: 7 } } } }), /object is not a Pod/],
+  ["an UPDATE without the old object", (r) => (r.request.operation = "UPDATE"), /has no oldObject/],
+  ["an unknown operation", (r) => ((r.request as { operation: string }).operation = "PATCH"), /unknown operation "PATCH"/],
+];
+for (const [what, edit, message] of badPods) {
+  Envelope(`refuses ${what} with 400, keeping the UID`, async () => {
+    const body = review("CREATE", gmsaPod());
+    edit(body);
+    const { review: answer } = await reviewed(body);
+    assert.is(answer.response.uid, body.request.uid);
+    assert.is(answer.response.allowed, false);
+    assert.is(answer.response.status?.code, 400);
+    assert.match(answer.response.status?.message ?? "", message);
+  });
+}
+
+Envelope("does not echo a large object back in an error", async () => {
+  const body = review("CREATE", { kind: "Pod", spec: { containers: [{ name: 1, image: "x".repeat(100_000) }] } });
+  const { review: answer } = await reviewed(body);
+  assert.ok((answer.response.status?.message.length ?? 0) < 1000, `message of ${answer.response.status?.message.length} characters`);
+});
+
+Envelope("decodes tens of thousands of containers without trouble", async () => {
+  const p = pod();
+  p.spec.containers = Array.from({ length: 20_000 }, (_, i) => ({ name: `c${i}`, ...(i % 1000 === 0 ? { securityContext: gmsa("webapp1-credspec") } : {}) }));
+  const ports = fakePorts();
+  const { review: answer } = await reviewed(review("CREATE", p), deps({ credSpecs: ports.credSpecs }));
+  assert.is(JSON.parse(Buffer.from(answer.response.patch!, "base64").toString()).length, 20);
+  assert.equal(ports.lookups, ["webapp1-credspec"]);
+});
+
+Envelope("allows DELETE without an object", async () => {
+  const body = review("DELETE", undefined, { oldObject: gmsaPod() });
+  const { review: answer } = await reviewed(body);
+  assert.equal(answer.response, { uid: body.request.uid, allowed: true });
+});
+
+Envelope("fails closed with 503 when the cluster cannot answer", async () => {
+  const d = deps({
+    credSpecs: {
+      lookup: async () => {
+        throw new ClusterUnavailableError("the Kubernetes API server answered 500 to GET", "serverError", 500);
+      },
+    },
+  });
+  const { review: answer, record } = await reviewed(review("CREATE", gmsaPod()), d);
+  assert.is(answer.response.allowed, false);
+  assert.is(answer.response.status?.code, 503);
+  assert.match(answer.response.status?.message ?? "", /could not be checked: the Kubernetes API server answered 500/);
+  assert.is(record.decision, "error");
+});
+
+Envelope("fails closed with 504 within the time the API server allows, not the configured budget", async () => {
+  const hang = { lookup: (_: string, signal: AbortSignal) => new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))) };
+  const started = Date.now();
+  const { review: answer } = await reviewed(review("CREATE", gmsaPod()), deps({ credSpecs: hang, budgetMs: 20_000 }), 600);
+  const elapsed = Date.now() - started;
+  assert.is(answer.response.status?.code, 504);
+  assert.match(answer.response.status?.message ?? "", /did not answer within 350 ms/);
+  assert.ok(elapsed < 5000, `answered after ${elapsed} ms`);
+});
+
+Envelope("lets an unexpected error through for the HTTP layer to report", async () => {
+  const broken = { lookup: async () => { throw new TypeError("bug"); } };
+  try {
+    await handleReview(review("CREATE", gmsaPod()), expandCredSpecs, deps({ credSpecs: broken }));
+    assert.unreachable("should have thrown");
+  } catch (error) {
+    assert.instance(error, TypeError);
+  }
+});
+
+Envelope.run();
+
+const Durations = suite("parseGoDurationMs");
+const durations: Array<[string | null, number | undefined]> = [
+  ["10s", 10_000],
+  ["1m0s", 60_000],
+  ["500ms", 500],
+  ["1.5s", 1500],
+  ["1h", 3_600_000],
+  ["", undefined],
+  [null, undefined],
+  ["10", undefined],
+  ["-1s", undefined],
+  ["10s; DROP", undefined],
+];
+for (const [text, ms] of durations) Durations(`reads ${JSON.stringify(text)} as ${ms}`, () => assert.is(parseGoDurationMs(text), ms));
+Durations.run();

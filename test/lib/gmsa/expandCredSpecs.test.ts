@@ -1,0 +1,188 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { canonicalJson } from "../../../lib/gmsa/canonicalJson.js";
+import { expandCredSpecs, randomHostname } from "../../../lib/gmsa/expandCredSpecs.js";
+import type { PatchOperation } from "../../../lib/gmsa/jsonPatch.js";
+import { admission, fakePorts } from "../../support/fakePorts.js";
+import { credSpecFixture } from "../../support/fixtures.js";
+import { gmsa, pod, type PodSpec } from "../../support/reviews.js";
+
+const webapp = canonicalJson(credSpecFixture("webapp1-credspec").credspec);
+const payroll = canonicalJson(credSpecFixture("payroll-gmsa").credspec);
+
+function withPlaces(edit: (p: PodSpec) => void): PodSpec {
+  const p = pod();
+  edit(p);
+  return p;
+}
+
+const Expand = suite("expandCredSpecs");
+
+const places: Array<[string, (p: PodSpec) => void, PatchOperation[]]> = [
+  [
+    "pod level",
+    (p) => (p.spec.securityContext = gmsa("webapp1-credspec")),
+    [{ op: "add", path: "/spec/securityContext/windowsOptions/gmsaCredentialSpec", value: webapp }],
+  ],
+  [
+    "a container",
+    (p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec")),
+    [{ op: "add", path: "/spec/containers/0/securityContext/windowsOptions/gmsaCredentialSpec", value: webapp }],
+  ],
+  [
+    "an init container",
+    (p) => (p.spec.initContainers = [{ name: "setup", securityContext: gmsa("payroll-gmsa") }]),
+    [{ op: "add", path: "/spec/initContainers/0/securityContext/windowsOptions/gmsaCredentialSpec", value: payroll }],
+  ],
+  [
+    "an ephemeral container in a created pod",
+    (p) => (p.spec.ephemeralContainers = [{ name: "debug", securityContext: gmsa("payroll-gmsa") }]),
+    [{ op: "add", path: "/spec/ephemeralContainers/0/securityContext/windowsOptions/gmsaCredentialSpec", value: payroll }],
+  ],
+  [
+    "every level at once, the second container only",
+    (p) => {
+      p.spec.securityContext = gmsa("webapp1-credspec");
+      p.spec.containers.push({ name: "sidecar", securityContext: gmsa("payroll-gmsa") });
+      p.spec.initContainers = [{ name: "setup", securityContext: gmsa("webapp1-credspec") }];
+    },
+    [
+      { op: "add", path: "/spec/securityContext/windowsOptions/gmsaCredentialSpec", value: webapp },
+      { op: "add", path: "/spec/containers/1/securityContext/windowsOptions/gmsaCredentialSpec", value: payroll },
+      { op: "add", path: "/spec/initContainers/0/securityContext/windowsOptions/gmsaCredentialSpec", value: webapp },
+    ],
+  ],
+  [
+    "the pod's alpha annotation",
+    (p) => (p.metadata.annotations = { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec" }),
+    [{ op: "add", path: "/metadata/annotations/pod.alpha.windows.kubernetes.io~1gmsa-credential-spec", value: webapp }],
+  ],
+  [
+    "a container's alpha annotation",
+    (p) => (p.metadata.annotations = { "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa" }),
+    [{ op: "add", path: "/metadata/annotations/iis.container.alpha.windows.kubernetes.io~1gmsa-credential-spec", value: payroll }],
+  ],
+];
+
+for (const [where, edit, expected] of places) {
+  Expand(`inlines the named credential spec at ${where}`, async () => {
+    const verdict = await expandCredSpecs(admission("CREATE", withPlaces(edit)), fakePorts());
+    assert.is(verdict.kind, "allowed");
+    assert.equal(verdict.kind === "allowed" && verdict.patch, expected);
+  });
+}
+
+Expand("looks each distinct name up once, however many places name it", async () => {
+  const ports = fakePorts();
+  const p = withPlaces((p) => {
+    p.spec.securityContext = gmsa("webapp1-credspec");
+    p.spec.containers.push({ name: "b", securityContext: gmsa("webapp1-credspec") }, { name: "c", securityContext: gmsa("webapp1-credspec") });
+  });
+  const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+  assert.equal(ports.lookups, ["webapp1-credspec"]);
+  assert.is(verdict.kind === "allowed" && verdict.patch.length, 3);
+});
+
+Expand("leaves contents that are already present alone, for validation to compare", async () => {
+  const ports = fakePorts();
+  const p = withPlaces((p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec", '{"preset":true}')));
+  const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, []);
+  assert.equal(ports.lookups, []);
+});
+
+Expand("without any GMSA setting: allowed, no patch, no lookup", async () => {
+  const ports = fakePorts();
+  const verdict = await expandCredSpecs(admission("CREATE", pod()), ports);
+  assert.equal(verdict, { kind: "allowed", patch: [], warnings: [], credSpecs: [] });
+  assert.equal(ports.lookups, []);
+});
+
+Expand("warns once per alpha annotation, naming the field that replaces it", async () => {
+  const p = withPlaces((p) => {
+    p.metadata.annotations = {
+      "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec",
+      "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa",
+      "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec": payroll,
+      "unrelated.example.com/gmsa-credential-spec-name": "ignored",
+    };
+  });
+  const verdict = await expandCredSpecs(admission("CREATE", p), fakePorts());
+  assert.equal(verdict.warnings, [
+    'pod "web-0": annotation pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name is deprecated; use spec.securityContext.windowsOptions.gmsaCredentialSpecName instead',
+    'container "iis" of pod "web-0": annotation iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name is deprecated; use spec.containers[0].securityContext.windowsOptions.gmsaCredentialSpecName instead',
+    'container "iis" of pod "web-0": annotation iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec is deprecated; use spec.containers[0].securityContext.windowsOptions.gmsaCredentialSpec instead',
+  ]);
+  assert.equal(verdict.kind === "allowed" && verdict.patch.map((o) => o.path), ["/metadata/annotations/pod.alpha.windows.kubernetes.io~1gmsa-credential-spec"]);
+});
+
+const refusals: Array<[string, (p: PodSpec) => void, number, RegExp]> = [
+  ["a credential spec that does not exist", (p) => (p.spec.containers[0]!.securityContext = gmsa("missing")), 422, /container "iis" of pod "web-0": GMSACredentialSpec "missing" does not exist/],
+  ["a credential spec without a credspec object", (p) => (p.spec.securityContext = gmsa("empty-credspec")), 422, /pod "web-0": GMSACredentialSpec "empty-credspec" has no credspec object/],
+  ["a name that is not a valid object name", (p) => (p.spec.initContainers = [{ name: "setup", securityContext: gmsa("../secrets") }]), 422, /init container "setup" of pod "web-0": "\.\.\/secrets" .* is not a valid GMSACredentialSpec name/],
+];
+for (const [what, edit, code, message] of refusals) {
+  Expand(`refuses ${what} with ${code}`, async () => {
+    const ports = fakePorts();
+    const verdict = await expandCredSpecs(admission("CREATE", withPlaces(edit)), ports);
+    assert.is(verdict.kind, "denied");
+    if (verdict.kind !== "denied") return;
+    assert.is(verdict.code, code);
+    assert.match(verdict.message, message);
+  });
+}
+
+Expand("never sends an invalid name to the API server", async () => {
+  const ports = fakePorts();
+  await expandCredSpecs(admission("CREATE", withPlaces((p) => (p.spec.securityContext = gmsa("Bad/Name")))), ports);
+  assert.equal(ports.lookups, []);
+});
+
+Expand("on UPDATE inlines only the ephemeral containers the update adds", async () => {
+  const before = withPlaces((p) => (p.spec.ephemeralContainers = [{ name: "old", securityContext: gmsa("webapp1-credspec", webapp) }]));
+  const after = withPlaces((p) => {
+    p.spec.ephemeralContainers = [
+      { name: "old", securityContext: gmsa("webapp1-credspec", webapp) },
+      { name: "debug", securityContext: gmsa("payroll-gmsa") },
+    ];
+  });
+  const verdict = await expandCredSpecs(admission("UPDATE", after, { oldPod: before as never, subResource: "ephemeralcontainers" }), fakePorts());
+  assert.equal(verdict.kind === "allowed" && verdict.patch, [
+    { op: "add", path: "/spec/ephemeralContainers/1/securityContext/windowsOptions/gmsaCredentialSpec", value: payroll },
+  ]);
+});
+
+Expand("on an ordinary UPDATE changes nothing", async () => {
+  const p = withPlaces((p) => (p.spec.securityContext = gmsa("webapp1-credspec")));
+  const ports = fakePorts();
+  const verdict = await expandCredSpecs(admission("UPDATE", p, { oldPod: p as never }), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, []);
+  assert.equal(ports.lookups, []);
+});
+
+Expand("with GMSA_RANDOM_HOSTNAME gives a GMSA pod without a hostname a random one", async () => {
+  const p = withPlaces((p) => (p.spec.securityContext = gmsa("webapp1-credspec")));
+  const verdict = await expandCredSpecs(admission("CREATE", p), fakePorts({ settings: { randomHostname: true } }));
+  const op = verdict.kind === "allowed" ? verdict.patch.find((o) => o.path === "/spec/hostname") : undefined;
+  assert.ok(op, "a hostname is added");
+  assert.match(String(op!.value), /^[a-z][a-z0-9]{14}$/);
+});
+
+Expand("keeps a hostname that is set, and leaves non-GMSA pods alone", async () => {
+  const ports = fakePorts({ settings: { randomHostname: true } });
+  const named = withPlaces((p) => {
+    p.spec.securityContext = gmsa("webapp1-credspec");
+    p.spec.hostname = "web";
+  });
+  const a = await expandCredSpecs(admission("CREATE", named), ports);
+  const b = await expandCredSpecs(admission("CREATE", pod()), ports);
+  assert.not.ok(a.kind === "allowed" && a.patch.some((o) => o.path === "/spec/hostname"));
+  assert.equal(b.kind === "allowed" && b.patch, []);
+});
+
+Expand("random hostnames differ from one another", () => {
+  const names = new Set(Array.from({ length: 200 }, randomHostname));
+  assert.is(names.size, 200);
+});
+
+Expand.run();

@@ -1,0 +1,168 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { canonicalJson } from "../../../lib/gmsa/canonicalJson.js";
+import type { Principal } from "../../../lib/gmsa/ports.js";
+import { validatePod } from "../../../lib/gmsa/validatePod.js";
+import { admission, fakePorts } from "../../support/fakePorts.js";
+import { credSpecFixture } from "../../support/fixtures.js";
+import { gmsa, pod, type PodSpec } from "../../support/reviews.js";
+
+const webappSpec = credSpecFixture("webapp1-credspec").credspec!;
+const webapp = canonicalJson(webappSpec);
+
+function podWith(edit: (p: PodSpec) => void): PodSpec {
+  const p = pod({ serviceAccountName: "web" });
+  edit(p);
+  return p;
+}
+
+const onlyGrant = (user: string, name: string) => (p: Principal, n: string) => ({ allowed: p.user === user && n === name });
+
+const Create = suite("validatePod on CREATE");
+
+Create("allows a pod whose service account may use every named credential spec", async () => {
+  const ports = fakePorts({ decide: onlyGrant("system:serviceaccount:apps:web", "webapp1-credspec") });
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec", webapp)))), ports);
+  assert.equal(verdict, { kind: "allowed", patch: [], warnings: [], credSpecs: ["webapp1-credspec"] });
+});
+
+Create("asks about the service account as its token would present it, in the pod's namespace", async () => {
+  const ports = fakePorts();
+  await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  assert.equal(ports.reviews, [
+    {
+      namespace: "apps",
+      name: "webapp1-credspec",
+      principal: {
+        user: "system:serviceaccount:apps:web",
+        groups: ["system:serviceaccounts", "system:serviceaccounts:apps", "system:authenticated"],
+        serviceAccount: { namespace: "apps", name: "web" },
+      },
+    },
+  ]);
+});
+
+Create("takes the default service account when the pod names none", async () => {
+  const ports = fakePorts();
+  const p = pod();
+  p.spec.securityContext = gmsa("webapp1-credspec");
+  await validatePod(admission("CREATE", p), ports);
+  assert.is(ports.reviews[0]!.principal.user, "system:serviceaccount:apps:default");
+});
+
+Create("asks once per distinct name", async () => {
+  const ports = fakePorts();
+  const p = podWith((p) => {
+    p.spec.securityContext = gmsa("webapp1-credspec");
+    p.spec.containers.push({ name: "b", securityContext: gmsa("webapp1-credspec") });
+    p.spec.initContainers = [{ name: "i", securityContext: gmsa("payroll-gmsa") }];
+  });
+  await validatePod(admission("CREATE", p), ports);
+  assert.equal(ports.reviews.map((r) => r.name).sort(), ["payroll-gmsa", "webapp1-credspec"]);
+  assert.equal([...ports.lookups].sort(), ["payroll-gmsa", "webapp1-credspec"]);
+});
+
+// The error table: every row, at every kind of place.
+const placeEdits: Array<[string, string, (p: PodSpec, name?: string, contents?: string) => void]> = [
+  ["pod", 'pod "web-0"', (p, n, c) => (p.spec.securityContext = gmsa(n, c))],
+  ["container", 'container "iis" of pod "web-0"', (p, n, c) => (p.spec.containers[0]!.securityContext = gmsa(n, c))],
+  ["init container", 'init container "setup" of pod "web-0"', (p, n, c) => (p.spec.initContainers = [{ name: "setup", securityContext: gmsa(n, c) }])],
+  ["ephemeral container", 'ephemeral container "debug" of pod "web-0"', (p, n, c) => (p.spec.ephemeralContainers = [{ name: "debug", securityContext: gmsa(n, c) }])],
+  [
+    "pod annotation",
+    'pod "web-0"',
+    (p, n, c) =>
+      (p.metadata.annotations = {
+        ...(n !== undefined ? { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": n } : {}),
+        ...(c !== undefined ? { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec": c } : {}),
+      }),
+  ],
+  [
+    "container annotation",
+    'container "iis" of pod "web-0"',
+    (p, n, c) =>
+      (p.metadata.annotations = {
+        ...(n !== undefined ? { "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": n } : {}),
+        ...(c !== undefined ? { "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec": c } : {}),
+      }),
+  ],
+];
+
+const rows: Array<{ what: string; name?: string; contents?: string; deny?: boolean; code: number; reason: RegExp }> = [
+  { what: "the service account may not use the credential spec", name: "webapp1-credspec", deny: true, code: 403, reason: /service account "web" in namespace "apps" is not authorized to use GMSACredentialSpec "webapp1-credspec"/ },
+  { what: "the credential spec does not exist", name: "nope", code: 422, reason: /GMSACredentialSpec "nope" does not exist/ },
+  { what: "the credential spec has no credspec object", name: "empty-credspec", code: 422, reason: /GMSACredentialSpec "empty-credspec" has no credspec object/ },
+  { what: "contents are set without a name", contents: webapp, code: 422, reason: /contents are set without a credential spec name/ },
+  { what: "contents differ from the named credential spec", name: "webapp1-credspec", contents: '{"CmsPlugins":["ActiveDirectory"]}', code: 422, reason: /contents do not match GMSACredentialSpec "webapp1-credspec"/ },
+  { what: "contents are not JSON", name: "webapp1-credspec", contents: "not json", code: 422, reason: /not valid JSON/ },
+  { what: "the name is not a valid object name", name: "Web App", code: 422, reason: /"Web App" .* is not a valid GMSACredentialSpec name/ },
+];
+
+for (const [place, owner, edit] of placeEdits) {
+  for (const row of rows) {
+    Create(`at ${place}: refuses with ${row.code} when ${row.what}`, async () => {
+      const ports = fakePorts({ decide: () => ({ allowed: !row.deny }) });
+      const verdict = await validatePod(admission("CREATE", podWith((p) => edit(p, row.name, row.contents))), ports);
+      assert.is(verdict.kind, "denied");
+      if (verdict.kind !== "denied") return;
+      assert.is(verdict.code, row.code);
+      assert.match(verdict.message, row.reason);
+      assert.ok(verdict.message.startsWith(`${owner}: `), verdict.message);
+    });
+  }
+  Create(`at ${place}: accepts contents equal to the credential spec in any key order and spacing`, async () => {
+    const reordered = JSON.stringify(Object.fromEntries(Object.entries(webappSpec).reverse()), null, 2);
+    const verdict = await validatePod(admission("CREATE", podWith((p) => edit(p, "webapp1-credspec", reordered))), fakePorts());
+    assert.is(verdict.kind, "allowed");
+  });
+}
+
+Create("judges authorization before existence, so a refused user learns nothing about which specs exist", async () => {
+  const ports = fakePorts({ decide: () => ({ allowed: false }) });
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("does-not-exist")))), ports);
+  assert.is(verdict.kind === "denied" && verdict.code, 403);
+});
+
+Create("makes no API call for a name that is not valid", async () => {
+  const ports = fakePorts();
+  await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("UPPER")))), ports);
+  assert.equal(ports.reviews, []);
+  assert.equal(ports.lookups, []);
+});
+
+Create("a pod without GMSA settings is allowed without any API call", async () => {
+  const ports = fakePorts();
+  assert.is((await validatePod(admission("CREATE", pod()), ports)).kind, "allowed");
+  assert.equal(ports.reviews.length + ports.lookups.length, 0);
+});
+
+Create("with the requesting-user check on, the requesting user must also hold use", async () => {
+  const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  assert.is(verdict.kind === "denied" && verdict.code, 403);
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /user "alice" is not authorized to use GMSACredentialSpec "webapp1-credspec"/);
+  const asked = ports.reviews.find((r) => r.principal.user === "alice");
+  assert.equal(asked?.principal.groups, ["developers"]);
+  assert.is(asked?.principal.serviceAccount, undefined);
+});
+
+Create("with the requesting-user check off, the requesting user is not asked about", async () => {
+  const ports = fakePorts();
+  await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  assert.not.ok(ports.reviews.some((r) => r.principal.user === "alice"));
+});
+
+Create("with the requesting-user check on, a request without a user is refused", async () => {
+  const ports = fakePorts({ settings: { authorizeRequestingUser: true } });
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))), { userInfo: {} }), ports);
+  assert.is(verdict.kind === "denied" && verdict.code, 403);
+});
+
+Create("allows DELETE and CONNECT without looking", async () => {
+  for (const operation of ["DELETE", "CONNECT"] as const) {
+    const ports = fakePorts({ decide: () => ({ allowed: false }) });
+    assert.is((await validatePod(admission(operation, podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports)).kind, "allowed");
+  }
+});
+
+Create.run();

@@ -1,0 +1,78 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { readHostSettings } from "../../host/hostSettings.js";
+import { readAdmissionSettings, SettingsError } from "../../lib/settings.js";
+
+const Settings = suite("readAdmissionSettings");
+
+Settings("defaults everything but the cluster", () => {
+  assert.equal(readAdmissionSettings({ KUBECONFIG: "/k" }), {
+    randomHostname: false,
+    authorizeRequestingUser: false,
+    apiTimeoutMs: 2000,
+    admissionBudgetMs: 4000,
+    cluster: { access: "kubeconfig", kubeconfig: "/k" },
+  });
+});
+
+Settings("reads every value", () => {
+  const settings = readAdmissionSettings({
+    KUBECONFIG: "/k",
+    GMSA_RANDOM_HOSTNAME: "true",
+    GMSA_AUTHORIZE_REQUESTING_USER: "TRUE",
+    GMSA_API_TIMEOUT_MS: "750",
+    GMSA_ADMISSION_BUDGET_MS: "3000",
+  });
+  assert.is(settings.randomHostname, true);
+  assert.is(settings.authorizeRequestingUser, true);
+  assert.is(settings.apiTimeoutMs, 750);
+  assert.is(settings.admissionBudgetMs, 3000);
+});
+
+Settings("picks in-cluster access inside a pod", () => {
+  assert.equal(readAdmissionSettings({ KUBERNETES_SERVICE_HOST: "10.0.0.1" }).cluster, { access: "in-cluster" });
+});
+
+const bad: Array<[Record<string, string>, RegExp]> = [
+  [{ KUBECONFIG: "/k", GMSA_RANDOM_HOSTNAME: "yes please" }, /GMSA_RANDOM_HOSTNAME must be true or false, got "yes please"/],
+  [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "2s" }, /GMSA_API_TIMEOUT_MS must be a whole number from 50 to 30000, got "2s"/],
+  [{ KUBECONFIG: "/k", GMSA_ADMISSION_BUDGET_MS: "60000" }, /GMSA_ADMISSION_BUDGET_MS must be a whole number from 100 to 29000/],
+  [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "5000", GMSA_ADMISSION_BUDGET_MS: "1000" }, /must not exceed GMSA_ADMISSION_BUDGET_MS/],
+  [{}, /no cluster to talk to/],
+  [{ GMSA_CLUSTER_ACCESS: "kubeconfig" }, /needs KUBECONFIG/],
+  [{ KUBECONFIG: "/k", GMSA_CLUSTER_ACCESS: "satellite" }, /GMSA_CLUSTER_ACCESS must be one of kubeconfig, in-cluster/],
+];
+for (const [env, message] of bad) {
+  Settings(`stops on ${JSON.stringify(env)}`, () => {
+    try {
+      readAdmissionSettings(env);
+      assert.unreachable("should have thrown");
+    } catch (error) {
+      assert.instance(error, SettingsError);
+      assert.match((error as Error).message, message);
+    }
+  });
+}
+
+Settings("reports every bad value at once", () => {
+  try {
+    readAdmissionSettings({ KUBECONFIG: "/k", GMSA_RANDOM_HOSTNAME: "x", GMSA_API_TIMEOUT_MS: "y" });
+    assert.unreachable("should have thrown");
+  } catch (error) {
+    assert.is((error as SettingsError).problems.length, 2);
+  }
+});
+
+Settings.run();
+
+const Host = suite("readHostSettings");
+Host("serves on 8443 with a generated certificate by default", () => assert.equal(readHostSettings({}), { port: 8443 }));
+Host("takes a port and a certificate pair", () => {
+  assert.equal(readHostSettings({ PORT: "9443", TLS_CERT_FILE: "/c", TLS_KEY_FILE: "/k" }), { port: 9443, tlsFiles: { cert: "/c", key: "/k" } });
+});
+Host("refuses half a certificate pair and a bad port", () => {
+  assert.throws(() => readHostSettings({ TLS_CERT_FILE: "/c" }), /TLS_CERT_FILE and TLS_KEY_FILE go together/);
+  assert.throws(() => readHostSettings({ PORT: "70000" }), /PORT must be a port number/);
+  assert.throws(() => readHostSettings({ PORT: "http" }), /PORT must be a port number/);
+});
+Host.run();

@@ -1,0 +1,3 @@
+module gmsa-admission/test/gojson
+
+go 1.22

@@ -1,0 +1,29 @@
+import { createAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
+import { startLocalServer, type LocalServer } from "../../host/localServer.js";
+import { generateServingCertificate } from "../../host/servingCertificate.js";
+import { readAdmissionSettings } from "../../lib/settings.js";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** The local host serving the Functions app against a given kubeconfig, as `npm start` does. */
+export interface LocalWebhook {
+  readonly server: LocalServer;
+  readonly caPem: string;
+  readonly logs: string[];
+  close(): Promise<void>;
+}
+
+export async function startLocalWebhook(env: Record<string, string>, options: { port?: number; functionKey?: string } = {}): Promise<LocalWebhook> {
+  useAdmissionRuntime(createAdmissionRuntime(readAdmissionSettings(env)));
+  const tls = await generateServingCertificate(mkdtempSync(join(tmpdir(), "gmsa-host-")));
+  const logs: string[] = [];
+  const server = await startLocalServer({
+    host: "127.0.0.1",
+    port: options.port ?? 0,
+    tls,
+    functionKey: options.functionKey,
+    log: (level, message) => logs.push(`${level} ${message}`),
+  });
+  return { server, caPem: tls.caPem, logs, close: () => server.close() };
+}
