@@ -1,6 +1,6 @@
 import { createAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
 import { startLocalServer, type LocalServer } from "../../host/localServer.js";
-import { generateServingCertificate } from "../../host/servingCertificate.js";
+import { generateServingCertificate, type ServingCertificate } from "../../host/servingCertificate.js";
 import { readAdmissionSettings } from "../../lib/settings.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,13 +10,14 @@ import { join } from "node:path";
 export interface LocalWebhook {
   readonly server: LocalServer;
   readonly caPem: string;
+  readonly tls: ServingCertificate;
   readonly logs: string[];
   close(): Promise<void>;
 }
 
-export async function startLocalWebhook(env: Record<string, string>, options: { port?: number; functionKey?: string } = {}): Promise<LocalWebhook> {
+export async function startLocalWebhook(env: Record<string, string>, options: { port?: number; functionKey?: string; tls?: ServingCertificate } = {}): Promise<LocalWebhook> {
   useAdmissionRuntime(createAdmissionRuntime(readAdmissionSettings(env)));
-  const tls = await generateServingCertificate(mkdtempSync(join(tmpdir(), "gmsa-host-")));
+  const tls = options.tls ?? (await generateServingCertificate(mkdtempSync(join(tmpdir(), "gmsa-host-"))));
   const logs: string[] = [];
   const server = await startLocalServer({
     host: "127.0.0.1",
@@ -25,5 +26,5 @@ export async function startLocalWebhook(env: Record<string, string>, options: { 
     functionKey: options.functionKey,
     log: (level, message) => logs.push(`${level} ${message}`),
   });
-  return { server, caPem: tls.caPem, logs, close: () => server.close() };
+  return { server, caPem: tls.caPem, tls, logs, close: () => server.close() };
 }
