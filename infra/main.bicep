@@ -1,0 +1,214 @@
+// gmsa-admission in one resource group: the two admission webhooks on a Flex Consumption
+// function app, the identity that reaches storage, Application Insights and the AKS cluster,
+// the network for the chosen wiring, and the monitoring a cluster operator reads in the portal.
+targetScope = 'resourceGroup'
+
+@minLength(1)
+@maxLength(64)
+@description('Name of the environment (azd), used to derive unique resource names.')
+param environmentName string
+
+@description('Region for every resource. Defaults to the resource group\'s region.')
+param location string = resourceGroup().location
+
+@allowed([
+  'public'
+  'private'
+])
+@description('public: the function is reached over the internet through the in-cluster relay, with function keys and an IP allow-list. private: a private endpoint in a VNet the cluster can reach; no public inbound access.')
+param networkMode string = 'public'
+
+@description('Resource ID of the existing AKS cluster the webhooks serve. Empty: no cluster role assignments (the app settings still need it at run time).')
+param clusterResourceId string = ''
+
+@description('True when the cluster uses Azure RBAC for Kubernetes authorization: the identity then gets a custom role with the data actions the webhooks need. False: the wiring step binds Kubernetes RBAC to the identity instead.')
+param clusterUsesAzureRbac bool = false
+
+@description('With Azure RBAC for Kubernetes: narrow the custom-resource read to windows.k8s.io/gmsacredentialspecs with an ABAC condition on the role assignment.')
+param restrictCustomResourceReads bool = true
+
+@description('public mode: the cluster\'s egress addresses (IPv4 or CIDR). When the list is not empty, every other source is denied.')
+param clusterEgressIpAddresses array = []
+
+@description('private mode: resource ID of the cluster\'s VNet, linked to the private DNS zone (and peered) so the cluster resolves and reaches the private endpoint. Empty: no link.')
+param clusterVnetResourceId string = ''
+
+@description('private mode: peer the function VNet with the cluster VNet (both directions).')
+param peerWithClusterVnet bool = true
+
+@description('private mode: address space of the function VNet; must not overlap the cluster VNet.')
+param vnetAddressPrefix string = '10.250.0.0/23'
+
+@description('private mode: subnet delegated to Microsoft.App/environments for outbound VNet integration.')
+param functionSubnetPrefix string = '10.250.0.0/24'
+
+@description('private mode: subnet that holds the private endpoint of the site.')
+param privateEndpointSubnetPrefix string = '10.250.1.0/27'
+
+@minValue(0)
+@description('Always-ready instances for the http trigger group (cold starts cost admission latency).')
+param alwaysReadyHttpInstances int = 1
+
+@allowed([
+  512
+  2048
+  4096
+])
+@description('Memory of one instance, in MB.')
+param instanceMemoryMB int = 2048
+
+@minValue(1)
+@maxValue(1000)
+@description('Upper bound on instances the plan scales out to.')
+param maximumInstanceCount int = 40
+
+@description('Also require the requesting user to hold `use` on the credential spec (GMSA_AUTHORIZE_REQUESTING_USER).')
+param authorizeRequestingUser bool = false
+
+@description('Give GMSA pods without spec.hostname a random hostname (GMSA_RANDOM_HOSTNAME).')
+param randomHostname bool = false
+
+@minValue(100)
+@description('Upper bound of one API-server call, in milliseconds (GMSA_API_TIMEOUT_MS).')
+param apiTimeoutMs int = 2000
+
+@minValue(0)
+@description('Lifetime of cached authorization answers, in seconds (GMSA_AUTH_CACHE_TTL_SECONDS).')
+param authCacheTtlSeconds int = 5
+
+@minValue(1000)
+@description('Time the API server gives the webhook (timeoutSeconds), in milliseconds: the latency alert fires near it.')
+param webhookLatencyBudgetMs int = 5000
+
+@minValue(1)
+@maxValue(100)
+@description('The p95 latency alert fires above this share of the latency budget, in percent.')
+param latencyAlertPercent int = 80
+
+@description('Email address that receives the alerts. Empty: the alerts only show in the portal.')
+param alertEmail string = ''
+
+@description('Days the Log Analytics workspace keeps data.')
+param logRetentionDays int = 30
+
+@description('Tags added to every resource.')
+param tags object = {}
+
+var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
+var allTags = union(tags, { 'azd-env-name': environmentName })
+var privateMode = networkMode == 'private'
+var hasCluster = !empty(clusterResourceId)
+var clusterIdSegments = split(clusterResourceId, '/')
+var clusterSubscriptionId = hasCluster ? clusterIdSegments[2] : subscription().subscriptionId
+var clusterResourceGroupName = hasCluster ? clusterIdSegments[4] : resourceGroup().name
+
+module identity 'br/public:avm/res/managed-identity/user-assigned-identity:0.4.1' = {
+  name: 'identity'
+  params: {
+    name: 'id-gmsa-${resourceToken}'
+    location: location
+    tags: allTags
+    enableTelemetry: false
+  }
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  params: {
+    location: location
+    tags: allTags
+    resourceToken: resourceToken
+    logRetentionDays: logRetentionDays
+    principalId: identity.outputs.principalId
+  }
+}
+
+module storage 'modules/storage.bicep' = {
+  name: 'storage'
+  params: {
+    location: location
+    tags: allTags
+    resourceToken: resourceToken
+    principalId: identity.outputs.principalId
+  }
+}
+
+module network 'modules/network.bicep' = if (privateMode) {
+  name: 'network'
+  params: {
+    location: location
+    tags: allTags
+    resourceToken: resourceToken
+    vnetAddressPrefix: vnetAddressPrefix
+    functionSubnetPrefix: functionSubnetPrefix
+    privateEndpointSubnetPrefix: privateEndpointSubnetPrefix
+    clusterVnetResourceId: clusterVnetResourceId
+    peerWithClusterVnet: peerWithClusterVnet
+  }
+}
+
+module functionApp 'modules/function-app.bicep' = {
+  name: 'function-app'
+  params: {
+    location: location
+    tags: allTags
+    resourceToken: resourceToken
+    networkMode: networkMode
+    identityResourceId: identity.outputs.resourceId
+    identityClientId: identity.outputs.clientId
+    storageAccountName: storage.outputs.name
+    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
+    alwaysReadyHttpInstances: alwaysReadyHttpInstances
+    instanceMemoryMB: instanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    clusterEgressIpAddresses: clusterEgressIpAddresses
+    functionSubnetId: privateMode ? network.outputs.functionSubnetId : ''
+    privateEndpointSubnetId: privateMode ? network.outputs.privateEndpointSubnetId : ''
+    privateDnsZoneId: privateMode ? network.outputs.privateDnsZoneId : ''
+    clusterResourceId: clusterResourceId
+    authorizeRequestingUser: authorizeRequestingUser
+    randomHostname: randomHostname
+    apiTimeoutMs: apiTimeoutMs
+    authCacheTtlSeconds: authCacheTtlSeconds
+  }
+}
+
+// The cluster may live in another resource group (or subscription): the module runs there.
+module clusterAccess 'modules/cluster-access.bicep' = if (hasCluster) {
+  name: 'cluster-access-${resourceToken}'
+  scope: resourceGroup(clusterSubscriptionId, clusterResourceGroupName)
+  params: {
+    clusterName: hasCluster ? last(clusterIdSegments) : ''
+    principalId: identity.outputs.principalId
+    clusterUsesAzureRbac: clusterUsesAzureRbac
+    includeSubjectAccessReviews: authorizeRequestingUser
+    restrictCustomResourceReads: restrictCustomResourceReads
+    roleNameSuffix: environmentName
+  }
+}
+
+module admissionMonitoring 'modules/admission-monitoring.bicep' = {
+  name: 'admission-monitoring'
+  params: {
+    location: location
+    tags: allTags
+    environmentName: environmentName
+    appInsightsId: monitoring.outputs.appInsightsId
+    latencyAlertThresholdMs: webhookLatencyBudgetMs * latencyAlertPercent / 100
+    alertEmail: alertEmail
+  }
+}
+
+output AZURE_RESOURCE_GROUP string = resourceGroup().name
+output AZURE_LOCATION string = location
+output FUNCTION_APP_NAME string = functionApp.outputs.name
+output FUNCTION_HOST_NAME string = functionApp.outputs.defaultHostName
+output WEBHOOK_BASE_URL string = 'https://${functionApp.outputs.defaultHostName}'
+output IDENTITY_CLIENT_ID string = identity.outputs.clientId
+output IDENTITY_PRINCIPAL_ID string = identity.outputs.principalId
+output NETWORK_MODE string = networkMode
+output WIRE_MODE string = privateMode ? 'url' : 'relay'
+output FUNCTION_EGRESS_IP string = privateMode ? network.outputs.egressIpAddress : ''
+output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName
+output WORKBOOK_ID string = admissionMonitoring.outputs.workbookId

@@ -1,0 +1,220 @@
+// The webhooks' host: a Linux function app on the Flex Consumption plan, running as the
+// user-assigned identity, with identity-based storage and telemetry, no basic-auth publishing,
+// and inbound access that depends on the network mode.
+param location string
+param tags object
+param resourceToken string
+
+@allowed([
+  'public'
+  'private'
+])
+param networkMode string
+
+param identityResourceId string
+param identityClientId string
+param storageAccountName string
+
+@description('URL of the blob container that holds the deployment package.')
+param deploymentContainerUrl string
+
+param appInsightsConnectionString string
+
+@minValue(0)
+param alwaysReadyHttpInstances int = 1
+
+@allowed([
+  512
+  2048
+  4096
+])
+param instanceMemoryMB int = 2048
+
+@minValue(1)
+@maxValue(1000)
+param maximumInstanceCount int = 40
+
+@description('public mode: addresses (IPv4 or CIDR) allowed in; empty allows every source (function keys still apply).')
+param clusterEgressIpAddresses array = []
+
+@description('private mode: subnet delegated to Microsoft.App/environments.')
+param functionSubnetId string = ''
+
+@description('private mode: subnet of the private endpoint.')
+param privateEndpointSubnetId string = ''
+
+@description('private mode: the privatelink.azurewebsites.net zone.')
+param privateDnsZoneId string = ''
+
+param clusterResourceId string
+param authorizeRequestingUser bool = false
+param randomHostname bool = false
+param apiTimeoutMs int = 2000
+param authCacheTtlSeconds int = 5
+
+@description('The longest one admission may take, in milliseconds; below the webhook timeoutSeconds.')
+param admissionBudgetMs int = 4000
+
+var privateMode = networkMode == 'private'
+var restrictInbound = !privateMode && !empty(clusterEgressIpAddresses)
+var appName = 'func-gmsa-${resourceToken}'
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: 'plan-gmsa-${resourceToken}'
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  }
+  properties: {
+    reserved: true
+  }
+}
+
+resource site 'Microsoft.Web/sites@2024-04-01' = {
+  name: appName
+  location: location
+  tags: union(tags, { 'azd-service-name': 'webhooks' })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identityResourceId}': {}
+    }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    publicNetworkAccess: privateMode ? 'Disabled' : 'Enabled'
+    virtualNetworkSubnetId: privateMode ? functionSubnetId : null
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: deploymentContainerUrl
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityResourceId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        alwaysReady: alwaysReadyHttpInstances > 0
+          ? [
+              {
+                name: 'http'
+                instanceCount: alwaysReadyHttpInstances
+              }
+            ]
+          : []
+        instanceMemoryMB: instanceMemoryMB
+        maximumInstanceCount: maximumInstanceCount
+      }
+      runtime: {
+        name: 'node'
+        version: '22'
+      }
+    }
+    siteConfig: {
+      minTlsVersion: '1.2'
+      scmMinTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      ipSecurityRestrictions: [
+        for (address, index) in (restrictInbound ? clusterEgressIpAddresses : []): {
+          name: 'cluster-egress-${index}'
+          description: 'Egress of the AKS cluster (relay)'
+          ipAddress: contains(address, '/') ? address : '${address}/32'
+          action: 'Allow'
+          priority: 100 + index
+        }
+      ]
+      ipSecurityRestrictionsDefaultAction: restrictInbound ? 'Deny' : 'Allow'
+      // Deployments reach the scm site with Entra tokens (basic auth is off below), so it
+      // keeps its own, open rule set in public mode; private mode closes both sites.
+      scmIpSecurityRestrictionsUseMain: false
+      scmIpSecurityRestrictionsDefaultAction: 'Allow'
+    }
+  }
+}
+
+resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: site
+  name: 'appsettings'
+  // Values are strings; booleans are spelled in lower case, as the code compares them.
+  properties: {
+    AzureWebJobsStorage__accountName: storageAccountName
+    AzureWebJobsStorage__credential: 'managedidentity'
+    AzureWebJobsStorage__clientId: identityClientId
+    APPLICATIONINSIGHTS_CONNECTION_STRING: appInsightsConnectionString
+    APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+    AZURE_CLIENT_ID: identityClientId
+    GMSA_CLUSTER_ACCESS: 'entra'
+    GMSA_AKS_RESOURCE_ID: clusterResourceId
+    GMSA_AUTHORIZE_REQUESTING_USER: authorizeRequestingUser ? 'true' : 'false'
+    GMSA_RANDOM_HOSTNAME: randomHostname ? 'true' : 'false'
+    GMSA_API_TIMEOUT_MS: string(apiTimeoutMs)
+    GMSA_AUTH_CACHE_TTL_SECONDS: string(authCacheTtlSeconds)
+    GMSA_ADMISSION_BUDGET_MS: string(admissionBudgetMs)
+    // Reachable publicly only through the relay, which carries a function key.
+    GMSA_REQUIRE_FUNCTION_KEY: privateMode ? 'false' : 'true'
+  }
+}
+
+resource ftpPublishing 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-04-01' = {
+  parent: site
+  name: 'ftp'
+  properties: {
+    allow: false
+  }
+}
+
+resource scmPublishing 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-04-01' = {
+  parent: site
+  name: 'scm'
+  properties: {
+    allow: false
+  }
+}
+
+resource privateEndpoint 'Microsoft.Network/privateEndpoints@2024-05-01' = if (privateMode) {
+  name: 'pe-${appName}'
+  location: location
+  tags: tags
+  properties: {
+    subnet: {
+      id: privateEndpointSubnetId
+    }
+    privateLinkServiceConnections: [
+      {
+        name: 'sites'
+        properties: {
+          privateLinkServiceId: site.id
+          groupIds: [
+            'sites'
+          ]
+        }
+      }
+    ]
+  }
+}
+
+resource privateEndpointDns 'Microsoft.Network/privateEndpoints/privateDnsZoneGroups@2024-05-01' = if (privateMode) {
+  parent: privateEndpoint
+  name: 'default'
+  properties: {
+    privateDnsZoneConfigs: [
+      {
+        name: 'privatelink-azurewebsites-net'
+        properties: {
+          privateDnsZoneId: privateDnsZoneId
+        }
+      }
+    ]
+  }
+}
+
+output name string = site.name
+output id string = site.id
+output defaultHostName string = site.properties.defaultHostName

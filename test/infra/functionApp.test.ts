@@ -1,0 +1,222 @@
+import { suite } from "uvu";
+import type { Node } from "web-tree-sitter";
+import * as assert from "uvu/assert";
+import {
+  type BicepFile,
+  type Declaration,
+  declared,
+  descendants,
+  evaluate,
+  infraFile,
+  literal,
+  loadInfra,
+  memberPath,
+  property,
+  propertiesOf,
+  resourcesOfType,
+  stringParts,
+  valueOf,
+} from "./bicepTree.js";
+
+interface Context {
+  app: BicepFile;
+  storage: BicepFile;
+  monitoring: BicepFile;
+  main: BicepFile;
+  site: Declaration;
+}
+
+const hosting = suite<Context>("function app hosting");
+
+hosting.before(async (context) => {
+  context.app = await infraFile("infra/modules/function-app.bicep");
+  context.storage = await infraFile("infra/modules/storage.bicep");
+  context.monitoring = await infraFile("infra/modules/monitoring.bicep");
+  context.main = await infraFile("infra/main.bicep");
+  const [site] = resourcesOfType(context.app, "Microsoft.Web/sites");
+  if (site === undefined) throw new Error("no Microsoft.Web/sites resource");
+  context.site = site;
+});
+
+function bodyOf(resource: Declaration) {
+  if (resource.body === undefined) throw new Error(`${resource.name} has no body`);
+  return resource.body.object;
+}
+
+hosting("the plan is Flex Consumption (FC1) on Linux", ({ app }) => {
+  const [plan] = resourcesOfType(app, "Microsoft.Web/serverfarms");
+  assert.ok(plan !== undefined);
+  assert.is(literal(property(bodyOf(plan), "sku", "name")), "FC1");
+  assert.is(literal(property(bodyOf(plan), "sku", "tier")), "FlexConsumption");
+  assert.is(property(bodyOf(plan), "properties", "reserved")?.text, "true");
+});
+
+hosting("the site is a Linux function app on that plan", ({ site }) => {
+  assert.is(literal(property(bodyOf(site), "kind")), "functionapp,linux");
+  assert.equal(memberPath(property(bodyOf(site), "properties", "serverFarmId")!), ["plan", "id"]);
+});
+
+hosting("runtime is node 22 through functionAppConfig.runtime", ({ site }) => {
+  const runtime = property(bodyOf(site), "properties", "functionAppConfig", "runtime");
+  assert.is(literal(property(runtime, "name")), "node");
+  assert.is(literal(property(runtime, "version")), "22");
+});
+
+hosting("HTTPS only, TLS 1.2 at least, FTPS disabled", ({ site }) => {
+  const properties = property(bodyOf(site), "properties");
+  assert.is(property(properties, "httpsOnly")?.text, "true");
+  assert.is(literal(property(properties, "siteConfig", "minTlsVersion")), "1.2");
+  assert.is(literal(property(properties, "siteConfig", "ftpsState")), "Disabled");
+});
+
+hosting("basic publishing credentials are off for ftp and scm", ({ app }) => {
+  const policies = resourcesOfType(app, "Microsoft.Web/sites/basicPublishingCredentialsPolicies");
+  const byName = new Map(policies.map((policy) => [literal(property(bodyOf(policy), "name")), policy]));
+  for (const name of ["ftp", "scm"]) {
+    const policy = byName.get(name);
+    assert.ok(policy !== undefined, `no ${name} policy`);
+    assert.is(property(bodyOf(policy), "parent")?.text, "site");
+    assert.is(property(bodyOf(policy), "properties", "allow")?.text, "false");
+    assert.is(policy.body?.condition, undefined, `${name} policy must not be conditional`);
+  }
+});
+
+hosting("the package comes from a blob container with user-assigned identity authentication", ({ site }) => {
+  const storage = property(bodyOf(site), "properties", "functionAppConfig", "deployment", "storage");
+  assert.is(literal(property(storage, "type")), "blobContainer");
+  assert.is(property(storage, "value")?.text, "deploymentContainerUrl");
+  assert.is(literal(property(storage, "authentication", "type")), "UserAssignedIdentity");
+  assert.is(property(storage, "authentication", "userAssignedIdentityResourceId")?.text, "identityResourceId");
+  const identities = property(bodyOf(site), "identity", "userAssignedIdentities");
+  assert.is(literal(property(bodyOf(site), "identity", "type")), "UserAssigned");
+  assert.ok(identities !== undefined && identities.text.includes("${identityResourceId}"));
+});
+
+hosting("always-ready http instances, memory and instance count come from parameters", ({ app, site }) => {
+  const scale = property(bodyOf(site), "properties", "functionAppConfig", "scaleAndConcurrency");
+  assert.is(property(scale, "instanceMemoryMB")?.text, "instanceMemoryMB");
+  assert.is(property(scale, "maximumInstanceCount")?.text, "maximumInstanceCount");
+  const alwaysReady = property(scale, "alwaysReady");
+  assert.ok(alwaysReady !== undefined);
+  for (const [count, expected] of [
+    [1, [{ name: "http", instanceCount: 1 }]],
+    [3, [{ name: "http", instanceCount: 3 }]],
+    [0, []],
+  ] as const) {
+    assert.equal(evaluate(app, alwaysReady, { bindings: { alwaysReadyHttpInstances: count } }), expected);
+  }
+  assert.is(valueOf(app, "alwaysReadyHttpInstances"), 1);
+});
+
+hosting("main exposes the scale settings as parameters with the documented defaults", ({ main }) => {
+  assert.is(valueOf(main, "alwaysReadyHttpInstances"), 1);
+  assert.is(valueOf(main, "instanceMemoryMB"), 2048);
+  assert.type(valueOf(main, "maximumInstanceCount"), "number");
+});
+
+const expectedSettings = [
+  "AzureWebJobsStorage__accountName",
+  "AzureWebJobsStorage__credential",
+  "AzureWebJobsStorage__clientId",
+  "APPLICATIONINSIGHTS_CONNECTION_STRING",
+  "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+  "AZURE_CLIENT_ID",
+  "GMSA_CLUSTER_ACCESS",
+  "GMSA_AKS_RESOURCE_ID",
+  "GMSA_AUTHORIZE_REQUESTING_USER",
+  "GMSA_RANDOM_HOSTNAME",
+  "GMSA_API_TIMEOUT_MS",
+  "GMSA_AUTH_CACHE_TTL_SECONDS",
+  "GMSA_ADMISSION_BUDGET_MS",
+  "GMSA_REQUIRE_FUNCTION_KEY",
+];
+
+function appSettings(app: BicepFile): Map<string, Node> {
+  const [settings] = resourcesOfType(app, "Microsoft.Web/sites/config").filter(
+    (config) => literal(property(bodyOf(config), "name")) === "appsettings",
+  );
+  assert.ok(settings !== undefined, "no appsettings config");
+  assert.is(property(bodyOf(settings), "parent")?.text, "site");
+  return propertiesOf(property(bodyOf(settings), "properties")!);
+}
+
+hosting("app settings carry exactly the names the code reads, and no Flex-rejected ones", ({ app }) => {
+  const settings = appSettings(app);
+  assert.equal([...settings.keys()].sort(), [...expectedSettings].sort());
+  for (const rejected of ["FUNCTIONS_EXTENSION_VERSION", "FUNCTIONS_WORKER_RUNTIME", "WEBSITE_RUN_FROM_PACKAGE", "AzureWebJobsStorage"]) {
+    assert.not.ok(settings.has(rejected), rejected);
+  }
+});
+
+hosting("storage and Application Insights are reached with the identity, not keys", ({ app }) => {
+  const settings = appSettings(app);
+  assert.is(settings.get("AzureWebJobsStorage__accountName")?.text, "storageAccountName");
+  assert.is(literal(settings.get("AzureWebJobsStorage__credential")), "managedidentity");
+  assert.is(settings.get("AzureWebJobsStorage__clientId")?.text, "identityClientId");
+  assert.is(settings.get("AZURE_CLIENT_ID")?.text, "identityClientId");
+  const authentication = settings.get("APPLICATIONINSIGHTS_AUTHENTICATION_STRING");
+  assert.ok(authentication !== undefined);
+  assert.equal(
+    stringParts(authentication).map((part) => ("text" in part ? part.text : `{${part.expression.text}}`)),
+    ["ClientId=", "{identityClientId}", ";Authorization=AAD"],
+  );
+});
+
+hosting("webhook settings map the parameters, booleans in lower case", ({ app }) => {
+  const settings = appSettings(app);
+  assert.is(literal(settings.get("GMSA_CLUSTER_ACCESS")), "entra");
+  assert.is(settings.get("GMSA_AKS_RESOURCE_ID")?.text, "clusterResourceId");
+  const scenarios = [
+    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, networkMode: "public" },
+    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, networkMode: "private" },
+  ];
+  for (const bindings of scenarios) {
+    const value = (name: string) => evaluate(app, settings.get(name)!, { bindings });
+    assert.is(value("GMSA_AUTHORIZE_REQUESTING_USER"), String(bindings.authorizeRequestingUser));
+    assert.is(value("GMSA_RANDOM_HOSTNAME"), String(bindings.randomHostname));
+    assert.is(value("GMSA_API_TIMEOUT_MS"), String(bindings.apiTimeoutMs));
+    assert.is(value("GMSA_AUTH_CACHE_TTL_SECONDS"), String(bindings.authCacheTtlSeconds));
+    assert.is(value("GMSA_ADMISSION_BUDGET_MS"), String(bindings.admissionBudgetMs));
+    assert.is(value("GMSA_REQUIRE_FUNCTION_KEY"), String(bindings.networkMode === "public"));
+  }
+});
+
+hosting("main passes the identity's client ID and the documented setting defaults", ({ main }) => {
+  const params = property(declared(main, "module", "functionApp").body?.object, "params");
+  assert.equal(memberPath(property(params, "identityClientId")!), ["identity", "outputs", "clientId"]);
+  assert.equal(memberPath(property(params, "identityResourceId")!), ["identity", "outputs", "resourceId"]);
+  assert.is(valueOf(main, "authorizeRequestingUser"), false);
+  assert.is(valueOf(main, "randomHostname"), false);
+  assert.is(valueOf(main, "apiTimeoutMs"), 2000);
+  assert.is(valueOf(main, "authCacheTtlSeconds"), 5);
+});
+
+hosting("storage refuses shared keys and old TLS", ({ storage }) => {
+  const [account] = resourcesOfType(storage, "Microsoft.Storage/storageAccounts");
+  assert.ok(account !== undefined);
+  const properties = property(bodyOf(account), "properties");
+  assert.is(property(properties, "allowSharedKeyAccess")?.text, "false");
+  assert.is(property(properties, "allowBlobPublicAccess")?.text, "false");
+  assert.is(literal(property(properties, "minimumTlsVersion")), "TLS1_2");
+});
+
+hosting("Application Insights is workspace-based and accepts Entra auth only", ({ monitoring }) => {
+  const [component] = resourcesOfType(monitoring, "Microsoft.Insights/components");
+  assert.ok(component !== undefined);
+  const properties = property(bodyOf(component), "properties");
+  assert.is(property(properties, "DisableLocalAuth")?.text, "true");
+  assert.ok(property(properties, "WorkspaceResourceId") !== undefined);
+});
+
+hosting("no account key, SAS or listKeys anywhere in the infra", async () => {
+  for (const file of (await loadInfra()).values()) {
+    const texts = descendants(file.root, "string_content").map((node) => node.text);
+    for (const text of texts) assert.not.match(text, /AccountKey|SharedAccessSignature|InstrumentationKey=/i, file.path);
+    const calls = descendants(file.root, "call_expression").map((call) => call.childForFieldName("function")?.text ?? "");
+    for (const name of calls) assert.not.match(name, /^list(Keys|AccountSas|ServiceSas)$|\.list(Keys|AccountSas|ServiceSas)$/i, file.path);
+    const names = descendants(file.root, "identifier").map((node) => node.text);
+    for (const name of names) assert.not.match(name, /AccountKey/i, file.path);
+  }
+});
+
+hosting.run();
