@@ -1,29 +1,63 @@
 import { createAdmissionRuntime, useAdmissionRuntime } from "../functions/runtime.js";
-import { readAdmissionSettings, SettingsError } from "../lib/settings.js";
+import { readAdmissionSettings } from "../lib/settings.js";
 import { readHostSettings } from "./hostSettings.js";
-import { startLocalServer } from "./localServer.js";
+import { exampleObjects, startLocalCluster, wireLocalCluster, type LocalCluster } from "./localCluster.js";
+import { startLocalServer, type LocalServer } from "./localServer.js";
 import { generateServingCertificate, servingCertificateFromFiles } from "./servingCertificate.js";
 
-/** `npm start`: the webhook on https://127.0.0.1:$PORT against the cluster in KUBECONFIG. */
+/**
+ * `npm start`: the webhook on https://127.0.0.1:$PORT against the cluster in KUBECONFIG, or,
+ * with none, against a local control plane started here with the webhook wired into it.
+ */
 async function main(): Promise<void> {
   const host = readHostSettings();
-  if (!process.env.KUBECONFIG && !process.env.KUBERNETES_SERVICE_HOST && !process.env.GMSA_CLUSTER_ACCESS) {
-    throw new SettingsError(["KUBECONFIG is not set: point it at a cluster that serves the GMSACredentialSpec CRD"]);
+  const clusterGiven = Boolean(process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST || process.env.GMSA_CLUSTER_ACCESS);
+  let local: LocalCluster | undefined;
+  let server: LocalServer | undefined;
+  const stop = async (code: number) => {
+    await server?.close().catch(() => {});
+    await local?.stop().catch(() => {});
+    process.exit(code);
+  };
+  process.once("SIGINT", () => void stop(0)).once("SIGTERM", () => void stop(0));
+
+  try {
+    if (!clusterGiven) {
+      say("KUBECONFIG is not set: starting a local control plane (the first run builds it from Go sources, which takes minutes)");
+      local = await startLocalCluster({ log: (line) => say(line) });
+    }
+    const env = local ? { ...process.env, KUBECONFIG: local.webhookKubeconfig, GMSA_CLUSTER_ACCESS: "kubeconfig" } : process.env;
+    useAdmissionRuntime(createAdmissionRuntime(readAdmissionSettings(env)));
+    const tls = host.tlsFiles ? servingCertificateFromFiles(host.tlsFiles.cert, host.tlsFiles.key) : await generateServingCertificate();
+    server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
+    if (local) {
+      await wireLocalCluster(local, { url: server.url, caPem: tls.caPem }, exampleObjects("demo.yaml"));
+      process.stdout.write(`export KUBECONFIG=${local.adminKubeconfig}\n`);
+      say(
+        [
+          `a local cluster is running at ${local.controlPlane.server} with the webhook wired in at ${server.url}; in another shell, after the export above:`,
+          "  kubectl apply -f examples/pod.yaml              # expanded: kubectl get pod -n demo webapp -o yaml",
+          "  kubectl apply -f examples/pod-not-allowed.yaml  # refused with 403",
+          "  kubectl get gmsacredentialspecs",
+          "Ctrl-C stops the webhook and the cluster.",
+        ].join("\n"),
+      );
+    } else {
+      const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
+      process.stdout.write(`gmsa-admission ready at ${server.url}/mutate and ${server.url}/validate${ca}\n`);
+    }
+  } catch (error) {
+    process.stderr.write(`gmsa-admission: ${error instanceof Error ? error.message : String(error)}\n`);
+    await stop(1);
   }
-  useAdmissionRuntime(createAdmissionRuntime(readAdmissionSettings()));
-  const tls = host.tlsFiles ? servingCertificateFromFiles(host.tlsFiles.cert, host.tlsFiles.key) : await generateServingCertificate();
-  const server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
-  const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
-  process.stdout.write(`gmsa-admission ready at ${server.url}/mutate and ${server.url}/validate${ca}\n`);
-  const stop = () => void server.close().then(() => process.exit(0));
-  process.once("SIGINT", stop).once("SIGTERM", stop);
+}
+
+function say(line: string): void {
+  process.stderr.write(`${line}\n`);
 }
 
 function logLine(level: string, message: string): void {
   (level === "error" || level === "warning" ? process.stderr : process.stdout).write(`${message}\n`);
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`gmsa-admission: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
-});
+void main();

@@ -1,20 +1,16 @@
-import { KubeConfig } from "@kubernetes/client-node";
-import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubernetesObject } from "../../cluster/manifests.js";
 import { applyObjects } from "../../cluster/applyObjects.js";
-import { clusterManifests, type KubernetesObject } from "../../cluster/manifests.js";
-import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
+import { loadKubeconfigFile, startLocalCluster, wireLocalCluster, type LocalCluster } from "../../host/localCluster.js";
 import { startLocalWebhook, type LocalWebhook } from "./localWebhook.js";
 
 /**
- * A real kube-apiserver (and controller manager) with the product wired in by URL: the webhook
- * runs in this process on the local host, under its own restricted identity, and the API server
- * calls it over TLS for every pod with GMSA settings.
+ * A real kube-apiserver (and controller manager) with the product wired in by URL, as `npm start`
+ * sets it up: the webhook runs in this process on the local host under its own restricted
+ * identity, and the API server calls it over TLS for every pod with GMSA settings.
  */
 export interface E2eCluster {
-  readonly controlPlane: ControlPlane;
+  readonly local: LocalCluster;
   readonly admin: KubeConfig;
   /** A developer with no rights of their own beyond what tests grant. */
   readonly developer: KubeConfig;
@@ -25,82 +21,31 @@ export interface E2eCluster {
   close(): Promise<void>;
 }
 
-export const webhookUser = "gmsa-admission-webhook";
-const examplesDir = join(__dirname, "..", "..", "examples");
-
-export function exampleObjects(file: string): KubernetesObject[] {
-  return parseAllDocuments(readFileSync(join(examplesDir, file), "utf8"))
-    .map((d) => d.toJS() as KubernetesObject | null)
-    .filter((o): o is KubernetesObject => o !== null);
-}
-
-function kubeconfigFor(controlPlane: ControlPlane, user: string, token: string, file: string): string {
-  const path = join(controlPlane.dataDir, file);
-  writeFileSync(
-    path,
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "local", cluster: { server: controlPlane.server, "certificate-authority-data": Buffer.from(controlPlane.caPem).toString("base64") } }],
-      users: [{ name: user, user: { token } }],
-      contexts: [{ name: user, context: { cluster: "local", user } }],
-      "current-context": user,
-    }),
-  );
-  return path;
-}
-
-function load(path: string): KubeConfig {
-  const config = new KubeConfig();
-  config.loadFromFile(path);
-  return config;
-}
-
 export async function startE2eCluster(options: { webhookEnv?: Record<string, string> } = {}): Promise<E2eCluster> {
-  const webhookToken = randomBytes(24).toString("hex");
-  const developerToken = randomBytes(24).toString("hex");
-  const controlPlane = await startControlPlane({
-    withControllerManager: true,
-    tokens: [
-      { token: webhookToken, user: webhookUser, uid: "webhook-1", groups: [] },
-      { token: developerToken, user: "alice", uid: "alice-1", groups: ["developers"] },
-    ],
-    log: () => {},
-  });
-  let webhookToClose: LocalWebhook | undefined;
+  const local = await startLocalCluster({ users: [{ name: "alice", groups: ["developers"] }], log: () => {} });
+  let webhook: LocalWebhook | undefined;
   try {
-    const admin = load(controlPlane.kubeconfigPath);
-    const webhookEnv = { KUBECONFIG: kubeconfigFor(controlPlane, webhookUser, webhookToken, "webhook.kubeconfig"), ...options.webhookEnv };
-    const webhook = await startLocalWebhook(webhookEnv);
-    webhookToClose = webhook;
+    const webhookEnv = { KUBECONFIG: local.webhookKubeconfig, ...options.webhookEnv };
+    webhook = await startLocalWebhook(webhookEnv);
+    await wireLocalCluster(local, { url: webhook.server.url, caPem: webhook.caPem });
+    const admin = loadKubeconfigFile(local.adminKubeconfig);
     const cluster: E2eCluster = {
-      controlPlane,
+      local,
       admin,
-      developer: load(kubeconfigFor(controlPlane, "alice", developerToken, "alice.kubeconfig")),
+      developer: loadKubeconfigFile(local.userKubeconfigs.alice!),
       webhook,
       webhookEnv,
       webhookPort: webhook.server.port,
       apply: async (objects) => void (await applyObjects(admin, objects)),
       close: async () => {
         await cluster.webhook.close().catch(() => {});
-        await controlPlane.stop();
+        await local.stop();
       },
     };
-    await cluster.apply([
-      ...clusterManifests({
-        target: { kind: "url", baseUrl: webhook.server.url, caBundlePem: webhook.caPem },
-        subject: { kind: "User", name: webhookUser },
-      }),
-      ...["aks-keyvault-ccg.yaml", "no-credspec-field.yaml", "webapp1.yaml"].flatMap((f) => exampleObjects(`credspecs/${f}`)),
-    ]);
     return cluster;
   } catch (error) {
-    await webhookToClose?.close();
-    await controlPlane.stop();
+    await webhook?.close();
+    await local.stop();
     throw error;
   }
-}
-
-export function readText(path: string): string {
-  return readFileSync(path, "utf8");
 }

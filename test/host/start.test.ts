@@ -1,0 +1,62 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { loadKubeconfigFile } from "../../host/localCluster.js";
+import { kubeRequest } from "../support/kubeRequest.js";
+import { exampleObjects } from "../../host/localCluster.js";
+
+/** `npm start` with no KUBECONFIG: a local cluster with the webhook wired in, stopped by Ctrl-C. */
+const Start = suite("npm start without KUBECONFIG");
+
+function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms; output:\n${seen}`)), timeoutMs);
+    child.stdout!.on("data", (chunk: Buffer) => {
+      seen += chunk.toString();
+      const match = seen.split("\n").find((line) => pattern.test(line));
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    });
+    child.stderr!.on("data", (chunk: Buffer) => (seen += chunk.toString()));
+    child.once("exit", (code) => reject(new Error(`exited with ${code} before printing ${pattern}; output:\n${seen}`)));
+  });
+}
+
+Start("prints an export line whose cluster refuses and expands GMSA pods, and Ctrl-C stops everything", async () => {
+  const env = { ...process.env, PORT: "0" };
+  delete env.KUBECONFIG;
+  delete env.KUBERNETES_SERVICE_HOST;
+  delete env.GMSA_CLUSTER_ACCESS;
+  const child = spawn("tsx", [join(__dirname, "..", "..", "host", "start.ts")], { env, stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    const line = await waitForLine(child, /^export KUBECONFIG=/, 15 * 60_000);
+    const kubeconfig = line.slice("export KUBECONFIG=".length);
+    assert.ok(kubeconfig.startsWith("/") && existsSync(kubeconfig), kubeconfig);
+    const admin = loadKubeconfigFile(kubeconfig);
+    const [pod] = exampleObjects("pod.yaml");
+    const created = await kubeRequest(admin, "POST", "/api/v1/namespaces/demo/pods", pod);
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    assert.match(created.body.spec.securityContext.windowsOptions.gmsaCredentialSpec, /^\{"ActiveDirectoryConfig"/);
+    const [refused] = exampleObjects("pod-not-allowed.yaml");
+    const denied = await kubeRequest(admin, "POST", "/api/v1/namespaces/demo/pods", refused);
+    assert.is(denied.status, 403, JSON.stringify(denied.body));
+
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    child.kill("SIGINT");
+    // tsx reports an interrupted program the shell's way (128 + SIGINT).
+    const code = await exited;
+    assert.ok(code === 0 || code === 130, `exit code ${code}`);
+    assert.not.ok(existsSync(kubeconfig), "the local cluster's files are removed");
+    const health = await kubeRequest(admin, "GET", "/readyz").catch((error: Error) => error);
+    assert.instance(health, Error, "the API server is gone");
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+});
+
+Start.run();
