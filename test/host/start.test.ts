@@ -28,7 +28,7 @@ function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): P
 }
 
 Start("prints an export line whose cluster refuses and expands GMSA pods, and Ctrl-C stops everything", async () => {
-  const env = { ...process.env, PORT: "0" };
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0" };
   delete env.KUBECONFIG;
   delete env.KUBERNETES_SERVICE_HOST;
   delete env.GMSA_CLUSTER_ACCESS;
