@@ -1,16 +1,24 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
+import { instanceCounters } from "../lib/observability/instanceCounters.js";
 import { admissionRuntime } from "./runtime.js";
+import { webhookAuthLevel } from "./webhook.js";
 import packageJson from "../package.json";
 
 /** GET /health: 200 once this instance has valid settings and its cluster clients. */
 export async function health(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
-    admissionRuntime();
-    return { status: 200, jsonBody: { status: "ok" } };
+    const runtime = admissionRuntime();
+    const cache = runtime.cluster.cacheStatus();
+    return { status: 200, jsonBody: { status: "ok", ...(cache ? { credSpecCache: cache } : {}) } };
   } catch (error) {
     context.error(`health: ${error instanceof Error ? error.message : String(error)}`);
     return { status: 503, jsonBody: { status: "unavailable", reason: error instanceof Error ? error.message : String(error) } };
   }
+}
+
+/** GET /metrics: this instance's counters since it started, as JSON. */
+export async function metrics(): Promise<HttpResponseInit> {
+  return { status: 200, jsonBody: { ...instanceCounters, credSpecCache: admissionRuntime().cluster.cacheStatus() ?? null } };
 }
 
 /** GET /info: what is running. */
@@ -19,4 +27,5 @@ export async function info(): Promise<HttpResponseInit> {
 }
 
 app.http("health", { route: "health", methods: ["GET"], authLevel: "anonymous", handler: health });
+app.http("metrics", { route: "metrics", methods: ["GET"], authLevel: webhookAuthLevel(), handler: metrics });
 app.http("info", { route: "info", methods: ["GET"], authLevel: "anonymous", handler: info });

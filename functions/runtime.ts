@@ -25,9 +25,18 @@ export function admissionRuntime(): AdmissionRuntime {
   return current;
 }
 
+/** Hands this instance a runtime; the one it replaces stops watching its cluster. */
 export function useAdmissionRuntime(runtime: AdmissionRuntime): void {
+  const previous = current;
   current = runtime;
   served = 0;
+  if (previous && previous !== runtime) void previous.cluster.stop();
+}
+
+export async function stopAdmissionRuntime(): Promise<void> {
+  const previous = current;
+  current = undefined;
+  await previous?.cluster.stop();
 }
 
 /** True for the first admission an instance serves: a cold start the API server waited for. */

@@ -3,6 +3,7 @@ import { performance } from "node:perf_hooks";
 import { exchangeAdmission, type HttpCall } from "../lib/admission/httpExchange.js";
 import type { WebhookPolicy } from "../lib/admission/handleReview.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
+import { instanceCounters } from "../lib/observability/instanceCounters.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";
 
 /** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
@@ -24,6 +25,7 @@ export async function serveWebhook(webhook: string, policy: WebhookPolicy, reque
       budgetMs: runtime.settings.admissionBudgetMs,
     });
     if (record) {
+      instanceCounters.admissions += 1;
       const line = admissionLogLine({ ...record, webhook, latencyMs: performance.now() - started, coldStart: takeColdStart() });
       if (record.decision === "error") context.warn(line);
       else context.info(line);

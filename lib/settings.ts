@@ -57,6 +57,8 @@ const AdmissionEnvironment = t.type({
   GMSA_AUTHORIZE_REQUESTING_USER: withDefault(booleanSetting("GMSA_AUTHORIZE_REQUESTING_USER"), false),
   GMSA_API_TIMEOUT_MS: withDefault(integerSetting("GMSA_API_TIMEOUT_MS", 50, 30_000), 2_000),
   GMSA_ADMISSION_BUDGET_MS: withDefault(integerSetting("GMSA_ADMISSION_BUDGET_MS", 100, 29_000), 4_000),
+  GMSA_AUTH_CACHE_TTL_SECONDS: withDefault(integerSetting("GMSA_AUTH_CACHE_TTL_SECONDS", 0, 300), 5),
+  GMSA_CREDSPEC_CACHE: withDefault(booleanSetting("GMSA_CREDSPEC_CACHE"), true),
   GMSA_CLUSTER_ACCESS: t.union([oneOf("GMSA_CLUSTER_ACCESS", clusterAccessModes), t.undefined]),
   KUBECONFIG: t.union([t.string, t.undefined]),
   KUBERNETES_SERVICE_HOST: t.union([t.string, t.undefined]),
@@ -67,6 +69,10 @@ export interface AdmissionSettings {
   readonly authorizeRequestingUser: boolean;
   readonly apiTimeoutMs: number;
   readonly admissionBudgetMs: number;
+  /** How long a `use` answer is reused; 0 asks every time. */
+  readonly authCacheTtlMs: number;
+  /** Keep every credential spec in memory with a list+watch instead of a GET per admission. */
+  readonly credSpecCache: boolean;
   readonly cluster: { readonly access: "kubeconfig"; readonly kubeconfig: string } | { readonly access: "in-cluster" };
 }
 
@@ -107,6 +113,8 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
     authorizeRequestingUser: raw.GMSA_AUTHORIZE_REQUESTING_USER,
     apiTimeoutMs: raw.GMSA_API_TIMEOUT_MS,
     admissionBudgetMs: raw.GMSA_ADMISSION_BUDGET_MS,
+    authCacheTtlMs: raw.GMSA_AUTH_CACHE_TTL_SECONDS * 1000,
+    credSpecCache: raw.GMSA_CREDSPEC_CACHE,
     cluster: access === "kubeconfig" ? { access, kubeconfig: raw.KUBECONFIG! } : { access: "in-cluster" },
   };
 }

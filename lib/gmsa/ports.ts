@@ -39,6 +39,8 @@ export class ClusterUnavailableError extends Error {
     message: string,
     readonly failure: "timeout" | "unreachable" | "serverError" | "rejected",
     readonly httpStatus?: number,
+    /** How long the server asked us to wait before trying again (429/503 Retry-After). */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = "ClusterUnavailableError";

@@ -9,7 +9,48 @@ import { countRequest } from "../observability/requestCounters.js";
  */
 export type ApiOutcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly status: number; readonly body: unknown };
 
+const maxAttempts = 3;
+const firstRetryDelayMs = 100;
+
+/**
+ * Transient failures (a 5xx, a 429, a reset connection) are tried again, with jittered backoff
+ * or the server's Retry-After, but only while the admission's signal allows: the budget, not the
+ * retry count, is what bounds an admission.
+ */
 export async function callApi<T>(
+  description: string,
+  signal: AbortSignal,
+  timeoutMs: number,
+  call: (options: ConfigurationOptions) => Promise<T>,
+): Promise<ApiOutcome<T>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await callOnce(description, signal, timeoutMs, call);
+    } catch (error) {
+      const transient = error instanceof ClusterUnavailableError && (error.failure === "serverError" || error.failure === "unreachable");
+      if (!transient || attempt >= maxAttempts || signal.aborted) throw error;
+      const backoff = firstRetryDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random());
+      await pause(error.retryAfterMs ?? backoff, signal, error);
+    }
+  }
+}
+
+function pause(ms: number, signal: AbortSignal, failure: ClusterUnavailableError): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    // Waiting past the budget would only turn a clear answer into a timeout: give the last one.
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(failure);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+async function callOnce<T>(
   description: string,
   signal: AbortSignal,
   timeoutMs: number,
@@ -32,7 +73,7 @@ export async function callApi<T>(
     if (error instanceof ApiException) {
       const status = error.code;
       if (status >= 500 || status === 429) {
-        throw new ClusterUnavailableError(`the Kubernetes API server answered ${status} to ${description}`, "serverError", status);
+        throw new ClusterUnavailableError(`the Kubernetes API server answered ${status} to ${description}`, "serverError", status, retryAfterMs(error.headers));
       }
       return { ok: false, status, body: error.body };
     }
@@ -41,6 +82,12 @@ export async function callApi<T>(
     }
     throw new ClusterUnavailableError(`the Kubernetes API server could not be reached for ${description}: ${describe(error)}`, "unreachable");
   }
+}
+
+function retryAfterMs(headers: Record<string, string> | undefined): number | undefined {
+  const value = headers?.["retry-after"];
+  if (!value || !/^\d+$/.test(value.trim())) return undefined;
+  return Number(value) * 1000;
 }
 
 function describe(error: unknown): string {

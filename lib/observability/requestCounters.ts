@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { instanceCounters } from "./instanceCounters.js";
 
 /**
  * What one admission cost: API calls and cache answers. The Kubernetes adapter counts into the
@@ -20,6 +21,7 @@ export async function withRequestCounters<T>(work: () => Promise<T>): Promise<{ 
 }
 
 export function countRequest(field: keyof RequestCounters): void {
+  instanceCounters[field] += 1;
   const counters = current.getStore();
   if (counters) counters[field] += 1;
 }

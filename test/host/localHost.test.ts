@@ -16,7 +16,14 @@ const Host = suite<Context>("local host, real client against a fake API server")
 
 Host.before(async (context) => {
   context.api = await startFakeApiServer();
-  context.webhook = await startLocalWebhook({ KUBECONFIG: context.api.kubeconfig, GMSA_API_TIMEOUT_MS: "300", GMSA_ADMISSION_BUDGET_MS: "800" });
+  // The fake serves single reads only: this suite looks at the direct path, without caches.
+  context.webhook = await startLocalWebhook({
+    KUBECONFIG: context.api.kubeconfig,
+    GMSA_API_TIMEOUT_MS: "300",
+    GMSA_ADMISSION_BUDGET_MS: "800",
+    GMSA_CREDSPEC_CACHE: "false",
+    GMSA_AUTH_CACHE_TTL_SECONDS: "0",
+  });
 });
 
 Host.before.each((context) => {
@@ -24,6 +31,8 @@ Host.before.each((context) => {
   state.credSpecs = new Map(credSpecFixtures().map((c) => [c.metadata.name, c as unknown as Record<string, unknown>]));
   state.grants = new Set(["system:serviceaccount:apps:default|webapp1-credspec"]);
   state.failWith = undefined;
+  state.failTimes = undefined;
+  state.retryAfter = undefined;
   state.delayMs = undefined;
   calls.length = 0;
 });
@@ -85,6 +94,25 @@ Host("fails closed with 503 when the API server answers 500", async (context) =>
   assert.is(response.allowed, false);
   assert.is(response.status.code, 503);
   assert.match(response.status.message, /answered 500/);
+});
+
+Host("tries a transient failure again within the budget", async (context) => {
+  context.api.state.failWith = 503;
+  context.api.state.failTimes = 1;
+  const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
+  assert.is(response.allowed, true);
+  assert.is(context.api.calls.length, 2, "one failed call, one retry");
+});
+
+Host("honours Retry-After only as far as the budget allows", async (context) => {
+  context.api.state.failWith = 429;
+  context.api.state.retryAfter = 30;
+  const started = Date.now();
+  const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
+  assert.is(response.status.code, 503);
+  assert.match(response.status.message, /answered 429/);
+  assert.ok(Date.now() - started < 2000, "did not wait 30 s");
+  assert.is(context.api.calls.length, 1);
 });
 
 Host("fails closed with a timeout well inside the budget when the API server hangs", async (context) => {

@@ -11,6 +11,8 @@ Settings("defaults everything but the cluster", () => {
     authorizeRequestingUser: false,
     apiTimeoutMs: 2000,
     admissionBudgetMs: 4000,
+    authCacheTtlMs: 5000,
+    credSpecCache: true,
     cluster: { access: "kubeconfig", kubeconfig: "/k" },
   });
 });
@@ -22,7 +24,11 @@ Settings("reads every value", () => {
     GMSA_AUTHORIZE_REQUESTING_USER: "TRUE",
     GMSA_API_TIMEOUT_MS: "750",
     GMSA_ADMISSION_BUDGET_MS: "3000",
+    GMSA_AUTH_CACHE_TTL_SECONDS: "0",
+    GMSA_CREDSPEC_CACHE: "false",
   });
+  assert.is(settings.authCacheTtlMs, 0);
+  assert.is(settings.credSpecCache, false);
   assert.is(settings.randomHostname, true);
   assert.is(settings.authorizeRequestingUser, true);
   assert.is(settings.apiTimeoutMs, 750);
@@ -37,6 +43,7 @@ const bad: Array<[Record<string, string>, RegExp]> = [
   [{ KUBECONFIG: "/k", GMSA_RANDOM_HOSTNAME: "yes please" }, /GMSA_RANDOM_HOSTNAME must be true or false, got "yes please"/],
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "2s" }, /GMSA_API_TIMEOUT_MS must be a whole number from 50 to 30000, got "2s"/],
   [{ KUBECONFIG: "/k", GMSA_ADMISSION_BUDGET_MS: "60000" }, /GMSA_ADMISSION_BUDGET_MS must be a whole number from 100 to 29000/],
+  [{ KUBECONFIG: "/k", GMSA_AUTH_CACHE_TTL_SECONDS: "-1" }, /GMSA_AUTH_CACHE_TTL_SECONDS must be a whole number from 0 to 300/],
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "5000", GMSA_ADMISSION_BUDGET_MS: "1000" }, /must not exceed GMSA_ADMISSION_BUDGET_MS/],
   [{}, /no cluster to talk to/],
   [{ GMSA_CLUSTER_ACCESS: "kubeconfig" }, /needs KUBECONFIG/],

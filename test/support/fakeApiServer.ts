@@ -15,8 +15,11 @@ export interface FakeApiState {
   credSpecs: Map<string, Record<string, unknown>>;
   /** `${user}|${credSpecName}` pairs that may `use`. */
   grants: Set<string>;
-  /** Answer every request with this status instead. */
+  /** Answer requests with this status instead (every one, or the next `failTimes`). */
   failWith?: number;
+  failTimes?: number;
+  /** Sent with a failure, in seconds. */
+  retryAfter?: number;
   /** Wait this long before answering. */
   delayMs?: number;
 }
@@ -79,7 +82,11 @@ async function answer(req: IncomingMessage, res: ServerResponse, state: FakeApiS
   calls.push({ method: req.method ?? "GET", path, body });
   if (state.delayMs) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
   if (res.destroyed) return;
-  if (state.failWith) return send(res, state.failWith, status(state.failWith, "injected failure"));
+  if (state.failWith && (state.failTimes === undefined || state.failTimes > 0)) {
+    if (state.failTimes !== undefined) state.failTimes -= 1;
+    if (state.retryAfter !== undefined) res.setHeader("retry-after", String(state.retryAfter));
+    return send(res, state.failWith, status(state.failWith, "injected failure"));
+  }
 
   const credSpec = path.match(/^\/apis\/windows\.k8s\.io\/v1\/gmsacredentialspecs\/([^/]+)$/);
   if (req.method === "GET" && credSpec) {

@@ -1,4 +1,4 @@
-import { createAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
+import { createAdmissionRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
 import { startLocalServer, type LocalServer } from "../../host/localServer.js";
 import { generateServingCertificate, type ServingCertificate } from "../../host/servingCertificate.js";
 import { readAdmissionSettings } from "../../lib/settings.js";
@@ -26,5 +26,14 @@ export async function startLocalWebhook(env: Record<string, string>, options: { 
     functionKey: options.functionKey,
     log: (level, message) => logs.push(`${level} ${message}`),
   });
-  return { server, caPem: tls.caPem, tls, logs, close: () => server.close() };
+  return {
+    server,
+    caPem: tls.caPem,
+    tls,
+    logs,
+    close: async () => {
+      await server.close();
+      await stopAdmissionRuntime();
+    },
+  };
 }

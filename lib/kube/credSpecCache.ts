@@ -1,0 +1,123 @@
+import { CustomObjectsApi, makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
+import type { CredSpecLookup, CredSpecSource } from "../gmsa/ports.js";
+import { instanceCounters } from "../observability/instanceCounters.js";
+import { countRequest } from "../observability/requestCounters.js";
+import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
+
+/**
+ * Every GMSACredentialSpec of the cluster, kept in memory by one list+watch per instance and
+ * shared by all its admissions. Started by the first lookup; until the first list has arrived,
+ * lookups go straight to the API server, so a cold start never waits for a full list. A name
+ * the cache does not know is confirmed with one GET before it is called unknown: a spec created
+ * a moment ago must not be refused. When the watch breaks, the cache keeps answering with what
+ * it knows, says it is stale, and reconnects with backoff.
+ */
+export interface CredSpecCacheStatus {
+  readonly started: boolean;
+  readonly synced: boolean;
+  readonly stale: boolean;
+  readonly size: number;
+}
+
+export interface CredSpecCache extends CredSpecSource {
+  status(): CredSpecCacheStatus;
+  stop(): Promise<void>;
+}
+
+export interface CredSpecCacheOptions {
+  /** Reads one spec from the API server: the cold-start path and the confirmation of a miss. */
+  readonly direct: CredSpecSource;
+  readonly log: (level: "info" | "warn", message: string) => void;
+  readonly minBackoffMs?: number;
+  readonly maxBackoffMs?: number;
+}
+
+type CredSpecObject = KubernetesObject & { credspec?: unknown };
+
+export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions): CredSpecCache {
+  const api = config.makeApiClient(CustomObjectsApi);
+  const path = `/apis/${credSpecResource.group}/${credSpecResource.version}/${credSpecResource.plural}`;
+  const minBackoff = options.minBackoffMs ?? 500;
+  const maxBackoff = options.maxBackoffMs ?? 30_000;
+  const entries = new Map<string, CredSpecLookup>();
+  let informer: ReturnType<typeof makeInformer<CredSpecObject>> | undefined;
+  let synced = false;
+  let stale = false;
+  let stopped = false;
+  let failures = 0;
+  let retry: NodeJS.Timeout | undefined;
+
+  const remember = (object: CredSpecObject) => {
+    const name = object.metadata?.name;
+    if (name) entries.set(name, lookupFromObject(object));
+  };
+  const forget = (object: CredSpecObject) => {
+    const name = object.metadata?.name;
+    if (name) entries.delete(name);
+  };
+
+  function start(): void {
+    informer = makeInformer<CredSpecObject>(
+      config,
+      path,
+      () => api.listClusterCustomObject({ ...credSpecResource }) as Promise<KubernetesListObject<CredSpecObject>>,
+    );
+    informer.on("add", remember);
+    informer.on("update", remember);
+    informer.on("delete", forget);
+    informer.on("error", (error) => {
+      instanceCounters.watchErrors += 1;
+      if (stopped) return;
+      stale = synced;
+      failures += 1;
+      const delay = Math.min(maxBackoff, minBackoff * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2);
+      options.log("warn", `credential spec watch failed (${describe(error)}); ${synced ? "serving the last known specs, " : ""}reconnecting in ${Math.round(delay)} ms`);
+      retry = setTimeout(connect, delay);
+      retry.unref();
+    });
+    connect();
+  }
+
+  function connect(): void {
+    if (stopped || !informer) return;
+    if (failures > 0) instanceCounters.watchRestarts += 1;
+    informer.start().then(
+      () => {
+        if (stopped) return;
+        if (stale || !synced) options.log("info", `credential spec cache ${synced ? "resynced" : "synced"}: ${entries.size} specs`);
+        synced = true;
+        stale = false;
+        failures = 0;
+      },
+      () => {
+        // The informer reports the same failure through its error callback, which retries.
+      },
+    );
+  }
+
+  return {
+    async lookup(name, signal) {
+      if (!informer && !stopped) start();
+      if (synced) {
+        const known = entries.get(name);
+        if (known) {
+          countRequest("cacheHits");
+          return known;
+        }
+      }
+      countRequest("cacheMisses");
+      return options.direct.lookup(name, signal);
+    },
+    status: () => ({ started: informer !== undefined, synced, stale, size: entries.size }),
+    async stop() {
+      stopped = true;
+      clearTimeout(retry);
+      await informer?.stop();
+    },
+  };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.message.split("\n", 1)[0]!.slice(0, 200);
+  return String(error).slice(0, 200);
+}

@@ -1,0 +1,127 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
+import { instanceCounters } from "../../lib/observability/instanceCounters.js";
+import { credSpecFixture } from "../support/fixtures.js";
+import { postReview } from "../support/httpsClient.js";
+import { kubeRequest } from "../support/kubeRequest.js";
+import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
+import { gmsa, pod, review } from "../support/reviews.js";
+
+/**
+ * The steady state costs the cluster almost nothing: credential specs come from the watch cache,
+ * `use` answers from the decision cache. Counted where it matters, at the API server.
+ */
+const Cache = suite<{ cluster: E2eCluster }>("caches against kube-apiserver");
+
+Cache.before(async (context) => {
+  try {
+    context.cluster = await startE2eCluster();
+    await context.cluster.apply([
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "apps" } },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "everyone-uses-everything", namespace: "apps" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "use-all" },
+        subjects: [{ kind: "Group", name: "system:serviceaccounts:apps", apiGroup: "rbac.authorization.k8s.io" }],
+      },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: { name: "use-all" },
+        rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"] }],
+      },
+    ]);
+  } catch (error) {
+    console.error("cache test set-up failed:", error);
+    throw error;
+  }
+});
+
+Cache.after(async (context) => {
+  await context.cluster?.close();
+});
+
+function gmsaReview(spec: string, serviceAccountName: string) {
+  const p = pod({ serviceAccountName });
+  p.spec.containers[0]!.securityContext = gmsa(spec);
+  return review("CREATE", p);
+}
+
+async function admit(cluster: E2eCluster, path: "/mutate" | "/validate", body: unknown) {
+  const reply = await postReview(`${cluster.webhook.server.url}${path}`, cluster.webhook.caPem, body);
+  return JSON.parse(reply.text).response;
+}
+
+/** Requests the API server has served for a resource, from its own metrics. */
+async function servedFor(cluster: E2eCluster, resource: string): Promise<number> {
+  const metrics = (await kubeRequest(cluster.admin, "GET", "/metrics")).body as string;
+  let total = 0;
+  for (const line of metrics.split("\n")) {
+    if (line.startsWith("apiserver_request_total{") && line.includes(`resource="${resource}"`)) total += Number(line.split(" ").pop());
+  }
+  return total;
+}
+
+const specs = ["webapp1-credspec", "payroll-gmsa"];
+const accounts = ["web", "batch"];
+
+Cache("after warm-up, 1 000 mutate and 1 000 validate requests cost a handful of API calls", async ({ cluster }) => {
+  for (const spec of specs) for (const account of accounts) await admit(cluster, "/validate", gmsaReview(spec, account));
+  await new Promise((r) => setTimeout(r, 500)); // let the first list arrive
+  const before = { specs: await servedFor(cluster, "gmsacredentialspecs"), reviews: await servedFor(cluster, "localsubjectaccessreviews"), calls: instanceCounters.apiCalls };
+  const started = Date.now();
+  const bodies = Array.from({ length: 2000 }, (_, i) => ({ path: i % 2 === 0 ? ("/mutate" as const) : ("/validate" as const), body: gmsaReview(specs[i % 2]!, accounts[(i >> 1) % 2]!) }));
+  for (let i = 0; i < bodies.length; i += 20) {
+    const answers = await Promise.all(bodies.slice(i, i + 20).map((b) => admit(cluster, b.path, b.body)));
+    for (const answer of answers) assert.is(answer.allowed, true, JSON.stringify(answer.status));
+  }
+  const elapsed = Date.now() - started;
+  const after = { specs: await servedFor(cluster, "gmsacredentialspecs"), reviews: await servedFor(cluster, "localsubjectaccessreviews"), calls: instanceCounters.apiCalls };
+  const specCalls = after.specs - before.specs;
+  const reviewCalls = after.reviews - before.reviews;
+  console.log(`  2000 admissions in ${elapsed} ms: ${specCalls} credential spec requests and ${reviewCalls} access reviews at the API server, ${after.calls - before.calls} API calls counted by the webhook`);
+  // Each (account, spec) answer is asked again once per TTL (5 s) at most.
+  const ttlWindows = Math.ceil(elapsed / 5000) + 1;
+  assert.ok(specCalls <= 2, `credential spec requests: ${specCalls}`);
+  assert.ok(reviewCalls <= specs.length * accounts.length * ttlWindows, `access reviews: ${reviewCalls} in ${elapsed} ms`);
+});
+
+Cache("a credential spec changed in the API server is served within 2 s", async ({ cluster }) => {
+  await admit(cluster, "/mutate", gmsaReview("webapp1-credspec", "web"));
+  const changed = structuredClone(credSpecFixture("webapp1-credspec"));
+  (changed.credspec!.DomainJoinConfig as Record<string, unknown>).MachineAccountName = "WebApplication2";
+  await cluster.apply([changed as never]);
+  const started = Date.now();
+  let seen = "";
+  while (Date.now() - started < 5000 && !seen.includes("WebApplication2")) {
+    const answer = await admit(cluster, "/mutate", gmsaReview("webapp1-credspec", "web"));
+    seen = JSON.parse(Buffer.from(answer.patch, "base64").toString())[0].value;
+  }
+  const elapsed = Date.now() - started;
+  assert.is(seen, canonicalJson(changed.credspec));
+  assert.ok(elapsed < 2000, `seen after ${elapsed} ms`);
+});
+
+Cache("a deleted credential spec is refused, and one created a moment ago is accepted", async ({ cluster }) => {
+  const reply = await kubeRequest(cluster.admin, "DELETE", "/apis/windows.k8s.io/v1/gmsacredentialspecs/payroll-gmsa");
+  assert.is(reply.status, 200);
+  const started = Date.now();
+  let answer = await admit(cluster, "/mutate", gmsaReview("payroll-gmsa", "web"));
+  while (answer.allowed && Date.now() - started < 5000) answer = await admit(cluster, "/mutate", gmsaReview("payroll-gmsa", "web"));
+  assert.is(answer.status?.code, 422);
+  assert.ok(Date.now() - started < 2000, "deletion seen within 2 s");
+
+  const created = await kubeRequest(cluster.admin, "POST", "/apis/windows.k8s.io/v1/gmsacredentialspecs", {
+    apiVersion: "windows.k8s.io/v1",
+    kind: "GMSACredentialSpec",
+    metadata: { name: "brand-new" },
+    credspec: credSpecFixture("webapp1-credspec").credspec,
+  });
+  assert.is(created.status, 201);
+  const fresh = await admit(cluster, "/mutate", gmsaReview("brand-new", "web"));
+  assert.is(fresh.allowed, true, JSON.stringify(fresh.status));
+});
+
+Cache.run();

@@ -1,0 +1,104 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { useDecisionCache } from "../../../lib/caching/useDecisionCache.js";
+import { serviceAccountPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../../../lib/gmsa/ports.js";
+
+interface Context {
+  clock: number;
+  asked: number;
+  answer: UseDecision;
+  gate?: Promise<void>;
+  cached: UseAuthorizer;
+}
+
+const Cache = suite<Context>("useDecisionCache");
+const signal = new AbortController().signal;
+const web = serviceAccountPrincipal("apps", "web");
+
+Cache.before.each((context) => {
+  context.clock = 0;
+  context.asked = 0;
+  context.answer = { allowed: true };
+  context.gate = undefined;
+  const inner: UseAuthorizer = {
+    mayUse: async () => {
+      context.asked++;
+      await context.gate;
+      return context.answer;
+    },
+  };
+  context.cached = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock });
+});
+
+Cache("reuses a grant within its TTL and asks again after it", async (context) => {
+  await context.cached.mayUse(web, "apps", "spec", signal);
+  context.clock = 4999;
+  await context.cached.mayUse(web, "apps", "spec", signal);
+  assert.is(context.asked, 1);
+  context.clock = 5000;
+  await context.cached.mayUse(web, "apps", "spec", signal);
+  assert.is(context.asked, 2);
+});
+
+Cache("keeps a denial for a fifth of the TTL only", async (context) => {
+  context.answer = { allowed: false };
+  await context.cached.mayUse(web, "apps", "spec", signal);
+  context.clock = 999;
+  assert.is((await context.cached.mayUse(web, "apps", "spec", signal)).allowed, false);
+  context.answer = { allowed: true };
+  context.clock = 1000;
+  assert.is((await context.cached.mayUse(web, "apps", "spec", signal)).allowed, true);
+  assert.is(context.asked, 2);
+});
+
+Cache("tells principals, namespaces and specs apart", async (context) => {
+  const other: Principal = serviceAccountPrincipal("apps", "other");
+  await context.cached.mayUse(web, "apps", "spec", signal);
+  await context.cached.mayUse(other, "apps", "spec", signal);
+  await context.cached.mayUse(web, "apps", "spec-2", signal);
+  await context.cached.mayUse({ ...web, groups: [...web.groups, "extra"] }, "apps", "spec", signal);
+  await context.cached.mayUse({ user: "alice", groups: [] }, "other-ns", "spec", signal);
+  assert.is(context.asked, 5);
+});
+
+Cache("concurrent identical questions share one review", async (context) => {
+  let open!: () => void;
+  context.gate = new Promise((resolve) => (open = resolve));
+  const answers = Promise.all(Array.from({ length: 10 }, () => context.cached.mayUse(web, "apps", "spec", signal)));
+  open();
+  assert.is((await answers).length, 10);
+  assert.is(context.asked, 1);
+});
+
+Cache("does not keep failures", async (context) => {
+  let fail = true;
+  const cached = useDecisionCache(
+    {
+      mayUse: async () => {
+        context.asked++;
+        if (fail) throw new Error("unreachable");
+        return { allowed: true };
+      },
+    },
+    { ttlMs: 5000, now: () => context.clock },
+  );
+  try {
+    await cached.mayUse(web, "apps", "spec", signal);
+    assert.unreachable();
+  } catch (error) {
+    assert.match((error as Error).message, /unreachable/);
+  }
+  fail = false;
+  assert.is((await cached.mayUse(web, "apps", "spec", signal)).allowed, true);
+  assert.is(context.asked, 2);
+});
+
+Cache("a TTL of 0 asks every time", async (context) => {
+  const inner: UseAuthorizer = { mayUse: async () => (context.asked++, { allowed: true }) };
+  const cached = useDecisionCache(inner, { ttlMs: 0 });
+  await cached.mayUse(web, "apps", "spec", signal);
+  await cached.mayUse(web, "apps", "spec", signal);
+  assert.is(context.asked, 2);
+});
+
+Cache.run();
