@@ -1,0 +1,86 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { unzipSync } from "fflate";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { packageApp } from "../../scripts/package.js";
+import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
+import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
+import { credSpecFixture } from "../support/fixtures.js";
+import { gmsa, pod, review } from "../support/reviews.js";
+
+/** The deployment package, unpacked and loaded as a cold start does, serves an admission. */
+const Package = suite<{ dir: string; api: FakeApiServer; zipBytes: number }>("deployment package");
+
+Package.before(async (context) => {
+  try {
+    const { zipPath, zipBytes } = await packageApp();
+    context.zipBytes = zipBytes;
+    context.dir = mkdtempSync(join(tmpdir(), "gmsa-package-"));
+    for (const [name, bytes] of Object.entries(unzipSync(readFileSync(zipPath)))) {
+      mkdirSync(dirname(join(context.dir, name)), { recursive: true });
+      writeFileSync(join(context.dir, name), bytes);
+    }
+    context.api = await startFakeApiServer();
+    const spec = credSpecFixture("webapp1-credspec");
+    context.api.state.credSpecs.set(spec.metadata.name, spec as unknown as Record<string, unknown>);
+  } catch (error) {
+    console.error("package set-up failed:", error);
+    throw error;
+  }
+});
+
+Package.after(async (context) => {
+  await context.api?.close();
+});
+
+// Asynchronous: the fake API server answering the child lives in this process.
+async function coldStart(context: { dir: string; api: FakeApiServer }, fn: string, body: unknown, env: Record<string, string> = {}) {
+  const { stdout: output } = await promisify(execFile)(process.execPath, [join(__dirname, "coldStartDriver.js"), context.dir, fn, JSON.stringify({ body: JSON.stringify(body) })], {
+    env: { PATH: process.env.PATH, KUBECONFIG: context.api.kubeconfig, GMSA_CREDSPEC_CACHE: "false", ...env },
+    encoding: "utf8",
+  });
+  return JSON.parse(output) as { loadedMs: number; registered: Array<{ name: string; route: string; methods: string[]; authLevel: string }>; response: { status: number; body: string } };
+}
+
+Package("holds only the bundle, host.json and a manifest without dependencies", (context) => {
+  const manifest = JSON.parse(readFileSync(join(context.dir, "package.json"), "utf8"));
+  assert.is(manifest.main, "main.js");
+  assert.equal(manifest.dependencies, {});
+  assert.equal(JSON.parse(readFileSync(join(context.dir, "host.json"), "utf8")).extensions.http.routePrefix, "");
+  assert.ok(context.zipBytes < 5 * 1024 * 1024, `${context.zipBytes} bytes`);
+});
+
+Package("registers every function with its route, and serves a mutate from a cold start", async (context) => {
+  const p = pod();
+  p.spec.securityContext = gmsa("webapp1-credspec");
+  const result = await coldStart(context, "mutate", review("CREATE", p));
+  assert.equal(result.registered.map((r) => r.route).sort(), ["health", "info", "metrics", "mutate", "validate"]);
+  assert.is(result.registered.find((r) => r.name === "mutate")?.authLevel, "anonymous");
+  assert.is(result.response.status, 200);
+  const answer = JSON.parse(result.response.body).response;
+  assert.ok(answer.patch, JSON.stringify(answer));
+  const ops = JSON.parse(Buffer.from(answer.patch, "base64").toString());
+  assert.is(ops[0].value, canonicalJson(credSpecFixture("webapp1-credspec").credspec));
+  console.log(`  package loaded in ${result.loadedMs.toFixed(0)} ms`);
+});
+
+Package("asks for function keys when the app setting says so", async (context) => {
+  const result = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_REQUIRE_FUNCTION_KEY: "true" });
+  assert.is(result.registered.find((r) => r.name === "validate")?.authLevel, "function");
+  assert.is(result.registered.find((r) => r.name === "health")?.authLevel, "anonymous");
+});
+
+Package("a bad setting stops the app at start", async (context) => {
+  try {
+    await coldStart(context, "mutate", review("CREATE", pod()), { GMSA_API_TIMEOUT_MS: "soon" });
+    assert.unreachable("should have failed");
+  } catch (error) {
+    assert.match(String((error as { stderr?: string }).stderr), /GMSA_API_TIMEOUT_MS must be a whole number/);
+  }
+});
+
+Package.run();
