@@ -51,7 +51,7 @@ async function coldStart(): Promise<void> {
   const compiled = readdirSync(join(root, "dist", "build", "functions"))
     .filter((f) => f.endsWith(".js"))
     .map((f) => join(root, "dist", "build", "functions", f));
-  const bundled = Array.from({ length: runs }, () => loadTime([join(root, "dist", "package", "main.js")]));
+  const bundled = Array.from({ length: runs }, () => loadTime([join(root, "dist", "functions", "main.js")]));
   const modules = Array.from({ length: runs }, () => loadTime(compiled));
   console.log(`cold start (median of ${runs} loads of every function module, Node ${process.version}):`);
   console.log(`  compiled modules from node_modules: ${median(modules).toFixed(0)} ms`);

@@ -6,14 +6,17 @@ import { join } from "node:path";
 /**
  * `npm run package`: the zip Flex Consumption deploys. Every function module is bundled into one
  * file with its runtime dependencies, so a cold start reads one file instead of thousands; the
- * zip holds that file, host.json and a package.json whose `main` names it.
+ * zip holds that file, host.json and a package.json whose `main` names it. `npm run build` is
+ * the same step, so that azd, which zips the project folder through .funcignore, ships the same.
  */
 const root = join(__dirname, "..");
-const outDir = join(root, "dist", "package");
+// The same layout whether azd zips the folder (.funcignore) or the pipeline deploys the zip.
+const bundleDir = join(root, "dist", "functions");
+const bundlePath = "dist/functions/main.js";
 
 export async function packageApp(): Promise<{ zipPath: string; bundleBytes: number; zipBytes: number }> {
-  rmSync(outDir, { recursive: true, force: true });
-  mkdirSync(outDir, { recursive: true });
+  rmSync(bundleDir, { recursive: true, force: true });
+  mkdirSync(bundleDir, { recursive: true });
   const modules = readdirSync(join(root, "functions"))
     .filter((f) => f.endsWith(".ts"))
     .sort();
@@ -24,7 +27,7 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
     platform: "node",
     target: "node22",
     format: "cjs",
-    outfile: join(outDir, "main.js"),
+    outfile: join(root, bundlePath),
     // The worker provides the core API; native speed-ups of `ws` are optional.
     external: ["@azure/functions-core", "bufferutil", "utf-8-validate"],
     minify: true,
@@ -34,14 +37,14 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
     logLevel: "warning",
   });
   const source = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { name: string; version: string; engines: unknown };
-  const manifest = { name: source.name, version: source.version, private: true, main: "main.js", engines: source.engines, dependencies: {} };
+  const manifest = { name: source.name, version: source.version, private: true, main: bundlePath, engines: source.engines, dependencies: {} };
   const files: Record<string, Uint8Array> = {
-    "main.js": readFileSync(join(outDir, "main.js")),
-    "main.js.map": readFileSync(join(outDir, "main.js.map")),
+    [bundlePath]: readFileSync(join(root, bundlePath)),
+    [`${bundlePath}.map`]: readFileSync(join(root, `${bundlePath}.map`)),
     "host.json": readFileSync(join(root, "host.json")),
     "package.json": Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`),
   };
-  const legal = join(outDir, "main.js.LEGAL.txt");
+  const legal = join(root, `${bundlePath}.LEGAL.txt`);
   try {
     files["THIRD-PARTY-NOTICES.txt"] = readFileSync(legal);
   } catch {

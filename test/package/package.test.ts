@@ -48,7 +48,8 @@ async function coldStart(context: { dir: string; api: FakeApiServer }, fn: strin
 
 Package("holds only the bundle, host.json and a manifest without dependencies", (context) => {
   const manifest = JSON.parse(readFileSync(join(context.dir, "package.json"), "utf8"));
-  assert.is(manifest.main, "main.js");
+  assert.is(manifest.main, "dist/functions/main.js");
+  assert.equal(JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8")).main, manifest.main, "azd and the zip load the same entry");
   assert.equal(manifest.dependencies, {});
   assert.equal(JSON.parse(readFileSync(join(context.dir, "host.json"), "utf8")).extensions.http.routePrefix, "");
   assert.ok(context.zipBytes < 5 * 1024 * 1024, `${context.zipBytes} bytes`);

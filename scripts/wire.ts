@@ -1,0 +1,10 @@
+import { defaultKubeConfig, runWire } from "../cluster/wire.js";
+
+/** `npm run wire -- ...`: wires a cluster to the webhooks (see docs/wiring.md). */
+void runWire(process.argv.slice(2), {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  kubeConfig: defaultKubeConfig,
+}).then((code) => {
+  process.exitCode = code;
+});
