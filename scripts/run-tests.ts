@@ -15,11 +15,21 @@ async function run(dir: string): Promise<{ code: number; total: number; passed: 
     env: { ...process.env, FORCE_COLOR: "0" },
   });
   let output = "";
+  let lingering: NodeJS.Timeout | undefined;
   child.stdout.on("data", (chunk: Buffer) => {
     output += chunk.toString();
     process.stdout.write(chunk);
+    // Every suite has reported: a run that does not exit now is held open by something a test
+    // left behind. Say so and fail, rather than hang until CI gives up.
+    if (!lingering && /Duration:/.test(output)) {
+      lingering = setTimeout(() => {
+        process.stderr.write(`${dir}: the tests finished but the run did not exit within 60 s (a server or process left open); stopping it\n`);
+        child.kill("SIGKILL");
+      }, 60_000);
+    }
   });
-  const code = await new Promise<number>((resolve) => child.on("close", (c) => resolve(c ?? 1)));
+  const code = await new Promise<number>((resolve) => child.on("close", (c, signal) => resolve(signal ? 1 : (c ?? 1))));
+  clearTimeout(lingering);
   const count = (label: string) => Number(output.match(new RegExp(`${label}:\\s+(\\d+)`))?.[1] ?? 0);
   return { code, total: count("Total"), passed: count("Passed"), skipped: count("Skipped") };
 }
