@@ -1,0 +1,435 @@
+import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { ApiException, AuthenticationV1Api, CustomObjectsApi, KubeConfig, Watch, makeInformer, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
+import * as https from "node:https";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { stringify } from "yaml";
+import { applyObjects } from "../../../cluster/applyObjects.js";
+import { credSpecCrd } from "../../../cluster/credSpecCrd.js";
+import type { KubernetesObject as Manifest } from "../../../cluster/manifests.js";
+import { webhookClusterRole, webhookClusterRoleName } from "../../../cluster/webhookRbac.js";
+import { createCertificateAuthority, issueCertificate, type CertificateAuthority } from "../../../controlplane/pki.js";
+import { startControlPlane, type ControlPlane } from "../../../controlplane/start.js";
+import type { ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
+import { AksResourceIdError } from "../../../lib/kube/aksResourceId.js";
+import { credSpecResource } from "../../../lib/kube/credSpecApi.js";
+import { EntraAccessError, aksServerScope, azureCredential, entraKubeConfig, type EntraKubeConfig } from "../../../lib/kube/entraAccess.js";
+import { EntraTokenError } from "../../../lib/kube/entraTokenCache.js";
+import { fakeCredential, manualClock } from "../../support/fakeCredential.js";
+
+const hour = 3_600_000;
+
+// ---------------------------------------------------------------------------------------------
+// Without a cluster: what entraKubeConfig accepts, and which credential azureCredential picks.
+
+const Options = suite<{ ca: CertificateAuthority }>("entraKubeConfig options");
+
+Options.before(async (context) => {
+  try {
+    context.ca = await createCertificateAuthority("options-ca");
+  } catch (error) {
+    console.error("entraKubeConfig options: setup failed", error);
+    throw error;
+  }
+});
+
+async function refusal(run: () => Promise<unknown>): Promise<Error> {
+  try {
+    await run();
+  } catch (error) {
+    assert.instance(error, Error);
+    return error as Error;
+  }
+  assert.unreachable("should have been refused");
+  throw new Error("unreachable");
+}
+
+const someToken = () => fakeCredential([{ token: "A", lifetimeMs: hour }]);
+const resourceId = "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one";
+
+Options("a resource ID or a server URL, not both and not neither", async () => {
+  const both = await refusal(() => entraKubeConfig({ credential: someToken(), resourceId, server: "https://aks.example" }));
+  assert.instance(both, EntraAccessError);
+  assert.match(both.message, "not both");
+  const neither = await refusal(() => entraKubeConfig({ credential: someToken(), server: "  " }));
+  assert.match(neither.message, "give the managed cluster's resource ID, or its API server URL and CA");
+  const caWithId = await refusal(() => entraKubeConfig({ credential: someToken(), resourceId, caPem: "x" }));
+  assert.match(caWithId.message, "with a resource ID the CA is read from Azure Resource Manager");
+});
+
+Options("a malformed resource ID is refused before any call", async () => {
+  const credential = someToken();
+  const error = await refusal(() => entraKubeConfig({ credential, resourceId: "/subscriptions/x/resourceGroups/rg" }));
+  assert.instance(error, AksResourceIdError);
+  assert.is(credential.calls.length, 0);
+});
+
+Options("the API server must be https", async () => {
+  const error = await refusal(() => entraKubeConfig({ credential: someToken(), server: "http://127.0.0.1:8080" }));
+  assert.match(error.message, "the API server URL: the API server URL must be https, not http");
+});
+
+Options("the first token is fetched up front, so a broken identity fails at start", async () => {
+  const credential = fakeCredential([{ fail: "ManagedIdentityCredential: no managed identity endpoint" }]);
+  const error = await refusal(() => entraKubeConfig({ credential, server: "https://aks.example", caPem: "" }));
+  assert.instance(error, EntraTokenError);
+  assert.match(error.message, `could not get a Microsoft Entra token for the AKS API server (scope ${aksServerScope})`);
+});
+
+Options("websocket and proto requests (applyToHTTPSOptions) get the bearer token and the CA too", async ({ ca }) => {
+  const kc = await entraKubeConfig({ credential: someToken(), server: "https://aks.example:443", caPem: ca.certPem });
+  const options: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(options);
+  assert.equal(options.headers, { Authorization: "Bearer A" });
+  assert.is(String(options.ca), ca.certPem.trim() + "\n");
+  assert.is(kc.getCurrentUser()?.token, undefined, "no token is kept in the kubeconfig itself");
+});
+
+Options("with the server given directly, there is nothing to refresh", async ({ ca }) => {
+  const kc = await entraKubeConfig({ credential: someToken(), server: "https://aks.example", caPem: Buffer.from(ca.certPem).toString("base64") });
+  const refresh = await kc.refreshClusterCredentials();
+  assert.is(refresh.outcome, "skipped");
+});
+
+Options("a failed re-read keeps the endpoint in use, and the next try waits its turn", async ({ ca }) => {
+  const clock = manualClock();
+  const kubeconfig = stringify({ clusters: [{ name: "aks-one", cluster: { server: "https://aks-one.example", "certificate-authority-data": Buffer.from(ca.certPem).toString("base64") } }] });
+  const answers = [
+    { status: 200, body: JSON.stringify({ kubeconfigs: [{ name: "clusterUser", value: Buffer.from(kubeconfig).toString("base64") }] }) },
+    { status: 403, body: JSON.stringify({ error: { code: "AuthorizationFailed", message: "no" } }) },
+  ];
+  let calls = 0;
+  const armFetch: ArmFetch = async () => {
+    const answer = answers[Math.min(calls++, answers.length - 1)]!;
+    return new Response(answer.body, { status: answer.status });
+  };
+  const kc = await entraKubeConfig({ credential: someToken(), resourceId, armFetch, now: clock.now });
+  assert.is(kc.server, "https://aks-one.example");
+  clock.advance(30_000);
+  const error = await refusal(() => kc.refreshClusterCredentials());
+  assert.match(error.message, "Azure Resource Manager answered 403 to listClusterUserCredential");
+  assert.is(kc.server, "https://aks-one.example");
+  assert.is((await kc.refreshClusterCredentials()).outcome, "skipped", "a failure counts: ARM is not hammered");
+  assert.is(calls, 2);
+});
+
+Options("azureCredential: a client ID where the platform serves managed identities gives ManagedIdentityCredential", () => {
+  assert.instance(azureCredential("11111111-2222-3333-4444-555555555555", { IDENTITY_ENDPOINT: "http://127.0.0.1:41741/msi/token", IDENTITY_HEADER: "x" }), ManagedIdentityCredential);
+  assert.instance(azureCredential("11111111-2222-3333-4444-555555555555", { AZURE_FEDERATED_TOKEN_FILE: "/var/run/secrets/azure/tokens/azure-identity-token" }), ManagedIdentityCredential);
+});
+
+Options("azureCredential: elsewhere, or without a client ID, DefaultAzureCredential", () => {
+  assert.instance(azureCredential("11111111-2222-3333-4444-555555555555", {}), DefaultAzureCredential);
+  assert.instance(azureCredential(undefined, { IDENTITY_ENDPOINT: "http://127.0.0.1:41741/msi/token" }), DefaultAzureCredential);
+  assert.instance(azureCredential(" ", {}), DefaultAzureCredential);
+});
+
+Options.run();
+
+// ---------------------------------------------------------------------------------------------
+// Against a real kube-apiserver that knows three static bearer tokens, all in one group that
+// holds the webhook's ClusterRole. A token the API server does not know stands for an Entra
+// token it refuses.
+
+const tokens = {
+  a: { token: "entra-token-a-7c1d0e6f2b", user: "entra-a" },
+  b: { token: "entra-token-b-94ab13c5d0", user: "entra-b" },
+  c: { token: "entra-token-c-05e8f7a2b6", user: "entra-c" },
+};
+const refusedToken = "entra-token-unknown-5f3e";
+const group = "entra-webhooks";
+
+interface ClusterContext {
+  controlPlane?: ControlPlane;
+  admin: KubeConfig;
+}
+
+const Cluster = suite<ClusterContext>("EntraKubeConfig against a real API server");
+
+function credSpec(name: string): Manifest {
+  return {
+    apiVersion: "windows.k8s.io/v1",
+    kind: "GMSACredentialSpec",
+    metadata: { name },
+    credspec: { CmsPlugins: ["ActiveDirectory"], ActiveDirectoryConfig: { GroupManagedServiceAccounts: [{ Name: name, Scope: "CONTOSO" }] } },
+  };
+}
+
+Cluster.before(async (context) => {
+  try {
+    context.controlPlane = await startControlPlane({
+      withControllerManager: false,
+      tokens: Object.values(tokens).map((t, i) => ({ token: t.token, user: t.user, uid: `entra-${i}`, groups: [group] })),
+      log: (line) => process.stderr.write(`  ${line}\n`),
+    });
+    context.admin = new KubeConfig();
+    context.admin.loadFromFile(context.controlPlane.kubeconfigPath);
+    await applyObjects(context.admin, [
+      credSpecCrd(),
+      webhookClusterRole(),
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: "entra-webhooks" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: webhookClusterRoleName },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: group }],
+      },
+      credSpec("webapp1"),
+    ]);
+  } catch (error) {
+    console.error("EntraKubeConfig against a real API server: setup failed", error);
+    await context.controlPlane?.stop();
+    context.controlPlane = undefined;
+    throw error;
+  }
+});
+
+Cluster.after(async (context) => {
+  await context.controlPlane?.stop();
+});
+
+function cluster(context: ClusterContext): ControlPlane {
+  assert.ok(context.controlPlane, "the control plane is running");
+  return context.controlPlane;
+}
+
+async function whoAmI(kc: KubeConfig): Promise<string | undefined> {
+  const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } });
+  return review.status?.userInfo?.username;
+}
+
+async function credSpecNames(kc: KubeConfig): Promise<string[]> {
+  const list = (await kc.makeApiClient(CustomObjectsApi).listClusterCustomObject({ ...credSpecResource })) as KubernetesListObject<KubernetesObject>;
+  return list.items.map((item) => item.metadata?.name ?? "").sort();
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+Cluster("requests carry the token; once it expires the credential is asked again and the next token is used", async (context) => {
+  const cp = cluster(context);
+  // The cache's clock is moved by hand, so "expired" does not depend on how fast this machine is.
+  const clock = manualClock(Date.now());
+  const credential = fakeCredential(
+    [
+      { token: tokens.a.token, lifetimeMs: 120_000 },
+      { token: tokens.b.token, lifetimeMs: hour },
+    ],
+    clock.now,
+  );
+  const kc = await entraKubeConfig({ credential, server: cp.server, caPem: cp.caPem, now: clock.now });
+  assert.is(credential.calls.length, 1);
+  assert.is(await whoAmI(kc), tokens.a.user);
+  assert.equal(await credSpecNames(kc), ["webapp1"]);
+  assert.is(credential.calls.length, 1, "served from the cache");
+  clock.advance(120_000);
+  assert.equal(await credSpecNames(kc), ["webapp1"]);
+  assert.is(await whoAmI(kc), tokens.b.user);
+  assert.is(credential.calls.length, 2);
+  assert.ok(credential.calls.every((call) => call.scopes === aksServerScope), "every token is for the AKS server application");
+});
+
+Cluster("an informer lists and watches with the bearer token", async (context) => {
+  const cp = cluster(context);
+  const kc = await entraKubeConfig({ credential: fakeCredential([{ token: tokens.b.token, lifetimeMs: hour }]), server: cp.server, caPem: cp.caPem });
+  const api = kc.makeApiClient(CustomObjectsApi);
+  const informer = makeInformer<KubernetesObject>(
+    kc,
+    `/apis/${credSpecResource.group}/${credSpecResource.version}/${credSpecResource.plural}`,
+    () => api.listClusterCustomObject({ ...credSpecResource }) as Promise<KubernetesListObject<KubernetesObject>>,
+  );
+  const added: string[] = [];
+  const errors: unknown[] = [];
+  informer.on("add", (object) => added.push(object.metadata?.name ?? ""));
+  informer.on("error", (error) => errors.push(error));
+  try {
+    await informer.start();
+    assert.equal(added, ["webapp1"], "listed");
+    await applyObjects(context.admin, [credSpec("added-later")]);
+    const deadline = Date.now() + 10_000;
+    while (!added.includes("added-later") && Date.now() < deadline) await pause(50);
+    assert.equal(added, ["webapp1", "added-later"], "seen through the watch");
+    assert.equal(errors, []);
+  } finally {
+    await informer.stop();
+  }
+});
+
+Cluster("a watch with a token the API server refuses gets 401: the watch sends the token", async (context) => {
+  const cp = cluster(context);
+  const kc = await entraKubeConfig({ credential: fakeCredential([{ token: refusedToken, lifetimeMs: hour }]), server: cp.server, caPem: cp.caPem });
+  const path = `/apis/${credSpecResource.group}/${credSpecResource.version}/${credSpecResource.plural}`;
+  const outcome = await new Promise<unknown>((resolve) => {
+    void new Watch(kc).watch(path, {}, () => undefined, resolve);
+  });
+  assert.instance(outcome, Error);
+  assert.is((outcome as Error & { statusCode?: number }).statusCode, 401);
+});
+
+Cluster("a refused token gives 401; after invalidateToken() the next token works", async (context) => {
+  const cp = cluster(context);
+  const credential = fakeCredential([
+    { token: refusedToken, lifetimeMs: hour },
+    { token: tokens.c.token, lifetimeMs: hour },
+  ]);
+  const kc = await entraKubeConfig({ credential, server: cp.server, caPem: cp.caPem });
+  const api = kc.makeApiClient(CustomObjectsApi);
+  try {
+    await api.listClusterCustomObject({ ...credSpecResource });
+    assert.unreachable("the refused token should have been refused");
+  } catch (error) {
+    assert.instance(error, ApiException);
+    assert.is((error as ApiException<unknown>).code, 401);
+  }
+  kc.invalidateToken();
+  const list = (await api.listClusterCustomObject({ ...credSpecResource })) as KubernetesListObject<KubernetesObject>;
+  assert.ok(list.items.length >= 1);
+  assert.is(await whoAmI(kc), tokens.c.user);
+  assert.is(credential.calls.length, 2);
+});
+
+// A fake Azure Resource Manager on loopback, serving listClusterUserCredential with a kubeconfig
+// that points at the real API server: its URL and CA, and an exec user (no secret) as AKS gives
+// for Entra clusters.
+interface FakeArm {
+  readonly endpoint: string;
+  readonly fetch: ArmFetch;
+  readonly requests: Array<{ method: string; url: string; authorization: string | undefined }>;
+  caPem: string;
+  server: string;
+  close(): Promise<void>;
+}
+
+async function startFakeArm(firstServer: string, caPem: string): Promise<FakeArm> {
+  const armCa = await createCertificateAuthority("fake-arm-ca");
+  const serving = await issueCertificate(armCa, { commonName: "fake-arm", ipAddresses: ["127.0.0.1"], usage: "server" });
+  const requests: FakeArm["requests"] = [];
+  const state = { caPem, server: firstServer };
+  const httpsServer = https.createServer({ cert: serving.certPem, key: serving.keyPem }, (request, response) => {
+    requests.push({ method: request.method ?? "", url: request.url ?? "", authorization: request.headers.authorization });
+    const kubeconfig = {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "aks-one", cluster: { server: state.server, "certificate-authority-data": Buffer.from(state.caPem).toString("base64") } }],
+      contexts: [{ name: "aks-one", context: { cluster: "aks-one", user: "clusterUser_rg-aks_aks-one" } }],
+      "current-context": "aks-one",
+      users: [{ name: "clusterUser_rg-aks_aks-one", user: { exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "kubelogin", args: ["get-token", "--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630"] } } }],
+    };
+    response.writeHead(200, { "content-type": "application/json" });
+    response.end(JSON.stringify({ kubeconfigs: [{ name: "clusterUser", value: Buffer.from(stringify(kubeconfig)).toString("base64") }] }));
+  });
+  await new Promise<void>((resolve) => httpsServer.listen(0, "127.0.0.1", resolve));
+  const endpoint = `https://127.0.0.1:${(httpsServer.address() as AddressInfo).port}`;
+  // ARM through node:https, trusting only the fake's CA.
+  const armFetch: ArmFetch = (url, init) =>
+    new Promise((resolve, reject) => {
+      const request = https.request(url, { method: init.method, headers: init.headers, ca: armCa.certPem, signal: init.signal }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () => resolve(new Response(Buffer.concat(chunks), { status: response.statusCode ?? 0 })));
+        response.on("error", reject);
+      });
+      request.on("error", reject);
+      request.end();
+    });
+  return {
+    endpoint,
+    fetch: armFetch,
+    requests,
+    get caPem() {
+      return state.caPem;
+    },
+    set caPem(value: string) {
+      state.caPem = value;
+    },
+    get server() {
+      return state.server;
+    },
+    set server(value: string) {
+      state.server = value;
+    },
+    close: () => new Promise<void>((resolve) => httpsServer.close(() => resolve())),
+  };
+}
+
+Cluster("with a resource ID, the URL and CA come from ARM with an ARM token, and the API server gets the AKS token", async (context) => {
+  const cp = cluster(context);
+  const arm = await startFakeArm(cp.server, cp.caPem);
+  try {
+    const clock = manualClock(Date.now());
+    const credential = fakeCredential([{ token: tokens.b.token, lifetimeMs: hour }], clock.now);
+    credential.scripts.set(`${arm.endpoint}/.default`, [{ token: "arm-token", lifetimeMs: hour }]);
+    const kc: EntraKubeConfig = await entraKubeConfig({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now });
+
+    assert.is(arm.requests.length, 1);
+    assert.equal(arm.requests[0], {
+      method: "POST",
+      url: "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one/listClusterUserCredential?api-version=2025-10-01",
+      authorization: "Bearer arm-token",
+    });
+    assert.is(kc.server, cp.server);
+    assert.is(kc.resourceId, resourceId);
+    assert.ok((await credSpecNames(kc)).includes("webapp1"));
+    assert.is(await whoAmI(kc), tokens.b.user);
+    assert.equal(
+      credential.calls.map((c) => c.scopes),
+      [`${arm.endpoint}/.default`, aksServerScope],
+    );
+  } finally {
+    await arm.close();
+  }
+});
+
+Cluster("refreshClusterCredentials re-reads ARM at most every 30 s, and a new CA applies to the next request", async (context) => {
+  const cp = cluster(context);
+  const arm = await startFakeArm(cp.server, cp.caPem);
+  try {
+    const clock = manualClock(Date.now());
+    const credential = fakeCredential([{ token: tokens.b.token, lifetimeMs: 24 * hour }], clock.now);
+    const kc = await entraKubeConfig({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now });
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const list = () => api.listClusterCustomObject({ ...credSpecResource });
+
+    const tooSoon = await kc.refreshClusterCredentials();
+    assert.is(tooSoon.outcome, "skipped");
+    assert.is(arm.requests.length, 1);
+
+    clock.advance(30_000);
+    assert.equal(await kc.refreshClusterCredentials(), { outcome: "unchanged" });
+    assert.is(arm.requests.length, 2);
+
+    // ARM now hands out a CA that did not sign the API server's certificate.
+    arm.caPem = (await createCertificateAuthority("not-the-cluster-ca")).certPem;
+    clock.advance(30_000);
+    const [first, second] = await Promise.all([kc.refreshClusterCredentials(), kc.refreshClusterCredentials()]);
+    assert.equal(first, { outcome: "updated", serverChanged: false, caChanged: true });
+    assert.equal(second, first, "concurrent calls share one read");
+    assert.is(arm.requests.length, 3);
+    try {
+      await list();
+      assert.unreachable("the wrong CA should have been used and failed");
+    } catch (error) {
+      assert.not.instance(error, ApiException, "TLS failed before any HTTP answer");
+      assert.is(((error as Error).cause as { code?: string } | undefined)?.code, "UNABLE_TO_VERIFY_LEAF_SIGNATURE");
+    }
+
+    // The rotation bundle: the unknown CA and the real one.
+    arm.caPem = `${arm.caPem}${cp.caPem}`;
+    clock.advance(30_000);
+    assert.equal(await kc.refreshClusterCredentials(), { outcome: "updated", serverChanged: false, caChanged: true });
+    await list();
+
+    // The same API server under another name its certificate carries.
+    arm.server = cp.server.replace("127.0.0.1", "localhost");
+    clock.advance(30_000);
+    assert.equal(await kc.refreshClusterCredentials(), { outcome: "updated", serverChanged: true, caChanged: false });
+    assert.is(kc.server, arm.server);
+    assert.is(await whoAmI(kc), tokens.b.user, "a client made after the change uses the new URL");
+    await list();
+    assert.is(credential.calls.filter((c) => c.scopes === aksServerScope).length, 1, "one AKS token throughout");
+  } finally {
+    await arm.close();
+  }
+});
+
+Cluster.run();
