@@ -111,7 +111,7 @@ async function cacheMemory(count: number): Promise<void> {
     gc();
     const before = process.memoryUsage().heapUsed;
     const settings = { apiTimeoutMs: 2000 };
-    const cache = credSpecCache(admin, { direct: credSpecApi(api, settings.apiTimeoutMs), log: () => {} });
+    const cache = credSpecCache(admin, { direct: credSpecApi(api, { timeoutMs: settings.apiTimeoutMs }), log: () => {} });
     const started = performance.now();
     await cache.lookup("spec-0", new AbortController().signal);
     while (!cache.status().synced) await new Promise((r) => setTimeout(r, 50));

@@ -7,7 +7,7 @@ import packageJson from "../package.json";
 /** GET /health: 200 once this instance has valid settings and its cluster clients. */
 export async function health(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
-    const runtime = admissionRuntime();
+    const runtime = await admissionRuntime();
     const cache = runtime.cluster.cacheStatus();
     return { status: 200, jsonBody: { status: "ok", ...(cache ? { credSpecCache: cache } : {}) } };
   } catch (error) {
@@ -18,7 +18,7 @@ export async function health(_request: HttpRequest, context: InvocationContext):
 
 /** GET /metrics: this instance's counters since it started, as JSON. */
 export async function metrics(): Promise<HttpResponseInit> {
-  return { status: 200, jsonBody: { ...instanceCounters, credSpecCache: admissionRuntime().cluster.cacheStatus() ?? null } };
+  return { status: 200, jsonBody: { ...instanceCounters, credSpecCache: (await admissionRuntime()).cluster.cacheStatus() ?? null } };
 }
 
 /** GET /info: what is running. */

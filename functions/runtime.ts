@@ -13,30 +13,42 @@ export interface AdmissionRuntime {
   readonly startedAt: number;
 }
 
-let current: AdmissionRuntime | undefined;
+let current: Promise<AdmissionRuntime> | undefined;
 let served = 0;
 
-export function createAdmissionRuntime(settings: AdmissionSettings, cluster: ClusterPorts = clusterPorts(settings)): AdmissionRuntime {
-  return { settings, cluster, startedAt: performance.now() };
+export async function createAdmissionRuntime(settings: AdmissionSettings, cluster?: ClusterPorts): Promise<AdmissionRuntime> {
+  return { settings, cluster: cluster ?? (await clusterPorts(settings)), startedAt: performance.now() };
 }
 
-export function admissionRuntime(): AdmissionRuntime {
-  current ??= createAdmissionRuntime(readAdmissionSettings());
+/**
+ * This instance's runtime, built on first use from the environment. A failure is not kept: the
+ * next call tries again (the Functions host reports the first one at start).
+ */
+export function admissionRuntime(): Promise<AdmissionRuntime> {
+  if (!current) {
+    const building = Promise.resolve()
+      .then(() => createAdmissionRuntime(readAdmissionSettings()))
+      .catch((error: unknown) => {
+        if (current === building) current = undefined;
+        throw error;
+      });
+    current = building;
+  }
   return current;
 }
 
 /** Hands this instance a runtime; the one it replaces stops watching its cluster. */
 export function useAdmissionRuntime(runtime: AdmissionRuntime): void {
   const previous = current;
-  current = runtime;
+  current = Promise.resolve(runtime);
   served = 0;
-  if (previous && previous !== runtime) void previous.cluster.stop();
+  void previous?.then((old) => (old !== runtime ? old.cluster.stop() : undefined)).catch(() => {});
 }
 
 export async function stopAdmissionRuntime(): Promise<void> {
   const previous = current;
   current = undefined;
-  await previous?.cluster.stop();
+  await (await previous?.catch(() => undefined))?.cluster.stop();
 }
 
 /** True for the first admission an instance serves: a cold start the API server waited for. */

@@ -3,6 +3,6 @@ import { admissionRuntime } from "./runtime.js";
 
 // Decode the settings and build the cluster clients when the app starts, so that a bad
 // setting stops the instance with a message that names it instead of failing admissions later.
-app.hook.appStart(() => {
-  admissionRuntime();
+app.hook.appStart(async () => {
+  await admissionRuntime();
 });

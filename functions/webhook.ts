@@ -9,7 +9,6 @@ import { admissionRuntime, takeColdStart } from "./runtime.js";
 /** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
 export async function serveWebhook(webhook: string, policy: WebhookPolicy, request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const started = performance.now();
-  const runtime = admissionRuntime();
   const call: HttpCall = {
     method: request.method,
     contentType: request.headers.get("content-type"),
@@ -18,6 +17,7 @@ export async function serveWebhook(webhook: string, policy: WebhookPolicy, reque
     readBody: async () => new Uint8Array(await request.arrayBuffer()),
   };
   try {
+    const runtime = await admissionRuntime();
     const { reply, record } = await exchangeAdmission(call, policy, {
       credSpecs: runtime.cluster.credSpecs,
       authorizer: runtime.cluster.authorizer,

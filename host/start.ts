@@ -27,7 +27,7 @@ async function main(): Promise<void> {
       local = await startLocalCluster({ log: (line) => say(line) });
     }
     const env = local ? { ...process.env, KUBECONFIG: local.webhookKubeconfig, GMSA_CLUSTER_ACCESS: "kubeconfig" } : process.env;
-    useAdmissionRuntime(createAdmissionRuntime(readAdmissionSettings(env)));
+    useAdmissionRuntime(await createAdmissionRuntime(readAdmissionSettings(env)));
     const tls = host.tlsFiles ? servingCertificateFromFiles(host.tlsFiles.cert, host.tlsFiles.key) : await generateServingCertificate();
     server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
     if (local) {

@@ -49,7 +49,7 @@ function withDefault<A>(codec: t.Type<A, string, unknown>, fallback: A): t.Type<
   return new t.Type<A, string, unknown>(codec.name, codec.is, (u, c) => (u === undefined ? t.success(fallback) : codec.validate(u, c)), codec.encode);
 }
 
-const clusterAccessModes = ["kubeconfig", "in-cluster"] as const;
+const clusterAccessModes = ["kubeconfig", "in-cluster", "entra"] as const;
 export type ClusterAccess = (typeof clusterAccessModes)[number];
 
 const AdmissionEnvironment = t.type({
@@ -61,6 +61,11 @@ const AdmissionEnvironment = t.type({
   GMSA_CREDSPEC_CACHE: withDefault(booleanSetting("GMSA_CREDSPEC_CACHE"), true),
   GMSA_CLUSTER_ACCESS: t.union([oneOf("GMSA_CLUSTER_ACCESS", clusterAccessModes), t.undefined]),
   KUBECONFIG: t.union([t.string, t.undefined]),
+  GMSA_AKS_RESOURCE_ID: t.union([t.string, t.undefined]),
+  GMSA_API_SERVER_URL: t.union([t.string, t.undefined]),
+  GMSA_API_SERVER_CA: t.union([t.string, t.undefined]),
+  GMSA_ARM_ENDPOINT: t.union([t.string, t.undefined]),
+  AZURE_CLIENT_ID: t.union([t.string, t.undefined]),
   KUBERNETES_SERVICE_HOST: t.union([t.string, t.undefined]),
 });
 
@@ -73,7 +78,20 @@ export interface AdmissionSettings {
   readonly authCacheTtlMs: number;
   /** Keep every credential spec in memory with a list+watch instead of a GET per admission. */
   readonly credSpecCache: boolean;
-  readonly cluster: { readonly access: "kubeconfig"; readonly kubeconfig: string } | { readonly access: "in-cluster" };
+  readonly cluster:
+    | { readonly access: "kubeconfig"; readonly kubeconfig: string }
+    | { readonly access: "in-cluster" }
+    | {
+        readonly access: "entra";
+        /** The AKS cluster's resource ID: its URL and CA come from ARM. */
+        readonly resourceId?: string;
+        /** Or the API server's URL (and CA) directly. */
+        readonly server?: string;
+        readonly caPem?: string;
+        readonly armEndpoint?: string;
+        /** The user-assigned managed identity to sign in with. */
+        readonly clientId?: string;
+      };
 }
 
 export class SettingsError extends Error {
@@ -99,9 +117,16 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
   if (raw.GMSA_API_TIMEOUT_MS > raw.GMSA_ADMISSION_BUDGET_MS) {
     problems.push(`GMSA_API_TIMEOUT_MS (${raw.GMSA_API_TIMEOUT_MS}) must not exceed GMSA_ADMISSION_BUDGET_MS (${raw.GMSA_ADMISSION_BUDGET_MS})`);
   }
-  const access = raw.GMSA_CLUSTER_ACCESS ?? (raw.KUBECONFIG ? "kubeconfig" : raw.KUBERNETES_SERVICE_HOST ? "in-cluster" : undefined);
+  const entraGiven = Boolean(raw.GMSA_AKS_RESOURCE_ID || raw.GMSA_API_SERVER_URL);
+  const access =
+    raw.GMSA_CLUSTER_ACCESS ?? (raw.KUBECONFIG ? "kubeconfig" : entraGiven ? "entra" : raw.KUBERNETES_SERVICE_HOST ? "in-cluster" : undefined);
   if (access === undefined) {
-    problems.push("no cluster to talk to: set KUBECONFIG, run inside a cluster, or set GMSA_CLUSTER_ACCESS");
+    problems.push("no cluster to talk to: set KUBECONFIG, GMSA_AKS_RESOURCE_ID or GMSA_API_SERVER_URL, run inside a cluster, or set GMSA_CLUSTER_ACCESS");
+  } else if (access === "entra") {
+    if (raw.GMSA_AKS_RESOURCE_ID && raw.GMSA_API_SERVER_URL) problems.push("GMSA_AKS_RESOURCE_ID and GMSA_API_SERVER_URL name the cluster twice: set one");
+    else if (!entraGiven) problems.push("GMSA_CLUSTER_ACCESS=entra needs GMSA_AKS_RESOURCE_ID, or GMSA_API_SERVER_URL (and GMSA_API_SERVER_CA)");
+    if (raw.GMSA_API_SERVER_URL && !raw.GMSA_API_SERVER_URL.startsWith("https://")) problems.push(`GMSA_API_SERVER_URL must be an https URL, got ${JSON.stringify(raw.GMSA_API_SERVER_URL)}`);
+    if (raw.GMSA_API_SERVER_CA && !raw.GMSA_API_SERVER_URL) problems.push("GMSA_API_SERVER_CA goes with GMSA_API_SERVER_URL");
   } else if (access === "kubeconfig" && !raw.KUBECONFIG) {
     problems.push("GMSA_CLUSTER_ACCESS=kubeconfig needs KUBECONFIG");
   } else if (access === "in-cluster" && !raw.KUBERNETES_SERVICE_HOST) {
@@ -115,6 +140,18 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
     admissionBudgetMs: raw.GMSA_ADMISSION_BUDGET_MS,
     authCacheTtlMs: raw.GMSA_AUTH_CACHE_TTL_SECONDS * 1000,
     credSpecCache: raw.GMSA_CREDSPEC_CACHE,
-    cluster: access === "kubeconfig" ? { access, kubeconfig: raw.KUBECONFIG! } : { access: "in-cluster" },
+    cluster:
+      access === "kubeconfig"
+        ? { access, kubeconfig: raw.KUBECONFIG! }
+        : access === "entra"
+          ? {
+              access,
+              ...(raw.GMSA_AKS_RESOURCE_ID ? { resourceId: raw.GMSA_AKS_RESOURCE_ID } : {}),
+              ...(raw.GMSA_API_SERVER_URL ? { server: raw.GMSA_API_SERVER_URL } : {}),
+              ...(raw.GMSA_API_SERVER_CA ? { caPem: raw.GMSA_API_SERVER_CA } : {}),
+              ...(raw.GMSA_ARM_ENDPOINT ? { armEndpoint: raw.GMSA_ARM_ENDPOINT } : {}),
+              ...(raw.AZURE_CLIENT_ID?.trim() ? { clientId: raw.AZURE_CLIENT_ID.trim() } : {}),
+            }
+          : { access: "in-cluster" },
   };
 }

@@ -9,6 +9,15 @@ import { countRequest } from "../observability/requestCounters.js";
  */
 export type ApiOutcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly status: number; readonly body: unknown };
 
+/** How calls to one API server are bounded, and what to do when its credentials or address go stale. */
+export interface ApiCallOptions {
+  readonly timeoutMs: number;
+  /** Called on a 401; the call is then tried once more (a token that expired or was rotated). */
+  readonly onUnauthorized?: () => void;
+  /** Called when the server cannot be reached, e.g. to re-read a rotated CA. */
+  readonly onUnreachable?: () => void;
+}
+
 const maxAttempts = 3;
 const firstRetryDelayMs = 100;
 
@@ -20,13 +29,21 @@ const firstRetryDelayMs = 100;
 export async function callApi<T>(
   description: string,
   signal: AbortSignal,
-  timeoutMs: number,
+  bounds: ApiCallOptions,
   call: (options: ConfigurationOptions) => Promise<T>,
 ): Promise<ApiOutcome<T>> {
+  let reauthenticated = false;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await callOnce(description, signal, timeoutMs, call);
+      const outcome = await callOnce(description, signal, bounds.timeoutMs, call);
+      if (!outcome.ok && outcome.status === 401 && bounds.onUnauthorized && !reauthenticated) {
+        reauthenticated = true;
+        bounds.onUnauthorized();
+        continue;
+      }
+      return outcome;
     } catch (error) {
+      if (error instanceof ClusterUnavailableError && error.failure === "unreachable") bounds.onUnreachable?.();
       const transient = error instanceof ClusterUnavailableError && (error.failure === "serverError" || error.failure === "unreachable");
       if (!transient || attempt >= maxAttempts || signal.aborted) throw error;
       const backoff = firstRetryDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random());

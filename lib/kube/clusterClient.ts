@@ -1,9 +1,11 @@
 import { AuthorizationV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { useDecisionCache } from "../caching/useDecisionCache.js";
 import type { CredSpecSource, UseAuthorizer } from "../gmsa/ports.js";
 import type { AdmissionSettings } from "../settings.js";
-import { useDecisionCache } from "../caching/useDecisionCache.js";
+import type { ApiCallOptions } from "./apiCall.js";
 import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
+import { azureCredential, entraKubeConfig, type EntraKubeConfig } from "./entraAccess.js";
 import { useAuthorization } from "./useAuthorization.js";
 
 /** The cluster-facing half of the product: the two ports, bound to one API server. */
@@ -15,7 +17,25 @@ export interface ClusterPorts {
   stop(): Promise<void>;
 }
 
-export function loadKubeConfig(cluster: AdmissionSettings["cluster"]): KubeConfig {
+export type ClusterLog = (level: "info" | "warn", message: string) => void;
+
+const consoleLog: ClusterLog = (level, message) => (level === "warn" ? console.warn(message) : console.info(message));
+
+/**
+ * Reaches the API server the settings name: a kubeconfig, the pod's own service account, or a
+ * managed cluster through Microsoft Entra ID with the app's managed identity.
+ */
+export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log: ClusterLog = consoleLog): Promise<KubeConfig> {
+  if (cluster.access === "entra") {
+    return entraKubeConfig({
+      credential: azureCredential(cluster.clientId),
+      ...(cluster.resourceId ? { resourceId: cluster.resourceId } : {}),
+      ...(cluster.server ? { server: cluster.server } : {}),
+      ...(cluster.caPem ? { caPem: cluster.caPem } : {}),
+      ...(cluster.armEndpoint ? { armEndpoint: cluster.armEndpoint } : {}),
+      log,
+    });
+  }
   const config = new KubeConfig();
   if (cluster.access === "kubeconfig") config.loadFromFile(cluster.kubeconfig);
   else config.loadFromCluster();
@@ -23,22 +43,35 @@ export function loadKubeConfig(cluster: AdmissionSettings["cluster"]): KubeConfi
   return config;
 }
 
-export type ClusterLog = (level: "info" | "warn", message: string) => void;
+export async function clusterPorts(settings: AdmissionSettings, log: ClusterLog = consoleLog): Promise<ClusterPorts> {
+  return portsFor(await loadKubeConfig(settings.cluster, log), settings, log);
+}
 
-const consoleLog: ClusterLog = (level, message) => (level === "warn" ? console.warn(message) : console.info(message));
-
-export function clusterPorts(settings: AdmissionSettings, log: ClusterLog = consoleLog): ClusterPorts {
-  return portsFor(loadKubeConfig(settings.cluster), settings, log);
+function isEntra(config: KubeConfig): config is EntraKubeConfig {
+  return typeof (config as Partial<EntraKubeConfig>).invalidateToken === "function";
 }
 
 /** The ports over one KubeConfig: direct reads behind the credential spec cache, answers behind the decision cache. */
 export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: ClusterLog = consoleLog): ClusterPorts {
-  const direct = credSpecApi(config.makeApiClient(CustomObjectsApi), settings.apiTimeoutMs);
-  const cache = settings.credSpecCache ? credSpecCache(config, { direct, log }) : undefined;
+  const entra = isEntra(config) ? config : undefined;
+  const bounds: ApiCallOptions = {
+    timeoutMs: settings.apiTimeoutMs,
+    ...(entra
+      ? {
+          onUnauthorized: () => entra.invalidateToken(),
+          // A rotated CA shows as a failed connection: re-read it (ARM is asked at most every 30 s).
+          onUnreachable: () => void entra.refreshClusterCredentials().catch((error: unknown) => log("warn", `re-reading the cluster's address and CA failed: ${String(error)}`)),
+        }
+      : {}),
+  };
+  const direct = credSpecApi(config.makeApiClient(CustomObjectsApi), bounds);
+  const cache = settings.credSpecCache
+    ? credSpecCache(config, { direct, log, ...(entra ? { onUnauthorized: () => entra.invalidateToken() } : {}) })
+    : undefined;
   return {
     credSpecs: cache ?? direct,
-    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), settings.apiTimeoutMs), { ttlMs: settings.authCacheTtlMs }),
-    server: config.getCurrentCluster()!.server,
+    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs }),
+    server: config.getCurrentCluster()?.server ?? "",
     cacheStatus: () => cache?.status(),
     stop: async () => void (await cache?.stop()),
   };

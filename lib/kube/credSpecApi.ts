@@ -2,7 +2,7 @@ import type { CustomObjectsApi } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
-import { callApi } from "./apiCall.js";
+import { callApi, type ApiCallOptions } from "./apiCall.js";
 
 export const credSpecResource = { group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs" } as const;
 
@@ -20,10 +20,10 @@ export function lookupFromObject(object: unknown): CredSpecLookup {
 }
 
 /** Reads GMSACredentialSpecs straight from the API server: one GET per lookup. */
-export function credSpecApi(api: CustomObjectsApi, callTimeoutMs: number): CredSpecSource {
+export function credSpecApi(api: CustomObjectsApi, bounds: ApiCallOptions): CredSpecSource {
   return {
     async lookup(name, signal) {
-      const outcome = await callApi(`GET gmsacredentialspecs/${name}`, signal, callTimeoutMs, (options) =>
+      const outcome = await callApi(`GET gmsacredentialspecs/${name}`, signal, bounds, (options) =>
         api.getClusterCustomObject({ ...credSpecResource, name }, options),
       );
       if (outcome.ok) return lookupFromObject(outcome.value);

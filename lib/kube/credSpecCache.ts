@@ -28,6 +28,8 @@ export interface CredSpecCacheOptions {
   /** Reads one spec from the API server: the cold-start path and the confirmation of a miss. */
   readonly direct: CredSpecSource;
   readonly log: (level: "info" | "warn", message: string) => void;
+  /** The watch was refused with 401: credentials to renew before reconnecting. */
+  readonly onUnauthorized?: () => void;
   readonly minBackoffMs?: number;
   readonly maxBackoffMs?: number;
 }
@@ -70,6 +72,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
       if (stopped) return;
       stale = synced;
       failures += 1;
+      if (statusOf(error) === 401) options.onUnauthorized?.();
       const delay = Math.min(maxBackoff, minBackoff * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2);
       options.log("warn", `credential spec watch failed (${describe(error)}); ${synced ? "serving the last known specs, " : ""}reconnecting in ${Math.round(delay)} ms`);
       retry = setTimeout(connect, delay);
@@ -115,6 +118,12 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
       await informer?.stop();
     },
   };
+}
+
+function statusOf(error: unknown): number | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const { statusCode, code } = error as { statusCode?: unknown; code?: unknown };
+  return typeof statusCode === "number" ? statusCode : typeof code === "number" ? code : undefined;
 }
 
 function describe(error: unknown): string {

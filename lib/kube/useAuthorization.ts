@@ -1,6 +1,6 @@
 import type { AuthorizationV1Api, V1ResourceAttributes } from "@kubernetes/client-node";
 import { ClusterUnavailableError, type Principal, type UseAuthorizer } from "../gmsa/ports.js";
-import { callApi } from "./apiCall.js";
+import { callApi, type ApiCallOptions } from "./apiCall.js";
 import { credSpecResource } from "./credSpecApi.js";
 
 /**
@@ -8,7 +8,7 @@ import { credSpecResource } from "./credSpecApi.js";
  * LocalSubjectAccessReview in the pod's namespace for a service account, a SubjectAccessReview
  * for the requesting user.
  */
-export function useAuthorization(api: AuthorizationV1Api, callTimeoutMs: number): UseAuthorizer {
+export function useAuthorization(api: AuthorizationV1Api, bounds: ApiCallOptions): UseAuthorizer {
   return {
     async mayUse(principal, namespace, credSpecName, signal) {
       const resourceAttributes: V1ResourceAttributes = {
@@ -26,7 +26,7 @@ export function useAuthorization(api: AuthorizationV1Api, callTimeoutMs: number)
         resourceAttributes,
       };
       const local = principal.serviceAccount !== undefined;
-      const outcome = await callApi(`${local ? "a LocalSubjectAccessReview" : "a SubjectAccessReview"} for ${describe(principal)}`, signal, callTimeoutMs, (options) =>
+      const outcome = await callApi(`${local ? "a LocalSubjectAccessReview" : "a SubjectAccessReview"} for ${describe(principal)}`, signal, bounds, (options) =>
         local
           ? api.createNamespacedLocalSubjectAccessReview({ namespace, body: { apiVersion: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", spec } }, options)
           : api.createSubjectAccessReview({ body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec } }, options),

@@ -39,7 +39,20 @@ Settings("picks in-cluster access inside a pod", () => {
   assert.equal(readAdmissionSettings({ KUBERNETES_SERVICE_HOST: "10.0.0.1" }).cluster, { access: "in-cluster" });
 });
 
+Settings("picks Entra access when a managed cluster is named", () => {
+  const id = "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks1";
+  assert.equal(readAdmissionSettings({ GMSA_AKS_RESOURCE_ID: id, AZURE_CLIENT_ID: "abc" }).cluster, { access: "entra", resourceId: id, clientId: "abc" });
+  assert.equal(readAdmissionSettings({ GMSA_API_SERVER_URL: "https://aks.example:443", GMSA_API_SERVER_CA: "PEM" }).cluster, {
+    access: "entra",
+    server: "https://aks.example:443",
+    caPem: "PEM",
+  });
+});
+
 const bad: Array<[Record<string, string>, RegExp]> = [
+  [{ GMSA_AKS_RESOURCE_ID: "/x", GMSA_API_SERVER_URL: "https://a" }, /name the cluster twice/],
+  [{ GMSA_API_SERVER_URL: "http://aks.example" }, /GMSA_API_SERVER_URL must be an https URL/],
+  [{ GMSA_CLUSTER_ACCESS: "entra" }, /needs GMSA_AKS_RESOURCE_ID, or GMSA_API_SERVER_URL/],
   [{ KUBECONFIG: "/k", GMSA_RANDOM_HOSTNAME: "yes please" }, /GMSA_RANDOM_HOSTNAME must be true or false, got "yes please"/],
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "2s" }, /GMSA_API_TIMEOUT_MS must be a whole number from 50 to 30000, got "2s"/],
   [{ KUBECONFIG: "/k", GMSA_ADMISSION_BUDGET_MS: "60000" }, /GMSA_ADMISSION_BUDGET_MS must be a whole number from 100 to 29000/],
@@ -47,7 +60,7 @@ const bad: Array<[Record<string, string>, RegExp]> = [
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "5000", GMSA_ADMISSION_BUDGET_MS: "1000" }, /must not exceed GMSA_ADMISSION_BUDGET_MS/],
   [{}, /no cluster to talk to/],
   [{ GMSA_CLUSTER_ACCESS: "kubeconfig" }, /needs KUBECONFIG/],
-  [{ KUBECONFIG: "/k", GMSA_CLUSTER_ACCESS: "satellite" }, /GMSA_CLUSTER_ACCESS must be one of kubeconfig, in-cluster/],
+  [{ KUBECONFIG: "/k", GMSA_CLUSTER_ACCESS: "satellite" }, /GMSA_CLUSTER_ACCESS must be one of kubeconfig, in-cluster, entra/],
 ];
 for (const [env, message] of bad) {
   Settings(`stops on ${JSON.stringify(env)}`, () => {

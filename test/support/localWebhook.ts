@@ -16,7 +16,7 @@ export interface LocalWebhook {
 }
 
 export async function startLocalWebhook(env: Record<string, string>, options: { port?: number; functionKey?: string; tls?: ServingCertificate } = {}): Promise<LocalWebhook> {
-  useAdmissionRuntime(createAdmissionRuntime(readAdmissionSettings(env)));
+  useAdmissionRuntime(await createAdmissionRuntime(readAdmissionSettings(env)));
   const tls = options.tls ?? (await generateServingCertificate(mkdtempSync(join(tmpdir(), "gmsa-host-"))));
   const logs: string[] = [];
   const server = await startLocalServer({

@@ -17,6 +17,8 @@ import { credSpecResource } from "../../../lib/kube/credSpecApi.js";
 import { EntraAccessError, aksServerScope, azureCredential, entraKubeConfig, type EntraKubeConfig } from "../../../lib/kube/entraAccess.js";
 import { EntraTokenError } from "../../../lib/kube/entraTokenCache.js";
 import { fakeCredential, manualClock } from "../../support/fakeCredential.js";
+import { portsFor } from "../../../lib/kube/clusterClient.js";
+import { readAdmissionSettings } from "../../../lib/settings.js";
 
 const hour = 3_600_000;
 
@@ -430,6 +432,22 @@ Cluster("refreshClusterCredentials re-reads ARM at most every 30 s, and a new CA
   } finally {
     await arm.close();
   }
+});
+
+Cluster("the product's ports renew a refused token once and answer", async (context) => {
+  const cp = cluster(context);
+  const hour = 3_600_000;
+  const credential = fakeCredential([
+    { token: refusedToken, lifetimeMs: hour },
+    { token: tokens.c.token, lifetimeMs: hour },
+  ]);
+  const kc = await entraKubeConfig({ credential, server: cp.server, caPem: cp.caPem });
+  const settings = readAdmissionSettings({ GMSA_API_SERVER_URL: cp.server, GMSA_CREDSPEC_CACHE: "false", GMSA_AUTH_CACHE_TTL_SECONDS: "0" });
+  const ports = portsFor(kc, settings, () => {});
+  const lookup = await ports.credSpecs.lookup("webapp1", new AbortController().signal);
+  assert.is(lookup.kind, "found");
+  assert.is(credential.calls.filter((c) => String(c.scopes).includes(aksServerScope)).length, 2, "one refused token, one renewed");
+  await ports.stop();
 });
 
 Cluster.run();
