@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { instanceCounters } from "../../lib/observability/instanceCounters.js";
 import { credSpecFixture } from "../support/fixtures.js";
-import { postReview } from "../support/httpsClient.js";
+import { httpsCall, postReview } from "../support/httpsClient.js";
 import { kubeRequest } from "../support/kubeRequest.js";
 import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
 import { gmsa, pod, review } from "../support/reviews.js";
@@ -122,6 +122,21 @@ Cache("a deleted credential spec is refused, and one created a moment ago is acc
   assert.is(created.status, 201);
   const fresh = await admit(cluster, "/mutate", gmsaReview("brand-new", "web"));
   assert.is(fresh.allowed, true, JSON.stringify(fresh.status));
+});
+
+Cache("when the watch breaks, the cache keeps serving what it knows and says it is stale", async ({ cluster }) => {
+  await admit(cluster, "/mutate", gmsaReview("webapp1-credspec", "web"));
+  await cluster.local.stop();
+  const health = async () =>
+    JSON.parse((await httpsCall(`${cluster.webhook.server.url}/health`, { ca: cluster.webhook.caPem, method: "GET" })).text).credSpecCache;
+  const started = Date.now();
+  while (!(await health()).stale && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 100));
+  assert.is((await health()).stale, true, "the cache says it is stale");
+  const before = Date.now();
+  const answer = await admit(cluster, "/mutate", gmsaReview("webapp1-credspec", "web"));
+  assert.is(answer.allowed, true, JSON.stringify(answer.status));
+  assert.ok(answer.patch, "still expanded from what the cache knows");
+  assert.ok(Date.now() - before < 1000, "without waiting on the API server");
 });
 
 Cache.run();
