@@ -1,13 +1,17 @@
 import { credSpecCrd } from "./credSpecCrd.js";
+import { relayObjects, relayServiceTarget, type RelayWiring } from "./relay.js";
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName, type WebhookTarget } from "./webhookConfigurations.js";
 import { webhookClusterRole, webhookClusterRoleBinding, type WebhookSubject } from "./webhookRbac.js";
 
+/** The relay in the cluster, which the webhook configurations address as a service. */
+export type RelayTarget = { readonly kind: "relay" } & RelayWiring;
+
 /**
  * Everything the product installs in a cluster, as plain objects: the one source that the local
- * cluster, the tests and the wiring command render from.
+ * cluster, the tests, the wiring command and the Bicep module render from.
  */
 export interface ClusterWiring {
-  readonly target: WebhookTarget;
+  readonly target: WebhookTarget | RelayTarget;
   readonly subject: WebhookSubject;
   readonly timeoutSeconds?: number;
   /** Leave the CRD out when the cluster already has one (the AKS gMSA add-on installs it). */
@@ -18,12 +22,17 @@ export type KubernetesObject = { apiVersion: string; kind: string; metadata: { n
 
 export const defaultTimeoutSeconds = 5;
 
+/** In apply order: the webhook configurations last, once what they point at exists. */
 export function clusterManifests(wiring: ClusterWiring): KubernetesObject[] {
-  const webhook = { target: wiring.target, timeoutSeconds: wiring.timeoutSeconds ?? defaultTimeoutSeconds, name: webhookConfigurationName };
+  const timeoutSeconds = wiring.timeoutSeconds ?? defaultTimeoutSeconds;
+  const relay = wiring.target.kind === "relay" ? wiring.target : undefined;
+  const target: WebhookTarget = wiring.target.kind === "relay" ? relayServiceTarget(wiring.target) : wiring.target;
+  const webhook = { target, timeoutSeconds, name: webhookConfigurationName };
   return [
     ...(wiring.includeCrd === false ? [] : [credSpecCrd()]),
     webhookClusterRole(),
     webhookClusterRoleBinding(wiring.subject),
+    ...(relay ? relayObjects(relay, timeoutSeconds) : []),
     mutatingWebhookConfiguration(webhook),
     validatingWebhookConfiguration(webhook),
   ];

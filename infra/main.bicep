@@ -94,6 +94,26 @@ param logRetentionDays int = 30
 @description('Tags added to every resource.')
 param tags object = {}
 
+@description('Also wire the cluster from this deployment (CRD, RBAC, webhook configurations and, in relay mode, the relay) with the Bicep Kubernetes extension. It reads the cluster\'s admin kubeconfig: the cluster must have local accounts enabled and must not be a private cluster. Default false: wire with `npm run wire` (docs/wiring.md), which works without local accounts.')
+param wireCluster bool = false
+
+@description('Cluster wiring: install the GMSACredentialSpec CRD. False when the cluster already has it (the AKS gMSA add-on installs it).')
+param wireInstallCrd bool = true
+
+@secure()
+@description('Cluster wiring, relay mode: the function key the relay sends (az functionapp keys list).')
+param relayFunctionKey string = ''
+
+@description('Cluster wiring, relay mode: PEM of the relay certificate\'s CA (npm run wire -- --mode relay ... --certificate-out DIR writes ca.crt).')
+param relayCaCertificate string = ''
+
+@description('Cluster wiring, relay mode: PEM of the relay\'s serving certificate (tls.crt from the same command).')
+param relayTlsCertificate string = ''
+
+@secure()
+@description('Cluster wiring, relay mode: PEM of the relay certificate\'s key (tls.key from the same command).')
+param relayTlsKey string = ''
+
 var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var allTags = union(tags, { 'azd-env-name': environmentName })
 var privateMode = networkMode == 'private'
@@ -101,6 +121,9 @@ var hasCluster = !empty(clusterResourceId)
 var clusterIdSegments = split(clusterResourceId, '/')
 var clusterSubscriptionId = hasCluster ? clusterIdSegments[2] : subscription().subscriptionId
 var clusterResourceGroupName = hasCluster ? clusterIdSegments[4] : resourceGroup().name
+// Private mode puts the function where a VNet-integrated API server reaches it; public mode needs the relay.
+var wireMode = privateMode ? 'url' : 'relay'
+var wiring = wireCluster && hasCluster
 
 module identity 'br/public:avm/res/managed-identity/user-assigned-identity:0.4.1' = {
   name: 'identity'
@@ -188,6 +211,27 @@ module clusterAccess 'modules/cluster-access.bicep' = if (hasCluster) {
   }
 }
 
+resource cluster 'Microsoft.ContainerService/managedClusters@2024-09-01' existing = {
+  name: hasCluster ? last(clusterIdSegments) : 'no-cluster'
+  scope: resourceGroup(clusterSubscriptionId, clusterResourceGroupName)
+}
+
+// The same objects `npm run wire` renders (the module is generated from that renderer).
+module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
+  name: 'cluster-wiring-${resourceToken}'
+  params: {
+    kubeConfig: wiring ? cluster.listClusterAdminCredential().kubeconfigs[0].value : ''
+    mode: wireMode
+    functionHost: functionApp.outputs.defaultHostName
+    identityObjectId: identity.outputs.principalId
+    installCrd: wireInstallCrd
+    functionKey: relayFunctionKey
+    relayCaCertificate: relayCaCertificate
+    relayTlsCertificate: relayTlsCertificate
+    relayTlsKey: relayTlsKey
+  }
+}
+
 module admissionMonitoring 'modules/admission-monitoring.bicep' = {
   name: 'admission-monitoring'
   params: {
@@ -208,7 +252,7 @@ output WEBHOOK_BASE_URL string = 'https://${functionApp.outputs.defaultHostName}
 output IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output IDENTITY_PRINCIPAL_ID string = identity.outputs.principalId
 output NETWORK_MODE string = networkMode
-output WIRE_MODE string = privateMode ? 'url' : 'relay'
+output WIRE_MODE string = wireMode
 output FUNCTION_EGRESS_IP string = privateMode ? network.outputs.egressIpAddress : ''
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName
 output WORKBOOK_ID string = admissionMonitoring.outputs.workbookId

@@ -82,10 +82,16 @@ syntax("no parameter or variable is left unused", (context) => {
   }
 });
 
-syntax("every resource names a type and a dated API version", (context) => {
+// Files that use the Kubernetes extension also declare Kubernetes objects: group/Kind@version.
+const kubernetesResourceType = /^[a-z0-9.]+\/[A-Z][A-Za-z]+@v\d+((alpha|beta)\d+)?$/;
+
+syntax("every resource names a type and a dated API version (or a Kubernetes kind and version)", (context) => {
   for (const file of context.files.values()) {
+    const kubernetes = /^extension\s+kubernetes\b/m.test(file.source);
     for (const resource of declarationsOf(file, "resource").values()) {
-      assert.match(resource.target ?? "", /^Microsoft\.[A-Za-z]+\/[A-Za-z/]+@\d{4}-\d{2}-\d{2}(-preview)?$/, `${file.path} ${resource.name}`);
+      const target = resource.target ?? "";
+      if (kubernetes && kubernetesResourceType.test(target)) continue;
+      assert.match(target, /^Microsoft\.[A-Za-z]+\/[A-Za-z/]+@\d{4}-\d{2}-\d{2}(-preview)?$/, `${file.path} ${resource.name}`);
     }
   }
 });

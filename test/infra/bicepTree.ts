@@ -33,8 +33,16 @@ function bicepParser(): Promise<Parser> {
   return parserReady;
 }
 
+/**
+ * The grammar predates the `extension` statement (Bicep 0.30), which replaced `provider 'name'`
+ * with the same shape: read one as the other, so the rest of the file is still checked.
+ */
+function withExtensionsAsProviders(source: string): string {
+  return source.replace(/^extension(\s+)([A-Za-z_][A-Za-z0-9_]*)\b/gm, "provider$1'$2'");
+}
+
 export async function parseBicep(source: string): Promise<Node> {
-  const tree = (await bicepParser()).parse(source);
+  const tree = (await bicepParser()).parse(withExtensionsAsProviders(source));
   if (tree === null) throw new Error("the Bicep parser returned no tree");
   return tree.rootNode;
 }
@@ -474,6 +482,16 @@ export function evaluate(file: BicepFile, node: Node, options: Evaluation = {}):
         const [items] = values();
         if (typeof items === "string" || Array.isArray(items)) return items[items.length - 1] ?? "";
         throw new Error(`last() argument at ${where(at)}`);
+      }
+      case "replace": {
+        const [text, oldText, newText] = values();
+        if (typeof text !== "string" || typeof oldText !== "string" || typeof newText !== "string") throw new Error(`replace() arguments at ${where(at)}`);
+        return text.split(oldText).join(newText);
+      }
+      case "base64": {
+        const [text] = values();
+        if (typeof text !== "string") throw new Error(`base64() argument at ${where(at)}`);
+        return Buffer.from(text, "utf8").toString("base64");
       }
       case "toLower": {
         const [text] = values();

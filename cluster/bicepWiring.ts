@@ -1,0 +1,234 @@
+import { createHash } from "node:crypto";
+import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "./manifests.js";
+import { relayDefaultImage, relayDefaultNamespace } from "./relay.js";
+
+/**
+ * The Bicep module infra/modules/cluster-wiring.bicep, generated from the same renderer as the
+ * wiring command: the objects are rendered with placeholders ({{name}}) where the module takes a
+ * parameter, and each placeholder becomes that parameter in the Bicep text. A test regenerates
+ * the module and fails when the committed one differs.
+ */
+export const bicepWiringPath = "infra/modules/cluster-wiring.bicep";
+
+interface BicepParam {
+  readonly name: string;
+  readonly type: "string" | "bool";
+  readonly secure?: boolean;
+  readonly defaultValue?: string;
+  readonly allowed?: readonly string[];
+  readonly description: string;
+}
+
+const params: readonly BicepParam[] = [
+  {
+    name: "kubeConfig",
+    type: "string",
+    secure: true,
+    description: "Admin kubeconfig of the cluster (base64), e.g. listClusterAdminCredential().kubeconfigs[0].value: the cluster must have local accounts enabled. Clusters without local accounts use the rendered YAML (npm run wire) instead.",
+  },
+  { name: "mode", type: "string", allowed: ["url", "relay"], description: "url: the API server calls the function directly (it can reach it). relay: an nginx relay in the cluster forwards to it (standard AKS)." },
+  { name: "functionHost", type: "string", description: "Host name of the Function App (its default host name)." },
+  { name: "identityObjectId", type: "string", description: "Object ID of the function's managed identity: the cluster role is bound to it." },
+  { name: "installCrd", type: "bool", defaultValue: "true", description: "Install the GMSACredentialSpec CRD. False when the cluster already has it (the AKS gMSA add-on installs it)." },
+  { name: "functionKey", type: "string", secure: true, defaultValue: "''", description: "relay mode: the function key the relay sends (x-functions-key)." },
+  { name: "relayNamespace", type: "string", defaultValue: `'${relayDefaultNamespace}'`, description: "relay mode: the relay's own namespace." },
+  { name: "relayImage", type: "string", defaultValue: `'${relayDefaultImage}'`, description: "relay mode: the relay's image (nginx, unprivileged)." },
+  { name: "relayCaCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the CA of the relay's serving certificate (npm run wire -- --certificate-out DIR writes ca.crt)." },
+  { name: "relayTlsCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the relay's serving certificate, for <relay service>.<relayNamespace>.svc (tls.crt)." },
+  { name: "relayTlsKey", type: "string", secure: true, defaultValue: "''", description: "relay mode: PEM of the key of the relay's serving certificate (tls.key)." },
+];
+
+const placeholder = (name: string) => `{{${name}}}`;
+const placeholderPattern = /\{\{([A-Za-z][A-Za-z0-9]*)\}\}/g;
+
+function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
+  const subject = { kind: "User", name: placeholder("identityObjectId") } as const;
+  const target =
+    mode === "relay"
+      ? ({
+          kind: "relay",
+          function: { host: placeholder("functionHost"), port: 443 },
+          functionKey: placeholder("functionKey"),
+          certificate: { caPem: placeholder("relayCaCertificate"), certPem: placeholder("relayTlsCertificate"), keyPem: placeholder("relayTlsKey") },
+          namespace: placeholder("relayNamespace"),
+          image: placeholder("relayImage"),
+          podTemplateChecksum: placeholder("relayChecksum"),
+        } as const)
+      : ({ kind: "url", baseUrl: `https://${placeholder("functionHost")}` } as const);
+  return clusterManifests({ target, subject, timeoutSeconds: defaultTimeoutSeconds });
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON values as Bicep expressions
+
+function quote(text: string): string {
+  return `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'").replace(/\$\{/g, "\\${").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t")}'`;
+}
+
+/** Text of several lines, written verbatim as a Bicep multi-line string. */
+function isBlock(text: string): boolean {
+  return text.replace(/\n$/, "").includes("\n") && !text.includes("'''");
+}
+
+/** A string with placeholders: the parameter itself, or an interpolation of it. */
+function stringExpression(text: string): string {
+  const whole = /^\{\{([A-Za-z][A-Za-z0-9]*)\}\}$/.exec(text);
+  if (whole?.[1] !== undefined) return whole[1];
+  const names = [...new Set([...text.matchAll(placeholderPattern)].map((m) => m[1] ?? ""))];
+  if (isBlock(text)) {
+    // Long text (nginx.conf) stays readable: a verbatim block with the parameters replaced in.
+    return names.reduce((expression, name) => `replace(${expression}, '${placeholder(name)}', ${name})`, `'''\n${text}'''`);
+  }
+  const parts = text.split(placeholderPattern);
+  return `'${parts.map((part, i) => (i % 2 === 1 ? `\${${part}}` : quote(part).slice(1, -1))).join("")}'`;
+}
+
+function base64Of(text: string): string | undefined {
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || text.length % 4 !== 0) return undefined;
+  const decoded = Buffer.from(text, "base64").toString("utf8");
+  return Buffer.from(decoded).toString("base64") === text ? decoded : undefined;
+}
+
+function bicepString(text: string): string {
+  if (text.includes("{{")) return stringExpression(text);
+  const decoded = base64Of(text);
+  if (decoded?.includes("{{")) return `base64(${stringExpression(decoded)})`;
+  if (isBlock(text)) return `'''\n${text}'''`;
+  return quote(text);
+}
+
+function bicepKey(key: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? key : quote(key);
+}
+
+export function bicepValue(value: unknown, indent: string): string {
+  const inner = `${indent}  `;
+  if (typeof value === "string") return bicepString(value);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (value === null || value === undefined) return "null";
+  if (Array.isArray(value)) {
+    if (value.length === 0) return "[]";
+    return `[\n${value.map((item) => `${inner}${bicepValue(item, inner)}`).join("\n")}\n${indent}]`;
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) return "{}";
+  return `{\n${entries.map(([key, item]) => `${inner}${bicepKey(key)}: ${bicepValue(item, inner)}`).join("\n")}\n${indent}}`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** One value for both modes, with `relay ? ... : ...` only where the two differ. */
+function mergedValue(relayValue: unknown, urlValue: unknown, indent: string): string {
+  const inner = `${indent}  `;
+  const relayText = bicepValue(relayValue, indent);
+  const urlText = bicepValue(urlValue, indent);
+  if (relayText === urlText) return relayText;
+  if (Array.isArray(relayValue) && Array.isArray(urlValue) && relayValue.length === urlValue.length) {
+    return `[\n${relayValue.map((item, i) => `${inner}${mergedValue(item, urlValue[i], inner)}`).join("\n")}\n${indent}]`;
+  }
+  if (isRecord(relayValue) && isRecord(urlValue) && JSON.stringify(Object.keys(relayValue)) === JSON.stringify(Object.keys(urlValue))) {
+    return `{\n${Object.keys(relayValue).map((key) => `${inner}${bicepKey(key)}: ${mergedValue(relayValue[key], urlValue[key], inner)}`).join("\n")}\n${indent}}`;
+  }
+  return `relay ? ${relayText} : ${urlText}`;
+}
+
+// ---------------------------------------------------------------------------------------
+// Resources
+
+interface Resource {
+  readonly symbol: string;
+  readonly type: string;
+  readonly condition: string | undefined;
+  readonly fields: ReadonlyArray<readonly [string, string]>;
+  readonly namespaced: boolean;
+  readonly kind: string;
+}
+
+function resourceType(object: KubernetesObject): string {
+  const [group, version] = object.apiVersion.includes("/") ? object.apiVersion.split("/") : ["core", object.apiVersion];
+  return `${group}/${object.kind}@${version}`;
+}
+
+/** `secretTls`, `deployment`, `mutatingWebhookConfiguration`: the kind, and the name past the product's prefix. */
+function symbolFor(object: KubernetesObject, taken: Set<string>): string {
+  const suffix = /^gmsa-admission(-relay|-webhook)?(.*)$/.exec(object.metadata.name)?.[2] ?? "";
+  const words = [object.kind, ...suffix.split(/[^A-Za-z0-9]+/)].filter(Boolean);
+  const base = words.map((word, i) => (i === 0 ? word[0]!.toLowerCase() + word.slice(1) : word[0]!.toUpperCase() + word.slice(1))).join("");
+  let symbol = base;
+  for (let n = 2; taken.has(symbol); n++) symbol = `${base}${n}`;
+  taken.add(symbol);
+  return symbol;
+}
+
+const key = (object: KubernetesObject) => `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+
+function resources(): { list: Resource[]; templateHash: string } {
+  const url = templateObjects("url");
+  const relay = templateObjects("relay");
+  const urlByKey = new Map(url.map((object) => [key(object), object]));
+  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum"]);
+  const list = relay.map((object): Resource => {
+    const inUrl = urlByKey.get(key(object));
+    const fields = Object.keys(object)
+      .filter((field) => field !== "apiVersion" && field !== "kind")
+      .map((field): [string, string] => [field, inUrl === undefined ? bicepValue(object[field], "  ") : mergedValue(object[field], inUrl[field], "  ")]);
+    return {
+      symbol: symbolFor(object, taken),
+      type: resourceType(object),
+      condition: object.kind === "CustomResourceDefinition" ? "installCrd" : inUrl === undefined ? "relay" : undefined,
+      fields,
+      namespaced: object.metadata.namespace !== undefined,
+      kind: object.kind,
+    };
+  });
+  const templateHash = createHash("sha256").update(JSON.stringify([url, relay])).digest("hex").slice(0, 16);
+  return { list, templateHash };
+}
+
+function paramDeclaration(param: BicepParam): string {
+  const lines: string[] = [];
+  if (param.secure) lines.push("@secure()");
+  if (param.allowed) lines.push(`@allowed([\n${param.allowed.map((v) => `  '${v}'`).join("\n")}\n])`);
+  lines.push(`@description(${quote(param.description)})`);
+  lines.push(`param ${param.name} ${param.type}${param.defaultValue === undefined ? "" : ` = ${param.defaultValue}`}`);
+  return lines.join("\n");
+}
+
+/** The whole module, byte for byte as committed. */
+export function renderBicepWiring(): string {
+  const { list, templateHash } = resources();
+  const namespace = list.find((r) => r.kind === "Namespace");
+  const webhookKinds = new Set(["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
+  const beforeWebhooks = list.filter((r) => !webhookKinds.has(r.kind)).map((r) => r.symbol);
+  const blocks = list.map((resource) => {
+    const dependsOn = webhookKinds.has(resource.kind) ? beforeWebhooks : resource.namespaced && namespace ? [namespace.symbol] : [];
+    const body = [
+      ...resource.fields.map(([field, value]) => `  ${bicepKey(field)}: ${value}`),
+      ...(dependsOn.length === 0 ? [] : [`  dependsOn: [\n${dependsOn.map((s) => `    ${s}`).join("\n")}\n  ]`]),
+    ];
+    return `resource ${resource.symbol} '${resource.type}' = ${resource.condition ? `if (${resource.condition}) ` : ""}{\n${body.join("\n")}\n}`;
+  });
+  return `// GENERATED by scripts/render-bicep-wiring.ts from the wiring renderer in cluster/: do not edit.
+// What gmsa-admission installs in a cluster (the CRD, the RBAC for the function's identity, the
+// webhook configurations and, in relay mode, the relay), deployed with the Bicep Kubernetes
+// extension. The extension needs an admin kubeconfig: the cluster must have local accounts
+// enabled, and the extension does not support private clusters. Otherwise render the same
+// objects as YAML with \`npm run wire\` (docs/wiring.md).
+
+${params.map(paramDeclaration).join("\n\n")}
+
+var relay = mode == 'relay'
+
+// A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
+var relayChecksum = uniqueString('${templateHash}', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+
+extension kubernetes with {
+  namespace: relayNamespace
+  kubeConfig: kubeConfig
+}
+
+${blocks.join("\n\n")}
+`;
+}

@@ -1,0 +1,71 @@
+import { KubernetesObjectApi, type KubeConfig } from "@kubernetes/client-node";
+import { isNotFound, readLive } from "./clusterState.js";
+import { objectRef } from "./changePlan.js";
+import type { KubernetesObject } from "./manifests.js";
+import { relayName } from "./relay.js";
+import { webhookConfigurationName } from "./webhookConfigurations.js";
+import { webhookClusterRoleName } from "./webhookRbac.js";
+
+type ObjectHeader = Pick<KubernetesObject, "apiVersion" | "kind" | "metadata">;
+
+/**
+ * What `--uninstall` removes, in order: the webhook configurations first (a configuration whose
+ * webhook is gone would refuse every GMSA pod), then the relay, then the RBAC. Never the CRD or
+ * a credential spec: workloads and the AKS add-on may still need them.
+ */
+export function uninstallOrder(namespace: string): ObjectHeader[] {
+  const inRelay = (apiVersion: string, kind: string, name = relayName): ObjectHeader => ({ apiVersion, kind, metadata: { name, namespace } });
+  return [
+    { apiVersion: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", metadata: { name: webhookConfigurationName } },
+    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", metadata: { name: webhookConfigurationName } },
+    inRelay("policy/v1", "PodDisruptionBudget"),
+    inRelay("apps/v1", "Deployment"),
+    inRelay("v1", "Service"),
+    inRelay("v1", "Secret", `${relayName}-function-key`),
+    inRelay("v1", "Secret", `${relayName}-tls`),
+    inRelay("v1", "ConfigMap"),
+    inRelay("v1", "ServiceAccount"),
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: webhookClusterRoleName } },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: webhookClusterRoleName } },
+  ];
+}
+
+export interface Removal {
+  readonly object: string;
+  readonly outcome: "deleted" | "absent" | "kept" | "would delete";
+}
+
+/** A namespace is deleted only when the wiring made it (it carries the relay's label). */
+function isRelayNamespace(live: { metadata?: { labels?: Record<string, string> } }): boolean {
+  return live.metadata?.labels?.["app.kubernetes.io/name"] === relayName;
+}
+
+export async function uninstall(config: KubeConfig, namespace: string, options: { dryRun?: boolean } = {}): Promise<Removal[]> {
+  const client = KubernetesObjectApi.makeApiClient(config);
+  const removals: Removal[] = [];
+  for (const object of uninstallOrder(namespace)) {
+    const ref = objectRef(object);
+    const live = await readLive(client, object);
+    if (live === undefined) {
+      removals.push({ object: ref, outcome: "absent" });
+      continue;
+    }
+    if (object.kind === "Namespace" && !isRelayNamespace(live)) {
+      removals.push({ object: ref, outcome: "kept" });
+      continue;
+    }
+    if (options.dryRun) {
+      removals.push({ object: ref, outcome: "would delete" });
+      continue;
+    }
+    try {
+      await client.delete(object, undefined, undefined, undefined, undefined, "Background");
+      removals.push({ object: ref, outcome: "deleted" });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      removals.push({ object: ref, outcome: "absent" });
+    }
+  }
+  return removals;
+}

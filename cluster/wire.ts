@@ -1,0 +1,151 @@
+import { ApiException, KubeConfig } from "@kubernetes/client-node";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { applyObjects } from "./applyObjects.js";
+import { describeChange, objectRef, planChanges } from "./changePlan.js";
+import { readClusterState, type ClusterState } from "./clusterState.js";
+import { clusterManifests, type KubernetesObject } from "./manifests.js";
+import type { RelayCertificate } from "./relay.js";
+import { issueRelayCertificate, reusableRelayCertificate } from "./relayCertificate.js";
+import { uninstall } from "./uninstall.js";
+import { parseWireArguments, usage, UsageError, type WireRequest } from "./wireArguments.js";
+
+/** `npm run wire`: renders the cluster's objects, applies them, shows a diff, or removes them. */
+export interface WireIo {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  /** The cluster to apply to; read only when the command needs one. */
+  readonly kubeConfig: () => KubeConfig;
+}
+
+export const exitCodes = { ok: 0, failed: 1, usage: 2 } as const;
+
+export function defaultKubeConfig(): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  return config;
+}
+
+/** Plain YAML documents, long lines kept whole (CEL expressions, certificates). */
+export function toYaml(objects: readonly KubernetesObject[]): string {
+  return objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
+}
+
+function fileName(index: number, object: KubernetesObject): string {
+  return `${String(index + 1).padStart(2, "0")}-${object.kind.toLowerCase()}-${object.metadata.name}.yaml`;
+}
+
+/** One file per object, numbered in apply order (`kubectl apply -f DIR` keeps that order). */
+export function writeObjectFiles(dir: string, objects: readonly KubernetesObject[]): string[] {
+  mkdirSync(dir, { recursive: true });
+  return objects.map((object, index) => {
+    const path = join(dir, fileName(index, object));
+    writeFileSync(path, stringify(object, { lineWidth: 0 }), { mode: object.kind === "Secret" ? 0o600 : 0o644 });
+    return path;
+  });
+}
+
+type Install = Extract<WireRequest, { action: "install" }>;
+
+async function relayCertificate(request: Install, state: ClusterState | undefined, io: WireIo): Promise<RelayCertificate> {
+  if (state?.relayCertificate && !request.rotateCertificate) {
+    const reused = await reusableRelayCertificate(state.relayCertificate, request.namespace);
+    if (reused) {
+      io.stderr("relay certificate: the one in the cluster is still good; kept (--rotate-certificate replaces it)\n");
+      return reused;
+    }
+  }
+  io.stderr(`relay certificate: issued for ${request.namespace}\n`);
+  return issueRelayCertificate(request.namespace);
+}
+
+export function renderWiring(request: Install, includeCrd: boolean, certificate: RelayCertificate | undefined): KubernetesObject[] {
+  const target =
+    request.mode === "relay" && certificate !== undefined && request.functionKey !== undefined
+      ? ({
+          kind: "relay",
+          function: request.function,
+          functionKey: request.functionKey,
+          certificate,
+          namespace: request.namespace,
+          image: request.image,
+          resolver: request.resolver,
+        } as const)
+      : ({ kind: "url", baseUrl: request.functionUrl, ...(request.caBundlePem === undefined ? {} : { caBundlePem: request.caBundlePem }) } as const);
+  return clusterManifests({ target, subject: { kind: "User", name: request.identity }, timeoutSeconds: request.timeoutSeconds, includeCrd });
+}
+
+async function install(request: Install, io: WireIo): Promise<void> {
+  const config = request.apply ? io.kubeConfig() : undefined;
+  const state = config ? await readClusterState(config, request.namespace) : undefined;
+  for (const webhook of state?.otherGmsaWebhooks ?? []) {
+    io.stderr(`warning: the mutating webhook ${webhook} also handles pods' gMSA settings: two mutating webhooks on the same fields; remove one of them\n`);
+  }
+  let includeCrd = request.includeCrd;
+  if (state?.crd === "foreign") {
+    io.stderr("GMSACredentialSpec CRD: installed by someone else (such as the AKS gMSA add-on); left as it is\n");
+    includeCrd = false;
+  }
+  const certificate = request.mode === "relay" ? await relayCertificate(request, state, io) : undefined;
+  const objects = renderWiring(request, includeCrd, certificate);
+
+  if (request.certificateOutDir && certificate) {
+    mkdirSync(request.certificateOutDir, { recursive: true });
+    writeFileSync(join(request.certificateOutDir, "ca.crt"), certificate.caPem);
+    writeFileSync(join(request.certificateOutDir, "tls.crt"), certificate.certPem);
+    writeFileSync(join(request.certificateOutDir, "tls.key"), certificate.keyPem, { mode: 0o600 });
+    io.stderr(`relay certificate written to ${request.certificateOutDir}\n`);
+  }
+  if (request.outDir) {
+    const written = writeObjectFiles(request.outDir, objects);
+    io.stderr(`${written.length} objects written to ${request.outDir}\n`);
+  } else if (!config) {
+    io.stdout(toYaml(objects));
+  }
+  if (!config) return;
+
+  if (request.dryRun) {
+    for (const change of await planChanges(config, objects)) io.stdout(`${describeChange(change)}\n`);
+    return;
+  }
+  await applyObjects(config, objects);
+  for (const object of objects) io.stdout(`${objectRef(object)}: applied\n`);
+}
+
+function failureMessage(error: unknown): string {
+  if (error instanceof ApiException) {
+    const body: unknown = error.body;
+    const parsed = typeof body === "string" ? (() => { try { return JSON.parse(body) as unknown; } catch { return body; } })() : body;
+    const message = parsed !== null && typeof parsed === "object" && "message" in parsed ? String(parsed.message) : String(parsed);
+    return `the API server answered ${error.code}: ${message}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+export async function runWire(argv: readonly string[], io: WireIo): Promise<number> {
+  let request: WireRequest;
+  try {
+    request = parseWireArguments(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.stderr(`wire: ${error.message}\n(npm run wire -- --help for the options)\n`);
+    return exitCodes.usage;
+  }
+  try {
+    switch (request.action) {
+      case "help":
+        io.stdout(usage);
+        return exitCodes.ok;
+      case "uninstall":
+        for (const removal of await uninstall(io.kubeConfig(), request.namespace, { dryRun: request.dryRun })) io.stdout(`${removal.object}: ${removal.outcome}\n`);
+        return exitCodes.ok;
+      case "install":
+        await install(request, io);
+        return exitCodes.ok;
+    }
+  } catch (error) {
+    io.stderr(`wire: ${failureMessage(error)}\n`);
+    return exitCodes.failed;
+  }
+}

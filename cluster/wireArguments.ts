@@ -1,0 +1,204 @@
+import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
+import { parseArgs } from "node:util";
+import { defaultTimeoutSeconds } from "./manifests.js";
+import { relayDefaultImage, relayDefaultNamespace, relayDefaultResolver, type FunctionEndpoint } from "./relay.js";
+
+/** What `npm run wire` was asked to do, checked before anything touches a cluster. */
+export type WireRequest =
+  | { readonly action: "uninstall"; readonly namespace: string; readonly dryRun: boolean }
+  | {
+      readonly action: "install";
+      readonly mode: "url" | "relay";
+      readonly functionUrl: string;
+      readonly function: FunctionEndpoint;
+      readonly identity: string;
+      readonly functionKey?: string;
+      readonly caBundlePem?: string;
+      readonly timeoutSeconds: number;
+      readonly namespace: string;
+      readonly image: string;
+      readonly resolver: string;
+      readonly outDir?: string;
+      readonly certificateOutDir?: string;
+      readonly apply: boolean;
+      readonly dryRun: boolean;
+      readonly includeCrd: boolean;
+      readonly rotateCertificate: boolean;
+    }
+  | { readonly action: "help" };
+
+export class UsageError extends Error {}
+
+export const usage = `Usage: npm run wire -- --function-url https://<function host> --mode <url|relay> --identity <object ID> [options]
+       npm run wire -- --uninstall --apply [--dry-run] [--namespace NS]
+
+Renders what the cluster needs (CRD, RBAC for the function's identity, the webhook
+configurations, and in relay mode the relay) as YAML on stdout, or applies it.
+
+  --function-url URL        the Function App's base URL: https, no path, query or fragment
+  --mode url|relay          url: the API server calls the function directly; relay: through
+                            an nginx relay in the cluster (standard AKS)
+  --identity ID             who the function acts as in the cluster: the object ID of its
+                            managed identity on Entra-integrated AKS
+  --function-key KEY        relay mode: the function key the relay adds (x-functions-key)
+  --function-key-file FILE  relay mode: the same, read from a file
+  --ca-bundle-file FILE     url mode: CA bundle (PEM) that signs the function's certificate,
+                            when it is not a public one
+  --timeout-seconds N       how long the API server waits on a webhook, 1 to 30 (default ${defaultTimeoutSeconds})
+  --namespace NS            the relay's namespace (default ${relayDefaultNamespace})
+  --relay-image IMAGE       the relay's image (default ${relayDefaultImage})
+  --relay-resolver ADDRESS  the DNS server the relay asks (default ${relayDefaultResolver})
+  --no-crd                  leave the GMSACredentialSpec CRD out (with --apply this is
+                            detected: a CRD installed by someone else is never touched)
+  --rotate-certificate      relay mode with --apply: issue a new relay certificate even if
+                            the one in the cluster is still good
+  --certificate-out DIR     relay mode: also write the relay's ca.crt, tls.crt and tls.key
+                            to DIR (for the Bicep module's parameters)
+  --out DIR                 write one YAML file per object to DIR instead of stdout
+  --apply                   server-side apply with the current kubeconfig
+  --dry-run                 with --apply: show what would change, change nothing
+  --uninstall               remove the webhook configurations first, then the relay and
+                            the RBAC; never the CRD or any credential spec
+  --help                    this text
+`;
+
+const options = {
+  "function-url": { type: "string" },
+  mode: { type: "string" },
+  identity: { type: "string" },
+  "function-key": { type: "string" },
+  "function-key-file": { type: "string" },
+  "ca-bundle-file": { type: "string" },
+  "timeout-seconds": { type: "string" },
+  namespace: { type: "string" },
+  "relay-image": { type: "string" },
+  "relay-resolver": { type: "string" },
+  "no-crd": { type: "boolean" },
+  "rotate-certificate": { type: "boolean" },
+  "certificate-out": { type: "string" },
+  out: { type: "string" },
+  apply: { type: "boolean" },
+  "dry-run": { type: "boolean" },
+  uninstall: { type: "boolean" },
+  help: { type: "boolean" },
+} as const;
+
+const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const hostName = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+/** Azure function keys are base64-like; anything else could break out of the relay's config. */
+const functionKeyPattern = /^[A-Za-z0-9+/=_.-]{16,512}$/;
+const reservedNamespaces = new Set(["default", "kube-system", "kube-public", "kube-node-lease"]);
+
+function readText(file: string, what: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    throw new UsageError(`${what}: cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** The function's base URL, as Kubernetes accepts a webhook URL and the relay can address it. */
+export function parseFunctionUrl(raw: string, mode: "url" | "relay"): { url: string; endpoint: FunctionEndpoint } {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`--function-url: not a URL: ${raw}`);
+  }
+  if (url.protocol !== "https:") throw new UsageError(`--function-url must be https (Kubernetes calls webhooks over TLS only), got ${url.protocol.replace(/:$/, "")}`);
+  if (url.search !== "" || raw.includes("?")) throw new UsageError("--function-url must have no query string: Kubernetes forbids one in a webhook URL (so a key cannot ride in ?code=)");
+  if (url.hash !== "" || raw.includes("#")) throw new UsageError("--function-url must have no fragment: Kubernetes forbids one in a webhook URL");
+  if (url.username !== "" || url.password !== "") throw new UsageError("--function-url must carry no user or password");
+  if (url.pathname !== "/") throw new UsageError(`--function-url is the base URL, without a path (the webhooks are its /mutate and /validate), got ${url.pathname}`);
+  const host = url.hostname.toLowerCase();
+  const literalIp = isIP(host.replace(/^\[|\]$/g, "")) !== 0;
+  if (mode === "relay" && literalIp) throw new UsageError("--function-url: in relay mode the function is addressed by name (its TLS name and Host header)");
+  if (!literalIp && !hostName.test(host)) throw new UsageError(`--function-url: ${host} is not a valid host name`);
+  const port = url.port === "" ? 443 : Number(url.port);
+  return { url: `https://${url.host}`, endpoint: { host, port } };
+}
+
+function integer(raw: string, name: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new UsageError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+export function parseWireArguments(argv: readonly string[]): WireRequest {
+  let values: { [K in keyof typeof options]?: (typeof options)[K]["type"] extends "string" ? string : boolean };
+  try {
+    ({ values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (values.help) return { action: "help" };
+
+  const namespace = values.namespace ?? relayDefaultNamespace;
+  if (!dnsLabel.test(namespace)) throw new UsageError(`--namespace: ${JSON.stringify(namespace)} is not a valid namespace name`);
+  if (reservedNamespaces.has(namespace)) throw new UsageError(`--namespace: the relay gets a namespace of its own, not ${namespace}`);
+  if (values["dry-run"] && !values.apply) throw new UsageError("--dry-run goes with --apply: without --apply nothing is applied anyway");
+
+  if (values.uninstall) {
+    const extra = (["function-url", "mode", "identity", "function-key", "function-key-file", "out", "certificate-out"] as const).filter((name) => values[name] !== undefined);
+    if (extra.length > 0) throw new UsageError(`--uninstall takes only --namespace, --apply and --dry-run, not --${extra.join(", --")}`);
+    if (!values.apply) throw new UsageError("--uninstall changes the cluster: add --apply (and --dry-run to see what it would delete)");
+    return { action: "uninstall", namespace, dryRun: Boolean(values["dry-run"]) };
+  }
+
+  const mode = values.mode;
+  if (mode === undefined) throw new UsageError("--mode is required: url (the API server reaches the function) or relay (standard AKS)");
+  if (mode !== "url" && mode !== "relay") throw new UsageError(`--mode must be url or relay, got ${JSON.stringify(mode)}`);
+  if (values["function-url"] === undefined) throw new UsageError("--function-url is required (https://<function app host>)");
+  const { url, endpoint } = parseFunctionUrl(values["function-url"], mode);
+  const identity = values.identity?.trim();
+  if (!identity) throw new UsageError("--identity is required: the object ID of the function's managed identity, which the cluster role is bound to");
+  if (/\s/.test(identity)) throw new UsageError(`--identity must be one name without spaces, got ${JSON.stringify(values.identity)}`);
+
+  if (values["function-key"] !== undefined && values["function-key-file"] !== undefined) throw new UsageError("give the function key once: --function-key or --function-key-file");
+  const keySource = values["function-key"] ?? (values["function-key-file"] === undefined ? undefined : readText(values["function-key-file"], "--function-key-file").trim());
+  let functionKey: string | undefined;
+  if (mode === "relay") {
+    if (keySource === undefined || keySource === "") throw new UsageError("relay mode needs the function key: --function-key or --function-key-file (the relay sends it as x-functions-key)");
+    if (!functionKeyPattern.test(keySource)) throw new UsageError("the function key must be 16 to 512 characters of A-Z a-z 0-9 + / = _ . - (as Azure issues them)");
+    functionKey = keySource;
+  } else if (keySource !== undefined) {
+    throw new UsageError("url mode sends no function key (the API server cannot add headers): leave --function-key out, or use --mode relay");
+  }
+
+  let caBundlePem: string | undefined;
+  if (values["ca-bundle-file"] !== undefined) {
+    if (mode !== "url") throw new UsageError("--ca-bundle-file is for url mode; in relay mode the relay checks the function against the public CAs");
+    caBundlePem = readText(values["ca-bundle-file"], "--ca-bundle-file");
+    if (!caBundlePem.includes("-----BEGIN CERTIFICATE-----")) throw new UsageError("--ca-bundle-file holds no PEM certificate");
+  }
+  if (mode === "url") {
+    for (const name of ["rotate-certificate", "certificate-out", "relay-image", "relay-resolver"] as const) {
+      if (values[name] !== undefined) throw new UsageError(`--${name} is for relay mode`);
+    }
+  }
+  const image = values["relay-image"] ?? relayDefaultImage;
+  if (!/^[a-z0-9]([-a-z0-9._/:@]*[a-z0-9])?$/i.test(image)) throw new UsageError(`--relay-image: ${JSON.stringify(image)} is not an image reference`);
+  const resolver = values["relay-resolver"] ?? relayDefaultResolver;
+  if (!/^[A-Za-z0-9.:[\]-]+$/.test(resolver)) throw new UsageError(`--relay-resolver: ${JSON.stringify(resolver)} is not a host name or address`);
+  if (values["rotate-certificate"] && !values.apply) throw new UsageError("--rotate-certificate goes with --apply (without it every rendering issues a new certificate)");
+
+  return {
+    action: "install",
+    mode,
+    functionUrl: url,
+    function: endpoint,
+    identity,
+    ...(functionKey === undefined ? {} : { functionKey }),
+    ...(caBundlePem === undefined ? {} : { caBundlePem }),
+    timeoutSeconds: values["timeout-seconds"] === undefined ? defaultTimeoutSeconds : integer(values["timeout-seconds"], "--timeout-seconds", 1, 30),
+    namespace,
+    image,
+    resolver,
+    ...(values.out === undefined ? {} : { outDir: values.out }),
+    ...(values["certificate-out"] === undefined ? {} : { certificateOutDir: values["certificate-out"] }),
+    apply: Boolean(values.apply),
+    dryRun: Boolean(values["dry-run"]),
+    includeCrd: !values["no-crd"],
+    rotateCertificate: Boolean(values["rotate-certificate"]),
+  };
+}

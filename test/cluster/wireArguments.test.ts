@@ -1,0 +1,115 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { parseWireArguments, UsageError } from "../../cluster/wireArguments.js";
+import { exitCodes, runWire } from "../../cluster/wire.js";
+
+/** The wiring command's arguments: bad input is a clear message and exit 2, before any cluster. */
+const dir = mkdtempSync(join(tmpdir(), "gmsa-wire-args-"));
+const keyFile = join(dir, "key");
+writeFileSync(keyFile, "AbCdEfGhIjKlMnOp0123==\n");
+const emptyKeyFile = join(dir, "empty");
+writeFileSync(emptyKeyFile, "\n");
+const caFile = join(dir, "ca.crt");
+writeFileSync(caFile, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+
+const url = ["--function-url", "https://func-gmsa.azurewebsites.net"];
+const relay = [...url, "--mode", "relay", "--identity", "11111111-2222-3333-4444-555555555555", "--function-key", "AbCdEfGhIjKlMnOp0123=="];
+const urlMode = [...url, "--mode", "url", "--identity", "11111111-2222-3333-4444-555555555555"];
+
+const refused: ReadonlyArray<readonly [string, readonly string[], RegExp]> = [
+  ["an unknown option", [...relay, "--colour"], /Unknown option '--colour'/],
+  ["no mode", [...url, "--identity", "x"], /--mode is required/],
+  ["an unknown mode", [...url, "--mode", "direct", "--identity", "x"], /--mode must be url or relay/],
+  ["no function URL", ["--mode", "url", "--identity", "x"], /--function-url is required/],
+  ["plain http", ["--function-url", "http://func.azurewebsites.net", "--mode", "url", "--identity", "x"], /must be https/],
+  ["a query string (a key in ?code=)", ["--function-url", "https://func.azurewebsites.net?code=abc", "--mode", "url", "--identity", "x"], /no query string/],
+  ["an empty query string", ["--function-url", "https://func.azurewebsites.net/?", "--mode", "url", "--identity", "x"], /no query string/],
+  ["a fragment", ["--function-url", "https://func.azurewebsites.net#x", "--mode", "url", "--identity", "x"], /no fragment/],
+  ["a path", ["--function-url", "https://func.azurewebsites.net/mutate", "--mode", "url", "--identity", "x"], /without a path/],
+  ["credentials in the URL", ["--function-url", "https://me:pw@func.azurewebsites.net", "--mode", "url", "--identity", "x"], /no user or password/],
+  ["not a URL", ["--function-url", "func.azurewebsites.net", "--mode", "url", "--identity", "x"], /not a URL/],
+  ["an IP address in relay mode", ["--function-url", "https://10.1.2.3", "--mode", "relay", "--identity", "x", "--function-key", "AbCdEfGhIjKlMnOp0123=="], /addressed by name/],
+  ["no identity", [...url, "--mode", "url"], /--identity is required/],
+  ["an empty identity", [...url, "--mode", "url", "--identity", " "], /--identity is required/],
+  ["relay mode without a key", [...url, "--mode", "relay", "--identity", "x"], /relay mode needs the function key/],
+  ["relay mode with an empty key file", [...url, "--mode", "relay", "--identity", "x", "--function-key-file", emptyKeyFile], /relay mode needs the function key/],
+  ["a key that could break the relay's config", [...url, "--mode", "relay", "--identity", "x", "--function-key", 'abcdefghijklmnop";evil'], /16 to 512 characters/],
+  ["a short key", [...url, "--mode", "relay", "--identity", "x", "--function-key", "short"], /16 to 512 characters/],
+  ["both key options", [...relay, "--function-key-file", keyFile], /give the function key once/],
+  ["a missing key file", [...url, "--mode", "relay", "--identity", "x", "--function-key-file", join(dir, "nope")], /cannot read/],
+  ["a key in url mode", [...urlMode, "--function-key", "AbCdEfGhIjKlMnOp0123=="], /url mode sends no function key/],
+  ["a CA bundle in relay mode", [...relay, "--ca-bundle-file", caFile], /--ca-bundle-file is for url mode/],
+  ["a CA bundle that is no PEM", [...urlMode, "--ca-bundle-file", keyFile], /holds no PEM certificate/],
+  ["a timeout of 0", [...relay, "--timeout-seconds", "0"], /from 1 to 30/],
+  ["a timeout over 30", [...relay, "--timeout-seconds", "31"], /from 1 to 30/],
+  ["a timeout that is no number", [...relay, "--timeout-seconds", "5s"], /from 1 to 30/],
+  ["an invalid namespace", [...relay, "--namespace", "Gmsa_Admission"], /not a valid namespace name/],
+  ["a shared namespace", [...relay, "--namespace", "kube-system"], /a namespace of its own/],
+  ["--dry-run without --apply", [...relay, "--dry-run"], /--dry-run goes with --apply/],
+  ["--uninstall with install options", ["--uninstall", "--apply", ...url], /--uninstall takes only/],
+  ["--uninstall without --apply", ["--uninstall"], /add --apply/],
+  ["relay options in url mode", [...urlMode, "--relay-image", "nginx:1"], /--relay-image is for relay mode/],
+  ["a resolver that could break the config", [...relay, "--relay-resolver", "1.2.3.4; evil"], /not a host name or address/],
+  ["--rotate-certificate without --apply", [...relay, "--rotate-certificate"], /goes with --apply/],
+];
+
+const Args = suite("wire arguments");
+
+for (const [name, argv, message] of refused) {
+  Args(`refuses ${name}`, () => {
+    try {
+      parseWireArguments(argv);
+      assert.unreachable("accepted");
+    } catch (error) {
+      assert.instance(error, UsageError);
+      assert.match((error as Error).message, message);
+    }
+  });
+}
+
+Args("accepts relay mode with its defaults", () => {
+  const request = parseWireArguments(relay);
+  assert.is(request.action, "install");
+  if (request.action !== "install") return;
+  assert.is(request.mode, "relay");
+  assert.equal(request.function, { host: "func-gmsa.azurewebsites.net", port: 443 });
+  assert.is(request.functionUrl, "https://func-gmsa.azurewebsites.net");
+  assert.is(request.timeoutSeconds, 5);
+  assert.is(request.namespace, "gmsa-admission");
+  assert.is(request.apply, false);
+  assert.is(request.includeCrd, true);
+});
+
+Args("accepts a trailing slash, a port, a key file and url mode with a CA bundle", () => {
+  const fromFile = parseWireArguments(["--function-url", "https://Func.example.com:8443/", "--mode", "relay", "--identity", "x", "--function-key-file", keyFile]);
+  assert.ok(fromFile.action === "install" && fromFile.functionKey === "AbCdEfGhIjKlMnOp0123==");
+  assert.ok(fromFile.action === "install" && fromFile.function.host === "func.example.com" && fromFile.function.port === 8443);
+  const withCa = parseWireArguments([...urlMode, "--ca-bundle-file", caFile, "--timeout-seconds", "10", "--no-crd"]);
+  assert.ok(withCa.action === "install" && withCa.caBundlePem?.includes("BEGIN CERTIFICATE") && withCa.timeoutSeconds === 10 && !withCa.includeCrd);
+});
+
+Args("bad input exits 2 with the reason on stderr, and never reads a kubeconfig", async () => {
+  let stderr = "";
+  let stdout = "";
+  const code = await runWire(["--function-url", "https://f.example?code=1", "--mode", "url", "--identity", "x", "--apply"], {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    kubeConfig: () => assert.unreachable("a kubeconfig was read") as never,
+  });
+  assert.is(code, exitCodes.usage);
+  assert.match(stderr, /^wire: --function-url must have no query string/);
+  assert.is(stdout, "");
+});
+
+Args("--help prints the options and exits 0", async () => {
+  let stdout = "";
+  const code = await runWire(["--help"], { stdout: (text) => (stdout += text), stderr: () => {}, kubeConfig: () => assert.unreachable() as never });
+  assert.is(code, exitCodes.ok);
+  assert.match(stdout, /--function-url URL/);
+  assert.match(stdout, /--uninstall/);
+});
+
+Args.run();

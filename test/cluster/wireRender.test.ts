@@ -1,0 +1,65 @@
+import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { parse, parseAllDocuments } from "yaml";
+import { exitCodes, runWire } from "../../cluster/wire.js";
+
+/** Rendering without --apply: plain YAML, no cluster contacted. */
+const relay = ["--function-url", "https://func-gmsa.azurewebsites.net", "--mode", "relay", "--identity", "11111111-2222-3333-4444-555555555555", "--function-key", "AbCdEfGhIjKlMnOp0123=="];
+
+async function wire(argv: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runWire(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), kubeConfig: () => assert.unreachable("no cluster is contacted") as never });
+  return { code, stdout, stderr };
+}
+
+const Render = suite("wire rendering");
+
+Render("prints every object as YAML documents on stdout, in apply order", async () => {
+  const run = await wire(relay);
+  assert.is(run.code, exitCodes.ok, run.stderr);
+  const objects = parseAllDocuments(run.stdout).map((d) => d.toJS());
+  assert.equal(objects.map((o) => o.kind), [
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace", "ServiceAccount", "ConfigMap", "Secret", "Secret",
+    "Service", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+  ]);
+  const conf: string = objects.find((o) => o.kind === "ConfigMap").data["nginx.conf"];
+  assert.match(conf, /proxy_ssl_name func-gmsa\.azurewebsites\.net;/);
+  const expression: string = objects.find((o) => o.kind === "MutatingWebhookConfiguration").webhooks[0].matchConditions[0].expression;
+  assert.ok(expression.length > 200 && !expression.includes("\n"), "long CEL expressions stay on one line");
+});
+
+Render("--no-crd leaves the CRD out; url mode has no relay", async () => {
+  const run = await wire(["--function-url", "https://func.example.com", "--mode", "url", "--identity", "x", "--no-crd"]);
+  assert.equal(parseAllDocuments(run.stdout).map((d) => d.toJS().kind), ["ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
+});
+
+Render("--out writes one numbered file per object, Secrets readable by their owner only", async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), "gmsa-wire-out-")), "objects");
+  const run = await wire([...relay, "--out", dir]);
+  assert.is(run.code, exitCodes.ok, run.stderr);
+  assert.is(run.stdout, "");
+  const files = readdirSync(dir).sort();
+  assert.is(files.length, 13);
+  assert.is(files[0], "01-customresourcedefinition-gmsacredentialspecs.windows.k8s.io.yaml");
+  assert.is(files[12], "13-validatingwebhookconfiguration-gmsa-admission.yaml");
+  const secret = files.find((f) => f.includes("secret-gmsa-admission-relay-function-key"))!;
+  assert.is(statSync(join(dir, secret)).mode & 0o777, 0o600);
+  assert.is(parse(readFileSync(join(dir, files[9]!), "utf8")).kind, "Deployment");
+});
+
+Render("--certificate-out writes the relay certificate that the Secret and the caBundle carry", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-wire-cert-"));
+  const run = await wire([...relay, "--certificate-out", dir]);
+  const objects = parseAllDocuments(run.stdout).map((d) => d.toJS());
+  const caBundle = Buffer.from(objects.find((o) => o.kind === "MutatingWebhookConfiguration").webhooks[0].clientConfig.caBundle, "base64").toString();
+  assert.is(readFileSync(join(dir, "ca.crt"), "utf8"), caBundle);
+  const tls = objects.find((o) => o.kind === "Secret" && o.metadata.name.endsWith("-tls"));
+  assert.is(Buffer.from(tls.data["tls.crt"], "base64").toString(), readFileSync(join(dir, "tls.crt"), "utf8"));
+  assert.is(statSync(join(dir, "tls.key")).mode & 0o777, 0o600);
+});
+
+Render.run();

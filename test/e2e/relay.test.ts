@@ -1,0 +1,226 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { clusterManifests } from "../../cluster/manifests.js";
+import { relayName, relayServiceDnsNames, type RelayCertificate, type RelayWiring } from "../../cluster/relay.js";
+import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName } from "../../cluster/webhookConfigurations.js";
+import { createCertificateAuthority, issueCertificate } from "../../controlplane/pki.js";
+import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
+import { startDnsResponder, type DnsResponder } from "../support/dnsResponder.js";
+import { localWebhookUser } from "../../host/localCluster.js";
+import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
+import { credSpecFixture } from "../support/fixtures.js";
+import { startFunctionHostProcess, type FunctionHostProcess } from "../support/functionHostProcess.js";
+import { httpsCall, postReview } from "../support/httpsClient.js";
+import { kubeRequest, type KubeReply } from "../support/kubeRequest.js";
+import { startRelayProcess, type RelayProcess } from "../support/relayProcess.js";
+import { gmsa, pod, review, type PodSpec } from "../support/reviews.js";
+
+/**
+ * Relay mode end to end: kube-apiserver → nginx running the relay's config → the function host,
+ * which requires the function key that only the relay adds.
+ *
+ * In a cluster the webhook configurations address the relay by `service`; the API server then
+ * dials the service's address through the cluster network. This control plane has no nodes,
+ * pods or service network, so here the same configurations address the nginx on loopback by
+ * `url`, with the relay's CA as caBundle. Everything past the API server's dial is the relay's
+ * own: its nginx.conf, its certificate, its key header, its name resolution, its timeouts.
+ */
+const functionHostName = "function-app.gmsa.test";
+const ns = "relayed";
+const webapp = canonicalJson(credSpecFixture("webapp1-credspec").credspec);
+
+interface Context {
+  cluster: E2eCluster;
+  dns: DnsResponder;
+  functionHost: FunctionHostProcess;
+  functionCaPem: string;
+  functionKey: string;
+  relay: RelayProcess;
+  relayWiring: RelayWiring;
+  dir: string;
+}
+
+const Relay = suite<Context>("relay mode through kube-apiserver", {} as Context);
+
+// uvu reports nothing of a failing hook: say what went wrong before it swallows it.
+Relay.before(async (context) => {
+  try {
+    await setUp(context);
+  } catch (error) {
+    console.error("relay set-up failed:", error);
+    throw error;
+  }
+});
+
+async function relayCertificate(): Promise<RelayCertificate> {
+  const ca = await createCertificateAuthority("relay CA");
+  // The service names, as wiring issues it, and loopback, where this test's API server dials it.
+  const serving = await issueCertificate(ca, { commonName: relayName, dnsNames: relayServiceDnsNames("gmsa-admission"), ipAddresses: ["127.0.0.1"], usage: "server" });
+  return { caPem: ca.certPem, certPem: serving.certPem, keyPem: serving.keyPem };
+}
+
+async function setUp(context: Context): Promise<void> {
+  context.dir = mkdtempSync(join(tmpdir(), "gmsa-relay-e2e-"));
+  context.cluster = await startE2eCluster();
+  context.dns = await startDnsResponder({ [functionHostName]: "127.0.0.1" });
+
+  // The function app: its own public-like name and certificate, keys required.
+  const functionCa = await createCertificateAuthority("function CA");
+  const functionCert = await issueCertificate(functionCa, { commonName: functionHostName, dnsNames: [functionHostName], ipAddresses: ["127.0.0.1"], usage: "server" });
+  context.functionCaPem = functionCa.certPem;
+  const certFile = join(context.dir, "function.crt");
+  const keyFile = join(context.dir, "function.key");
+  writeFileSync(certFile, functionCert.certPem);
+  writeFileSync(keyFile, functionCert.keyPem);
+  context.functionKey = randomBytes(24).toString("base64url");
+  context.functionHost = await startFunctionHostProcess({ kubeconfig: context.cluster.webhookEnv.KUBECONFIG!, functionKey: context.functionKey, certFile, keyFile });
+
+  // Relay mode as the wiring renders it, applied whole; then nginx with the same config.
+  context.relayWiring = {
+    function: { host: functionHostName, port: context.functionHost.port },
+    functionKey: context.functionKey,
+    certificate: await relayCertificate(),
+  };
+  await context.cluster.apply(clusterManifests({ target: { kind: "relay", ...context.relayWiring }, subject: { kind: "User", name: localWebhookUser } }));
+  context.relay = await startRelayProcess({
+    function: context.relayWiring.function,
+    functionKey: context.functionKey,
+    certificate: context.relayWiring.certificate,
+    trustedCaPem: functionCa.certPem,
+    resolver: context.dns.resolver,
+    timeoutSeconds: 5,
+  });
+  const target = { kind: "url", baseUrl: context.relay.url, caBundlePem: context.relayWiring.certificate.caPem } as const;
+  await context.cluster.apply([
+    mutatingWebhookConfiguration({ target, timeoutSeconds: 5, name: webhookConfigurationName }),
+    validatingWebhookConfiguration({ target, timeoutSeconds: 5, name: webhookConfigurationName }),
+  ]);
+
+  await context.cluster.apply([
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
+    ...["web", "nobody"].map((name) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } })),
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "use-webapp1", namespace: ns },
+      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: ["webapp1-credspec"], verbs: ["use"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "web-uses-webapp1", namespace: ns },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "use-webapp1" },
+      subjects: [{ kind: "ServiceAccount", name: "web", namespace: ns }],
+    },
+  ]);
+}
+
+Relay.after(async (context) => {
+  await context.relay?.close().catch(() => {});
+  await context.functionHost?.close().catch(() => {});
+  await context.dns?.close().catch(() => {});
+  await context.cluster?.close().catch(() => {});
+  if (context.dir) rmSync(context.dir, { recursive: true, force: true });
+});
+
+let counter = 0;
+function windowsPod(serviceAccountName: string, edit: (p: PodSpec) => void = () => {}): PodSpec {
+  const p = pod({ name: `relayed-${++counter}`, namespace: ns, serviceAccountName });
+  edit(p);
+  return p;
+}
+
+function create(context: Context, p: PodSpec): Promise<KubeReply> {
+  return kubeRequest(context.cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods`, p);
+}
+
+const admissions = (context: Context) => context.functionHost.logs.filter((line) => line.includes("gmsa.admission"));
+
+/** nginx writes a request's line just after answering: wait until the earlier ones are in. */
+async function settledAccessLog(relay: RelayProcess): Promise<number> {
+  let count = relay.accessLog().length;
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const now = relay.accessLog().length;
+    if (now === count) return count;
+    count = now;
+  }
+}
+
+Relay("the relay process runs the ConfigMap's nginx.conf: only where it listens and where its files are differ", async (context) => {
+  const configMap = await kubeRequest(context.cluster.admin, "GET", `/api/v1/namespaces/gmsa-admission/configmaps/${relayName}`);
+  assert.is(configMap.status, 200);
+  // Lines that name a listen address, a file or a DNS server: the only things a place decides.
+  const placeBound = /^\s*(listen|ssl_certificate|ssl_certificate_key|include|proxy_ssl_trusted_certificate|pid|\w+_temp_path|access_log|resolver) /;
+  const portable = (conf: string) => conf.split("\n").filter((line) => !placeBound.test(line));
+  assert.equal(portable(context.relay.conf), portable(configMap.body.data["nginx.conf"]));
+});
+
+Relay("a GMSA pod is expanded byte-exact through the relay", async (context) => {
+  const before = await settledAccessLog(context.relay);
+  const expanded = windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec")));
+  const reply = await create(context, expanded);
+  assert.is(reply.status, 201, JSON.stringify(reply.body));
+  assert.is(reply.body.spec.securityContext.windowsOptions.gmsaCredentialSpec, webapp);
+  assert.is(admissions(context).filter((line) => line.includes(`"${expanded.metadata.name}"`)).length, 2, "the function admitted it twice: mutate, validate");
+  await settledAccessLog(context.relay);
+  const handled = context.relay.accessLog().slice(before);
+  assert.ok(handled.some((line) => /"POST \/mutate" 200 /.test(line)), handled.join("\n"));
+  assert.ok(handled.some((line) => /"POST \/validate" 200 /.test(line)), handled.join("\n"));
+  assert.ok(context.dns.queries.some((query) => query.startsWith(`${functionHostName} `)), "the relay resolved the function's name");
+});
+
+Relay("a service account that may not use the credential spec is refused with 403 through the relay", async (context) => {
+  const reply = await create(context, windowsPod("nobody", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  assert.is(reply.status, 403, JSON.stringify(reply.body));
+  assert.match(reply.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
+  assert.match(reply.body.message, /service account "nobody" in namespace "relayed" is not authorized to use GMSACredentialSpec "webapp1-credspec"/);
+});
+
+Relay("a pod without GMSA settings never reaches the relay", async (context) => {
+  const relayed = await settledAccessLog(context.relay);
+  const plain = windowsPod("web");
+  const reply = await create(context, plain);
+  assert.is(reply.status, 201, JSON.stringify(reply.body));
+  assert.is(await settledAccessLog(context.relay), relayed);
+  assert.not.ok(admissions(context).some((line) => line.includes(`"${plain.metadata.name}"`)), "the function saw no admission of it");
+});
+
+Relay("the function refuses a call without its key; through the relay the same call passes", async (context) => {
+  const body = review("CREATE", pod({ namespace: ns }));
+  const direct = await postReview(`${context.functionHost.url}/mutate`, context.functionCaPem, body);
+  assert.is(direct.status, 401, direct.text);
+  const keyed = await httpsCall(`${context.functionHost.url}/mutate`, {
+    ca: context.functionCaPem,
+    headers: { "content-type": "application/json", "x-functions-key": context.functionKey },
+    body: JSON.stringify(body),
+  });
+  assert.is(keyed.status, 200, keyed.text);
+  const relayed = await postReview(`${context.relay.url}/mutate?timeout=5s`, context.relayWiring.certificate.caPem, body);
+  assert.is(relayed.status, 200, relayed.text);
+  assert.is(JSON.parse(relayed.text).response.uid, body.request.uid);
+});
+
+Relay("the relay forwards /mutate and /validate only", async (context) => {
+  const health = await httpsCall(`${context.relay.url}/health`, { ca: context.relayWiring.certificate.caPem, method: "GET" });
+  assert.is(health.status, 404);
+  const nested = await postReview(`${context.relay.url}/mutate/extra`, context.relayWiring.certificate.caPem, {});
+  assert.is(nested.status, 404);
+});
+
+Relay("the relay's pods pass the restricted pod security profile of their namespace", async (context) => {
+  let pods: any[] = [];
+  for (let i = 0; i < 50 && pods.length < 2; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    pods = (await kubeRequest(context.cluster.admin, "GET", `/api/v1/namespaces/gmsa-admission/pods`)).body.items;
+  }
+  assert.is(pods.length, 2, "the ReplicaSet created both pods; Pod Security would have refused them otherwise");
+  assert.is(pods[0].spec.automountServiceAccountToken, false);
+  assert.equal(pods[0].spec.volumes.map((v: any) => v.name).sort(), ["config", "function-key", "run", "tls"]);
+});
+
+Relay.run();

@@ -1,0 +1,110 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { bicepWiringPath, renderBicepWiring } from "../../cluster/bicepWiring.js";
+import { clusterManifests, type KubernetesObject } from "../../cluster/manifests.js";
+import { relayChecksumAnnotation } from "../../cluster/relay.js";
+import { type BicepFile, type Value, declarations, declarationsOf, evaluate, infraFile, kids, property, propertiesOf, repoRoot } from "./bicepTree.js";
+
+/**
+ * One source of truth: the Bicep module is generated from the wiring renderer, and evaluating
+ * it gives the objects the renderer gives for the same inputs, in both modes.
+ */
+const inputs = {
+  functionHost: "func-gmsa-abc.azurewebsites.net",
+  identityObjectId: "11111111-2222-3333-4444-555555555555",
+  functionKey: "AbCdEfGhIjKlMnOp0123==",
+  relayCaCertificate: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n",
+  relayTlsCertificate: "-----BEGIN CERTIFICATE-----\nSERVING\n-----END CERTIFICATE-----\n",
+  relayTlsKey: "-----BEGIN PRIVATE KEY-----\nKEY\n-----END PRIVATE KEY-----\n",
+  kubeConfig: "a2ViZWNvbmZpZw==",
+};
+
+function rendered(mode: "url" | "relay", installCrd: boolean): KubernetesObject[] {
+  const target =
+    mode === "relay"
+      ? ({
+          kind: "relay",
+          function: { host: inputs.functionHost, port: 443 },
+          functionKey: inputs.functionKey,
+          certificate: { caPem: inputs.relayCaCertificate, certPem: inputs.relayTlsCertificate, keyPem: inputs.relayTlsKey },
+        } as const)
+      : ({ kind: "url", baseUrl: `https://${inputs.functionHost}` } as const);
+  return clusterManifests({ target, subject: { kind: "User", name: inputs.identityObjectId }, includeCrd: installCrd });
+}
+
+/** The objects the module deploys for these parameters: its resources whose condition holds, evaluated. */
+function deployed(file: BicepFile, bindings: Record<string, Value>): Array<Record<string, Value>> {
+  return declarations(file)
+    .filter((d) => d.kind === "resource")
+    .filter((d) => d.body?.condition === undefined || evaluate(file, d.body.condition, { bindings }) === true)
+    .map((d) => {
+      const [group, rest] = (d.target ?? "").split("/") as [string, string];
+      const [kind, version] = rest.split("@") as [string, string];
+      const object: Record<string, Value> = { apiVersion: group === "core" ? version : `${group}/${version}`, kind };
+      for (const [key, node] of propertiesOf(d.body!.object)) if (key !== "dependsOn") object[key] = evaluate(file, node, { bindings });
+      return object;
+    });
+}
+
+function withoutChecksum(objects: readonly unknown[]): unknown {
+  return JSON.parse(JSON.stringify(objects), (key, value) => (key === relayChecksumAnnotation ? "(checksum)" : value));
+}
+
+const Wiring = suite<{ file: BicepFile }>("cluster wiring module", {} as { file: BicepFile });
+
+Wiring.before(async (context) => {
+  context.file = await infraFile(bicepWiringPath);
+});
+
+Wiring("the committed module is what the renderer generates now (npx tsx scripts/render-bicep-wiring.ts)", () => {
+  const committed = readFileSync(join(repoRoot, bicepWiringPath), "utf8");
+  assert.ok(committed === renderBicepWiring(), `${bicepWiringPath} is stale: run npx tsx scripts/render-bicep-wiring.ts`);
+});
+
+for (const mode of ["url", "relay"] as const) {
+  for (const installCrd of [true, false]) {
+    Wiring(`${mode} mode${installCrd ? "" : " without the CRD"}: the module deploys exactly the rendered objects`, ({ file }) => {
+      const bindings = { ...inputs, mode, installCrd };
+      assert.equal(withoutChecksum(deployed(file, bindings)), withoutChecksum(rendered(mode, installCrd)));
+    });
+  }
+}
+
+Wiring("the relay's pods restart when the certificate or the key changes", ({ file }) => {
+  const checksum = (bindings: Record<string, Value>) => {
+    const deployment = deployed(file, { ...inputs, mode: "relay", installCrd: true, ...bindings }).find((o) => o.kind === "Deployment");
+    return JSON.stringify(deployment).match(new RegExp(`"${relayChecksumAnnotation}":"([^"]+)"`))?.[1];
+  };
+  const base = checksum({});
+  assert.ok(base);
+  assert.is.not(checksum({ relayTlsCertificate: "other" }), base);
+  assert.is.not(checksum({ functionKey: "AnotherKey0123456789" }), base);
+});
+
+Wiring("secrets come in as secure parameters, and the admin kubeconfig is said to need local accounts", ({ file }) => {
+  const params = declarationsOf(file, "param");
+  for (const name of ["kubeConfig", "functionKey", "relayTlsKey"]) {
+    assert.ok(params.get(name)?.decorators.some((call) => call.text === "secure()"), `${name} is @secure()`);
+  }
+  assert.match(params.get("kubeConfig")?.decorators.map((d) => d.text).join(" ") ?? "", /local accounts/);
+  const extension = kids(file.root).find((node) => node.text.startsWith("provider") || node.text.startsWith("extension"));
+  assert.ok(extension, "the module uses the Kubernetes extension");
+  assert.match(file.source, /^extension kubernetes with \{\n  namespace: relayNamespace\n  kubeConfig: kubeConfig\n\}$/m);
+});
+
+Wiring("main.bicep deploys it only when asked, with the function's host and identity", async () => {
+  const main = await infraFile("infra/main.bicep");
+  const module = declarationsOf(main, "module").get("clusterWiring");
+  assert.ok(module);
+  assert.is(module.target, "modules/cluster-wiring.bicep");
+  assert.is(evaluate(main, declarationsOf(main, "param").get("wireCluster")!.value!), false);
+  assert.is(module.body?.condition?.text, "(wiring)");
+  const params = property(module.body!.object, "params");
+  assert.is(property(params, "functionHost")?.text, "functionApp.outputs.defaultHostName");
+  assert.is(property(params, "identityObjectId")?.text, "identity.outputs.principalId");
+  assert.match(property(params, "kubeConfig")?.text ?? "", /^wiring \? cluster\.listClusterAdminCredential\(\)\.kubeconfigs\[0\]\.value : ''$/);
+});
+
+Wiring.run();

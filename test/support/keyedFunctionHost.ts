@@ -1,0 +1,29 @@
+import { readFileSync } from "node:fs";
+import { createAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
+import { startLocalServer } from "../../host/localServer.js";
+import { readAdmissionSettings } from "../../lib/settings.js";
+
+/**
+ * Run as a child process (see functionHostProcess.ts): the local host with the webhooks
+ * registered as GMSA_REQUIRE_FUNCTION_KEY says and requiring GMSA_FUNCTION_KEY, as the Function
+ * App does in relay mode. A process of its own because the functions modules read the setting
+ * once, when they load: the other suites in the test process load them without it.
+ */
+async function main(): Promise<void> {
+  const env = process.env;
+  useAdmissionRuntime(await createAdmissionRuntime(readAdmissionSettings(env)));
+  const server = await startLocalServer({
+    host: "127.0.0.1",
+    port: 0,
+    tls: { certPem: readFileSync(env.TLS_CERT_FILE ?? "", "utf8"), keyPem: readFileSync(env.TLS_KEY_FILE ?? "", "utf8") },
+    functionKey: env.GMSA_FUNCTION_KEY,
+    log: (level, message) => process.stdout.write(`${level} ${message}\n`),
+  });
+  process.stdout.write(`ready ${server.url}\n`);
+  process.once("SIGTERM", () => void server.close().then(() => process.exit(0)));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`keyed function host: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
