@@ -1,8 +1,11 @@
 /**
- * CEL conditions under which the API server calls the webhooks at all: only pods that carry GMSA
- * settings (fields at any level of any container kind, or the alpha annotations), in the new
- * object or, on UPDATE, the old one. Every other pod never waits on the webhook, so an outage
- * of it cannot keep DaemonSets or system pods from starting.
+ * CEL conditions under which the API server calls the webhooks at all. CREATE: only pods that
+ * carry GMSA settings (fields at any level of any container kind, or the alpha annotations).
+ * Adding ephemeral containers: only when the pod then carries any. Any other UPDATE: only when
+ * the GMSA annotations differ — the API server's own pod validation already forbids changing
+ * securityContext on a running pod, so labels, finalizers and status of GMSA pods never wait on
+ * the webhook. Every other pod never waits on it either, so an outage of the webhook cannot keep
+ * DaemonSets or system pods from starting.
  */
 function windowsOptionsSet(holder: string): string {
   const options = `${holder}.securityContext.windowsOptions`;
@@ -26,6 +29,25 @@ export function podHasGmsaSettings(pod: string): string {
   ].join(" && ");
 }
 
+const isGmsaAnnotation = (key: string) => annotationSuffixes.map((s) => `${key}.endsWith('${s}')`).join(" || ");
+
+/** True when a GMSA annotation of `pod` is missing from `other` or has another value there. */
+function annotationsNotIn(pod: string, other: string): string {
+  const mine = `${pod}.metadata.annotations`;
+  const theirs = `${other}.metadata.annotations`;
+  return `(has(${mine}) && ${mine}.exists(k, (${isGmsaAnnotation("k")}) && !(has(${theirs}) && k in ${theirs} && ${theirs}[k] == ${mine}[k])))`;
+}
+
+export function gmsaAnnotationsDiffer(): string {
+  return `${annotationsNotIn("object", "oldObject")} || ${annotationsNotIn("oldObject", "object")}`;
+}
+
 export function gmsaMatchConditions() {
-  return [{ name: "pod-has-gmsa-settings", expression: `(${podHasGmsaSettings("object")}) || (${podHasGmsaSettings("oldObject")})` }];
+  const expression = [
+    // subResource is absent, not empty, for the pod itself.
+    `request.operation == 'CREATE' || (has(request.subResource) && request.subResource == 'ephemeralcontainers')`,
+    `? (${podHasGmsaSettings("object")})`,
+    `: (object != null && oldObject != null && (${gmsaAnnotationsDiffer()}))`,
+  ].join(" ");
+  return [{ name: "pod-gmsa-settings-in-play", expression }];
 }

@@ -77,6 +77,8 @@ export function validatingWebhookConfiguration(options: WebhookOptions) {
         ...common(options, "/validate"),
         rules: [
           { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods", "pods/ephemeralcontainers"], scope: "Namespaced" },
+          // Annotations can also change through the status subresource.
+          { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods/status"], scope: "Namespaced" },
         ],
       },
     ],

@@ -34,6 +34,11 @@ export function readHostSettings(env: NodeJS.ProcessEnv = process.env): HostSett
     GMSA_FUNCTION_KEY: env.GMSA_FUNCTION_KEY || undefined,
   });
   if (Boolean(raw.TLS_CERT_FILE) !== Boolean(raw.TLS_KEY_FILE)) throw new SettingsError(["TLS_CERT_FILE and TLS_KEY_FILE go together: set both or neither"]);
+  // Azure always demands a key from functions registered with function-level authorization;
+  // the local host must not be more open than that.
+  if (env.GMSA_REQUIRE_FUNCTION_KEY?.toLowerCase() === "true" && !raw.GMSA_FUNCTION_KEY) {
+    throw new SettingsError(["GMSA_REQUIRE_FUNCTION_KEY=true needs GMSA_FUNCTION_KEY, the key the local host then requires"]);
+  }
   return {
     port: raw.PORT,
     ...(raw.TLS_CERT_FILE && raw.TLS_KEY_FILE ? { tlsFiles: { cert: raw.TLS_CERT_FILE, key: raw.TLS_KEY_FILE } } : {}),

@@ -77,7 +77,8 @@ async function respond(
   if ("problem" in admission) return responseFor(request.uid, denied(400, admission.problem));
   if (!admission.admission) return { uid: request.uid, allowed: true };
   try {
-    return responseFor(request.uid, await policy(admission.admission, deps));
+    // Whatever a port does with the signal, the answer leaves when the budget is spent.
+    return responseFor(request.uid, await Promise.race([policy(admission.admission, deps), whenAborted(deps.signal)]));
   } catch (error) {
     if (error instanceof ClusterUnavailableError) {
       return failedClosed(request.uid, error.failure === "timeout" ? 504 : 503, `GMSA admission could not be checked: ${error.message}`);
@@ -85,8 +86,25 @@ async function respond(
     if (deps.signal.aborted) {
       return failedClosed(request.uid, 504, `GMSA admission could not be checked: the Kubernetes API server did not answer within ${budgetMs} ms`);
     }
-    throw error;
+    // A bug, not the pod's fault and not the cluster's: refuse the pod, keep the UID, and let
+    // the caller log what happened.
+    reportUnexpected(error);
+    return failedClosed(request.uid, 500, "GMSA admission failed unexpectedly; the pod was not admitted");
   }
+}
+
+// One turn late, so that a port which does stop at the signal gets to give its own, more
+// precise reason first.
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const late = () => setImmediate(() => reject(signal.reason));
+    if (signal.aborted) late();
+    else signal.addEventListener("abort", late, { once: true });
+  });
+}
+
+function reportUnexpected(error: unknown): void {
+  console.error(`GMSA admission: unexpected failure: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 }
 
 /** A pod admission, nothing to check (DELETE, CONNECT), or why the request is not one. */

@@ -32,9 +32,11 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       if (known) answers.delete(key);
       countRequest("cacheMisses");
       const pending = inFlight.get(key);
-      if (pending) return pending;
+      if (pending) return untilAborted(pending, signal);
+      // The shared review runs on its own: one admission running out of time must not fail the
+      // others waiting on the same answer. The inner authorizer still bounds each call.
       const asking = inner
-        .mayUse(principal, namespace, credSpecName, signal)
+        .mayUse(principal, namespace, credSpecName, new AbortController().signal)
         .then((decision) => {
           answers.set(key, { decision, expires: now() + (decision.allowed ? options.ttlMs : options.ttlMs / 5) });
           if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
@@ -42,9 +44,18 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
         })
         .finally(() => inFlight.delete(key));
       inFlight.set(key, asking);
-      return asking;
+      return untilAborted(asking, signal);
     },
   };
+}
+
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 function cacheKey(principal: Principal, namespace: string, credSpecName: string): string {

@@ -25,7 +25,9 @@ export async function authorizeCredSpecs(
   const principals = [{ principal: serviceAccountPrincipal(admission.namespace, serviceAccountOf(admission.pod)), describe: describeServiceAccount }];
   if (deps.settings.authorizeRequestingUser) {
     const user = admission.userInfo;
-    if (!user?.username) return denied(403, "the request names no user to authorize for GMSA credential specs", { credSpecs: names });
+    if (!user?.username) {
+      return denied(403, `${settings[0]!.owner}: the request names no user to authorize for GMSACredentialSpec ${names.map((n) => `"${n}"`).join(", ")}`, { credSpecs: names });
+    }
     principals.push({
       principal: { user: user.username, groups: user.groups ?? [], uid: user.uid, extra: user.extra },
       describe: (p) => `user "${p.user}"`,

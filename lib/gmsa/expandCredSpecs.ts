@@ -4,12 +4,14 @@ import { addOperation, type PatchOperation } from "./jsonPatch.js";
 import { gmsaSettings, type GmsaSetting, type Pod } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
-import { lookupProblem, namesOf, shapeProblem } from "./settingChecks.js";
+import { namesOf, shapeProblem } from "./settingChecks.js";
 import { allowed, type Verdict } from "./verdict.js";
 
 /**
  * The mutating webhook: wherever a pod names a credential spec and carries no contents, inline
- * the spec's contents. Contents already present are left for validation to compare.
+ * the spec's contents. Contents already present are left for validation to compare. A name that
+ * does not resolve is left alone too: validation, which runs after every mutation, judges `use`
+ * before existence, so nobody learns from this webhook which credential specs exist.
  */
 export async function expandCredSpecs(admission: PodAdmission, deps: PolicyDependencies): Promise<Verdict> {
   const settings = settingsToExpand(admission);
@@ -24,10 +26,7 @@ export async function expandCredSpecs(admission: PodAdmission, deps: PolicyDepen
   const lookups = await resolveCredSpecs(deps.credSpecs, namesOf(missing), deps.signal);
   const patch: PatchOperation[] = [];
   for (const setting of missing) {
-    const name = setting.name!;
-    const lookup = lookups.get(name);
-    const denial = lookupProblem(setting, name, lookup);
-    if (denial) return { ...denial, warnings };
+    const lookup = lookups.get(setting.name!);
     if (lookup?.kind === "found") patch.push(addOperation(setting.contentsPath, canonicalJson(lookup.credspec)));
   }
 

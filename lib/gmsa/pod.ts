@@ -154,7 +154,7 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
     settings.push({
       key: `annotation:container/${containerName}`,
       source: "annotation",
-      owner: `container "${containerName}" of ${pod_}`,
+      owner: `${containerLists.find((l) => l.kind === field?.kind)?.label ?? "container"} "${containerName}" of ${pod_}`,
       containerName,
       name,
       contents,

@@ -37,7 +37,8 @@ function describeChange(before: GmsaSetting | undefined, after: GmsaSetting | un
   if (before?.name !== after?.name) return `${where} name would change from ${quoted(before?.name)} to ${quoted(after?.name)}`;
   if (before?.contents !== after?.contents) {
     const how = before?.contents === undefined ? "appear" : after?.contents === undefined ? "disappear" : "change";
-    return `${where} contents would ${how}`;
+    const name = after?.name ?? before?.name;
+    return `${where} contents${name === undefined ? "" : ` for GMSACredentialSpec "${name}"`} would ${how}`;
   }
   return undefined;
 }

@@ -1,6 +1,7 @@
 import { ApiException, Observable, type ConfigurationOptions, type ObservableMiddleware } from "@kubernetes/client-node";
 import { ClusterUnavailableError } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
+import { EntraTokenError } from "./entraTokenCache.js";
 
 /**
  * Runs one Kubernetes API call bounded by the admission's signal and a per-call timeout, counts
@@ -44,7 +45,10 @@ export async function callApi<T>(
       return outcome;
     } catch (error) {
       if (error instanceof ClusterUnavailableError && error.failure === "unreachable") bounds.onUnreachable?.();
-      const transient = error instanceof ClusterUnavailableError && (error.failure === "serverError" || error.failure === "unreachable");
+      // A call that ran out its own timeout may be tried again while the admission has time left.
+      const transient =
+        error instanceof ClusterUnavailableError &&
+        (error.failure === "serverError" || error.failure === "unreachable" || (error.failure === "timeout" && !signal.aborted));
       if (!transient || attempt >= maxAttempts || signal.aborted) throw error;
       const backoff = firstRetryDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random());
       await pause(error.retryAfterMs ?? backoff, signal, error);
@@ -93,6 +97,9 @@ async function callOnce<T>(
         throw new ClusterUnavailableError(`the Kubernetes API server answered ${status} to ${description}`, "serverError", status, retryAfterMs(error.headers));
       }
       return { ok: false, status, body: error.body };
+    }
+    if (error instanceof EntraTokenError) {
+      throw new ClusterUnavailableError(`no Microsoft Entra token for the Kubernetes API server, for ${description}: ${error.message}`, "rejected");
     }
     if (callSignal.aborted) {
       throw new ClusterUnavailableError(`the Kubernetes API server did not answer ${description} in time`, "timeout");

@@ -1,5 +1,5 @@
 import { CustomObjectsApi, makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
-import type { CredSpecLookup, CredSpecSource } from "../gmsa/ports.js";
+import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
@@ -10,7 +10,7 @@ import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
  * lookups go straight to the API server, so a cold start never waits for a full list. A name
  * the cache does not know is confirmed with one GET before it is called unknown: a spec created
  * a moment ago must not be refused. When the watch breaks, the cache keeps answering with what
- * it knows, says it is stale, and reconnects with backoff.
+ * it knows when the API server cannot answer, says it is stale, and reconnects with backoff.
  */
 export interface CredSpecCacheStatus {
   readonly started: boolean;
@@ -58,6 +58,10 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     if (name) entries.delete(name);
   };
 
+  let attempt = 0;
+  let failedAttempt = -1;
+  let settled: NodeJS.Timeout | undefined;
+
   function start(): void {
     informer = makeInformer<CredSpecObject>(
       config,
@@ -69,6 +73,10 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     informer.on("delete", forget);
     informer.on("error", (error) => {
       instanceCounters.watchErrors += 1;
+      // The informer reports a failed list or watch here and then resolves start() as usual:
+      // remember which attempt failed so that it is not taken for a sync.
+      failedAttempt = attempt;
+      clearTimeout(settled);
       if (stopped) return;
       stale = synced;
       failures += 1;
@@ -84,13 +92,18 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
   function connect(): void {
     if (stopped || !informer) return;
     if (failures > 0) instanceCounters.watchRestarts += 1;
-    informer.start().then(
+    const current = ++attempt;
+    const watching = informer;
+    watching.start().then(
       () => {
-        if (stopped) return;
+        if (stopped) return void watching.stop();
+        if (failedAttempt === current) return;
         if (stale || !synced) options.log("info", `credential spec cache ${synced ? "resynced" : "synced"}: ${entries.size} specs`);
         synced = true;
         stale = false;
-        failures = 0;
+        // Back off afresh only once a watch has held for a while, not after every quick failure.
+        settled = setTimeout(() => (failures = 0), 30_000);
+        settled.unref();
       },
       () => {
         // The informer reports the same failure through its error callback, which retries.
@@ -101,20 +114,27 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
   return {
     async lookup(name, signal) {
       if (!informer && !stopped) start();
-      if (synced) {
-        const known = entries.get(name);
-        if (known) {
-          countRequest("cacheHits");
-          return known;
-        }
+      const known = synced ? entries.get(name) : undefined;
+      if (known && !stale) {
+        countRequest("cacheHits");
+        return known;
       }
       countRequest("cacheMisses");
-      return options.direct.lookup(name, signal);
+      if (!known) return options.direct.lookup(name, signal);
+      // A stale cache may hold specs deleted or changed since: ask first, fall back to what it
+      // knows only when the API server cannot answer.
+      try {
+        return await options.direct.lookup(name, signal);
+      } catch (error) {
+        if (!(error instanceof ClusterUnavailableError) || signal.aborted) throw error;
+        return known;
+      }
     },
     status: () => ({ started: informer !== undefined, synced, stale, size: entries.size }),
     async stop() {
       stopped = true;
       clearTimeout(retry);
+      clearTimeout(settled);
       await informer?.stop();
     },
   };

@@ -43,7 +43,7 @@ async function setUp(context: { cluster: E2eCluster }): Promise<void> {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
       metadata: { name: "use-payroll" },
-      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: ["payroll-gmsa", "empty-credspec"], verbs: ["use"] }],
+      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: ["payroll-gmsa", "empty-credspec", "no-such-spec"], verbs: ["use"] }],
     },
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -120,7 +120,11 @@ E2e("keeps pre-set contents that match, as they were written", async ({ cluster 
 });
 
 E2e("refuses an unknown credential spec", async ({ cluster }) => {
-  refusal(await create(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("no-such-spec")))), 422, /GMSACredentialSpec "no-such-spec" does not exist/);
+  refusal(await create(cluster, windowsPod("payroll", (p) => (p.spec.securityContext = gmsa("no-such-spec")))), 422, /GMSACredentialSpec "no-such-spec" does not exist/);
+});
+
+E2e("tells a service account that may not use a spec nothing about whether it exists", async ({ cluster }) => {
+  refusal(await create(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("no-such-spec")))), 403, /is not authorized to use GMSACredentialSpec "no-such-spec"/);
 });
 
 E2e("refuses a credential spec without contents", async ({ cluster }) => {
@@ -179,7 +183,15 @@ E2e("GMSA settings cannot change on update, other updates pass", async ({ cluste
     { metadata: { annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec": null } } },
     "application/merge-patch+json",
   );
-  refusal(remove, 403, /contents would disappear/);
+  refusal(remove, 403, /contents for GMSACredentialSpec "webapp1-credspec" would disappear/);
+  const throughStatus = await kubeRequest(
+    cluster.admin,
+    "PATCH",
+    `${path}/status`,
+    { metadata: { annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa" } } },
+    "application/merge-patch+json",
+  );
+  refusal(throughStatus, 403, /GMSA settings cannot be changed on an existing pod/);
 });
 
 E2e("an ephemeral container naming a spec the service account may not use is refused", async ({ cluster }) => {
@@ -247,8 +259,18 @@ E2e("v1alpha1 and v1 credential specs are the same objects in both versions", as
 });
 
 E2e("with the webhook down, GMSA pods are refused and other pods are unaffected", async ({ cluster }) => {
+  const running = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
   await cluster.webhook.close();
   try {
+    // Labels, finalizers and status of running GMSA pods do not wait on the webhook.
+    const relabel = await kubeRequest(
+      cluster.admin,
+      "PATCH",
+      `/api/v1/namespaces/${ns}/pods/${running.metadata.name}`,
+      { metadata: { labels: { moved: "yes" } } },
+      "application/merge-patch+json",
+    );
+    assert.is(relabel.status, 200, JSON.stringify(relabel.body));
     const refused = await create(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
     assert.is(refused.status, 500, JSON.stringify(refused.body));
     assert.match(refused.body.message, /failed calling webhook "mutate\.gmsa-admission\.windows\.k8s\.io"/);

@@ -108,8 +108,8 @@ Cache("a deleted credential spec is refused, and one created a moment ago is acc
   const reply = await kubeRequest(cluster.admin, "DELETE", "/apis/windows.k8s.io/v1/gmsacredentialspecs/payroll-gmsa");
   assert.is(reply.status, 200);
   const started = Date.now();
-  let answer = await admit(cluster, "/mutate", gmsaReview("payroll-gmsa", "web"));
-  while (answer.allowed && Date.now() - started < 5000) answer = await admit(cluster, "/mutate", gmsaReview("payroll-gmsa", "web"));
+  let answer = await admit(cluster, "/validate", gmsaReview("payroll-gmsa", "web"));
+  while (answer.allowed && Date.now() - started < 5000) answer = await admit(cluster, "/validate", gmsaReview("payroll-gmsa", "web"));
   assert.is(answer.status?.code, 422);
   assert.ok(Date.now() - started < 2000, "deletion seen within 2 s");
 

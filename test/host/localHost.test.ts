@@ -83,7 +83,8 @@ Host("validate refuses with 403 when the API server says the service account may
 });
 
 Host("an unknown credential spec is told apart by the 404 status, not the message", async (context) => {
-  const response = await post(context, "/mutate", review("CREATE", gmsaPod("not-there")));
+  context.api.state.grants.add("system:serviceaccount:apps:default|not-there");
+  const response = await post(context, "/validate", review("CREATE", gmsaPod("not-there")));
   assert.is(response.status.code, 422);
   assert.match(response.status.message, /GMSACredentialSpec "not-there" does not exist/);
 });

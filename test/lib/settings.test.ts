@@ -94,5 +94,6 @@ Host("refuses half a certificate pair and a bad port", () => {
   assert.throws(() => readHostSettings({ TLS_CERT_FILE: "/c" }), /TLS_CERT_FILE and TLS_KEY_FILE go together/);
   assert.throws(() => readHostSettings({ PORT: "70000" }), /PORT must be a port number/);
   assert.throws(() => readHostSettings({ PORT: "http" }), /PORT must be a port number/);
+  assert.throws(() => readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: "true" }), /needs GMSA_FUNCTION_KEY/);
 });
 Host.run();

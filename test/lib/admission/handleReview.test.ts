@@ -54,7 +54,7 @@ Envelope("names the credential specs used in audit annotations", async () => {
 Envelope("turns a denial into a Failure status with the code and reason", async () => {
   const p = pod();
   p.spec.securityContext = gmsa("missing");
-  const { review: answer, record } = await reviewed(review("CREATE", p));
+  const { review: answer, record } = await reviewed(review("CREATE", p), deps(), undefined, validatePod);
   assert.is(answer.response.allowed, false);
   assert.equal(answer.response.status, { status: "Failure", code: 422, reason: "Invalid", message: 'pod "web-0": GMSACredentialSpec "missing" does not exist' });
   assert.is(record.decision, "denied");
@@ -143,14 +143,30 @@ Envelope("fails closed with 504 within the time the API server allows, not the c
   assert.ok(elapsed < 5000, `answered after ${elapsed} ms`);
 });
 
-Envelope("lets an unexpected error through for the HTTP layer to report", async () => {
+Envelope("refuses with 500 and keeps the UID when something unexpected fails", async () => {
   const broken = { lookup: async () => { throw new TypeError("bug"); } };
+  const body = review("CREATE", gmsaPod());
+  const errors: unknown[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => void errors.push(args);
   try {
-    await handleReview(review("CREATE", gmsaPod()), expandCredSpecs, deps({ credSpecs: broken }));
-    assert.unreachable("should have thrown");
-  } catch (error) {
-    assert.instance(error, TypeError);
+    const { review: answer, record } = await reviewed(body, deps({ credSpecs: broken }));
+    assert.is(answer.response.uid, body.request.uid);
+    assert.is(answer.response.allowed, false);
+    assert.is(answer.response.status?.code, 500);
+    assert.is(record.decision, "error");
+    assert.match(String(errors[0]), /TypeError: bug/);
+  } finally {
+    console.error = original;
   }
+});
+
+Envelope("answers within the budget even when a port ignores the signal", async () => {
+  const deaf = { lookup: () => new Promise<never>(() => {}) };
+  const started = Date.now();
+  const { review: answer } = await reviewed(review("CREATE", gmsaPod()), deps({ credSpecs: deaf, budgetMs: 300 }));
+  assert.is(answer.response.status?.code, 504);
+  assert.ok(Date.now() - started < 2000);
 });
 
 Envelope.run();

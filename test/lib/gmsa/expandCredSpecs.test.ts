@@ -116,9 +116,26 @@ Expand("warns once per alpha annotation, naming the field that replaces it", asy
   assert.equal(verdict.kind === "allowed" && verdict.patch.map((o) => o.path), ["/metadata/annotations/pod.alpha.windows.kubernetes.io~1gmsa-credential-spec"]);
 });
 
+for (const [what, edit] of [
+  ["a credential spec that does not exist", (p: PodSpec) => (p.spec.containers[0]!.securityContext = gmsa("missing"))],
+  ["a credential spec without a credspec object", (p: PodSpec) => (p.spec.securityContext = gmsa("empty-credspec"))],
+] as const) {
+  Expand(`leaves ${what} for validation, which judges use before existence`, async () => {
+    const verdict = await expandCredSpecs(admission("CREATE", withPlaces(edit)), fakePorts());
+    assert.equal(verdict.kind === "allowed" && verdict.patch, []);
+  });
+}
+
+Expand("still inlines the names that resolve when another does not", async () => {
+  const p = withPlaces((p) => {
+    p.spec.securityContext = gmsa("missing");
+    p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec");
+  });
+  const verdict = await expandCredSpecs(admission("CREATE", p), fakePorts());
+  assert.equal(verdict.kind === "allowed" && verdict.patch.map((o) => o.path), ["/spec/containers/0/securityContext/windowsOptions/gmsaCredentialSpec"]);
+});
+
 const refusals: Array<[string, (p: PodSpec) => void, number, RegExp]> = [
-  ["a credential spec that does not exist", (p) => (p.spec.containers[0]!.securityContext = gmsa("missing")), 422, /container "iis" of pod "web-0": GMSACredentialSpec "missing" does not exist/],
-  ["a credential spec without a credspec object", (p) => (p.spec.securityContext = gmsa("empty-credspec")), 422, /pod "web-0": GMSACredentialSpec "empty-credspec" has no credspec object/],
   ["a name that is not a valid object name", (p) => (p.spec.initContainers = [{ name: "setup", securityContext: gmsa("../secrets") }]), 422, /init container "setup" of pod "web-0": "\.\.\/secrets" .* is not a valid GMSACredentialSpec name/],
 ];
 for (const [what, edit, code, message] of refusals) {

@@ -28,8 +28,8 @@ const Update = suite("validatePod on UPDATE");
 
 const changes: Array<[string, (p: PodSpec) => void, RegExp]> = [
   ["the pod's name changes", (p) => (p.spec.securityContext = gmsa("payroll-gmsa", webapp)), /pod "web-0": .*name would change from "webapp1-credspec" to "payroll-gmsa"/],
-  ["the pod's contents change", (p) => (p.spec.securityContext = gmsa("webapp1-credspec", "{}")), /pod "web-0": .*contents would change/],
-  ["the pod's contents disappear", (p) => (p.spec.securityContext = gmsa("webapp1-credspec")), /contents would disappear/],
+  ["the pod's contents change", (p) => (p.spec.securityContext = gmsa("webapp1-credspec", "{}")), /pod "web-0": .*contents for GMSACredentialSpec "webapp1-credspec" would change/],
+  ["the pod's contents disappear", (p) => (p.spec.securityContext = gmsa("webapp1-credspec")), /contents for GMSACredentialSpec "webapp1-credspec" would disappear/],
   ["a container's settings disappear", (p) => delete p.spec.containers[1]!.securityContext, /container "sidecar" of pod "web-0": .*name would change from "payroll-gmsa" to none/],
   ["a container gains a name", (p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec")), /container "iis" of pod "web-0": .*from none to "webapp1-credspec"/],
   ["an init container's name changes", (p) => (p.spec.initContainers![0]!.securityContext = gmsa("webapp1-credspec", payroll)), /init container "setup"/],
