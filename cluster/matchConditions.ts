@@ -38,7 +38,7 @@ function annotationsNotIn(pod: string, other: string): string {
   return `(has(${mine}) && ${mine}.exists(k, (${isGmsaAnnotation("k")}) && !(has(${theirs}) && k in ${theirs} && ${theirs}[k] == ${mine}[k])))`;
 }
 
-export function gmsaAnnotationsDiffer(): string {
+function gmsaAnnotationsDiffer(): string {
   return `${annotationsNotIn("object", "oldObject")} || ${annotationsNotIn("oldObject", "object")}`;
 }
 

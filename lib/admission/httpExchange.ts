@@ -27,7 +27,7 @@ export type ExchangeRecord = Omit<AdmissionRecord, "webhook" | "latencyMs" | "co
 
 export const maxBodyBytes = 3 * 1024 * 1024;
 
-export function isJsonMediaType(contentType: string | null): boolean {
+function isJsonMediaType(contentType: string | null): boolean {
   if (!contentType) return false;
   const essence = contentType.split(";", 1)[0]!.trim().toLowerCase();
   return essence === "application/json" || (essence.startsWith("application/") && essence.endsWith("+json"));
@@ -37,7 +37,7 @@ export function plainReply(status: number, message: string, headers: Record<stri
   return { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers }, body: `${message}\n` };
 }
 
-export function jsonReply(status: number, value: unknown): HttpReply {
+function jsonReply(status: number, value: unknown): HttpReply {
   return { status, headers: { "content-type": "application/json" }, body: JSON.stringify(value) };
 }
 

@@ -82,7 +82,7 @@ export interface GmsaSetting {
   readonly deprecatedAnnotations?: ReadonlyArray<{ readonly annotation: string; readonly replacedBy: string }>;
 }
 
-export function podLabel(pod: Pod, fallbackName?: string): string {
+function podLabel(pod: Pod, fallbackName?: string): string {
   const name = pod.metadata?.name || fallbackName;
   if (name) return `pod "${name}"`;
   const generateName = pod.metadata?.generateName;

@@ -9,7 +9,7 @@ export const credSpecResource = { group: "windows.k8s.io", version: "v1", plural
 /** A credential spec object, as far as admission reads it: `credspec` must be a JSON object. */
 const CredSpecObject = t.partial({ credspec: t.unknown });
 
-export function isJsonObject(value: unknown): value is Record<string, unknown> {
+function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 

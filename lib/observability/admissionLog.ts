@@ -6,7 +6,6 @@ import type { RequestCounters } from "./requestCounters.js";
  * monitoring queries in infra/ load too, so the code and the dashboards cannot disagree.
  * Never carries credential spec contents or tokens.
  */
-export type Decision = (typeof schema.decisions)[number];
 
 export interface AdmissionRecord extends RequestCounters {
   webhook: string;
@@ -21,8 +20,6 @@ export interface AdmissionRecord extends RequestCounters {
   latencyMs: number;
   coldStart: boolean;
 }
-
-export const admissionEvent = schema.event;
 
 export function admissionLogLine(record: AdmissionRecord): string {
   const f = schema.fields;
