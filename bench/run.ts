@@ -13,6 +13,7 @@ import { credSpecFixture } from "../test/support/fixtures.js";
 import { startE2eCluster } from "../test/support/e2eCluster.js";
 import { postReview } from "../test/support/httpsClient.js";
 import { gmsa, pod, review } from "../test/support/reviews.js";
+import { useGrant } from "../test/support/useGrants.js";
 
 /**
  * `npm run bench`: the figures behind the speed and memory claims, printed, never asserted.
@@ -63,14 +64,7 @@ async function latency(): Promise<void> {
   try {
     await cluster.apply([
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "apps" } },
-      { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "use-all" }, rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"] }] },
-      {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "RoleBinding",
-        metadata: { name: "all", namespace: "apps" },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "use-all" },
-        subjects: [{ kind: "Group", name: "system:serviceaccounts:apps", apiGroup: "rbac.authorization.k8s.io" }],
-      },
+      ...useGrant({ name: "use-all", namespace: "apps", group: "system:serviceaccounts:apps" }),
     ]);
     const p = pod();
     p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec");

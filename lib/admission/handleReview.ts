@@ -70,7 +70,7 @@ export async function handleReview(
 async function respond(
   request: AdmissionRequest,
   policy: WebhookPolicy,
-  deps: PolicyDependencies & { signal: AbortSignal },
+  deps: PolicyDependencies,
   budgetMs: number,
 ): Promise<AdmissionResponse> {
   const admission = podAdmission(request);

@@ -6,6 +6,7 @@ import { credSpecFixture } from "../support/fixtures.js";
 import { kubeRequest, type KubeReply } from "../support/kubeRequest.js";
 import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
 import { gmsa, type PodSpec } from "../support/reviews.js";
+import { useGrant } from "../support/useGrants.js";
 
 /**
  * The product through a real kube-apiserver: it calls the webhooks over TLS, applies their
@@ -33,32 +34,8 @@ async function setUp(context: { cluster: E2eCluster }): Promise<void> {
     { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
     { apiVersion: "v1", kind: "Namespace", metadata: { name: "opted-out", labels: { "windows.k8s.io/disabled": "true" } } },
     ...["web", "payroll", "nobody"].map((name) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } })),
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "use-webapp1" },
-      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: ["webapp1-credspec"], verbs: ["use"] }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "use-payroll" },
-      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: ["payroll-gmsa", "empty-credspec", "no-such-spec"], verbs: ["use"] }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: "web-uses-webapp1", namespace: ns },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "use-webapp1" },
-      subjects: [{ kind: "ServiceAccount", name: "web", namespace: ns }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: "payroll-uses-payroll", namespace: ns },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "use-payroll" },
-      subjects: [{ kind: "ServiceAccount", name: "payroll", namespace: ns }],
-    },
+    ...useGrant({ name: "use-webapp1", namespace: ns, credSpecs: ["webapp1-credspec"], serviceAccount: "web" }),
+    ...useGrant({ name: "use-payroll", namespace: ns, credSpecs: ["payroll-gmsa", "empty-credspec", "no-such-spec"], serviceAccount: "payroll" }),
   ]);
 }
 

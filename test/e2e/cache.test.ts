@@ -7,6 +7,7 @@ import { httpsCall, postReview } from "../support/httpsClient.js";
 import { kubeRequest } from "../support/kubeRequest.js";
 import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
 import { gmsa, pod, review } from "../support/reviews.js";
+import { useGrant } from "../support/useGrants.js";
 
 /**
  * The steady state costs the cluster almost nothing: credential specs come from the watch cache,
@@ -19,19 +20,7 @@ Cache.before(async (context) => {
     context.cluster = await startE2eCluster();
     await context.cluster.apply([
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "apps" } },
-      {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "RoleBinding",
-        metadata: { name: "everyone-uses-everything", namespace: "apps" },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "use-all" },
-        subjects: [{ kind: "Group", name: "system:serviceaccounts:apps", apiGroup: "rbac.authorization.k8s.io" }],
-      },
-      {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRole",
-        metadata: { name: "use-all" },
-        rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"] }],
-      },
+      ...useGrant({ name: "use-all", namespace: "apps", group: "system:serviceaccounts:apps" }),
     ]);
   } catch (error) {
     console.error("cache test set-up failed:", error);

@@ -18,6 +18,7 @@ import { httpsCall, postReview } from "../support/httpsClient.js";
 import { kubeRequest, type KubeReply } from "../support/kubeRequest.js";
 import { startRelayProcess, type RelayProcess } from "../support/relayProcess.js";
 import { gmsa, pod, review, type PodSpec } from "../support/reviews.js";
+import { useGrant } from "../support/useGrants.js";
 
 /**
  * Relay mode end to end: kube-apiserver → nginx running the relay's config → the function host,
@@ -103,19 +104,7 @@ async function setUp(context: Context): Promise<void> {
   await context.cluster.apply([
     { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
     ...["web", "nobody"].map((name) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } })),
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "Role",
-      metadata: { name: "use-webapp1", namespace: ns },
-      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: ["webapp1-credspec"], verbs: ["use"] }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: "web-uses-webapp1", namespace: ns },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "use-webapp1" },
-      subjects: [{ kind: "ServiceAccount", name: "web", namespace: ns }],
-    },
+    ...useGrant({ name: "use-webapp1", namespace: ns, credSpecs: ["webapp1-credspec"], serviceAccount: "web", namespacedRole: true }),
   ]);
 }
 
