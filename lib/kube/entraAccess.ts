@@ -1,10 +1,11 @@
 import type { TokenCredential } from "@azure/core-auth";
-import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { DefaultAzureCredential } from "@azure/identity";
 import { KubeConfig, type Cluster } from "@kubernetes/client-node";
 import { aksArmApiVersion, armEndpointOrigin, defaultArmEndpoint, fetchAksEndpoint, type ArmFetch } from "./aksClusterEndpoint.js";
 import { parseAksResourceId } from "./aksResourceId.js";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
 import { entraTokenCache, type EntraTokenCache, type EntraTokenStatus } from "./entraTokenCache.js";
+import { managedIdentityCredential } from "./refreshableCredential.js";
 
 /**
  * The third way to reach the API server, beside a kubeconfig file and in-cluster: a managed
@@ -16,7 +17,10 @@ import { entraTokenCache, type EntraTokenCache, type EntraTokenStatus } from "./
 export const aksServerScope = "6dae42f8-4368-4678-94ff-3960e28e3630/.default";
 
 export interface EntraClusterOptions {
-  /** ManagedIdentityCredential or DefaultAzureCredential in production (see azureCredential), a fake in tests. */
+  /**
+   * A managed identity or DefaultAzureCredential in production (see azureCredential), a fake in
+   * tests. A RefreshableCredential lets a refused token be replaced by one past its cache.
+   */
   readonly credential: TokenCredential;
   /** /subscriptions/…/resourceGroups/…/providers/Microsoft.ContainerService/managedClusters/<name>: URL and CA come from ARM. */
   readonly resourceId?: string;
@@ -37,7 +41,7 @@ export interface EntraClusterOptions {
   readonly minRefreshIntervalMs?: number;
   /** Renew a token this long before expiry when the credential gives no refresh time. Default 5 min. */
   readonly refreshMarginMs?: number;
-  /** The longest one call to the credential for an AKS token may take. Default 10 s. */
+  /** The longest one call to the credential for an AKS token may take, whether or not it heeds its signal. Default 10 s. */
   readonly tokenTimeoutMs?: number;
   /** Fetch the first AKS token before returning, so a broken identity fails at start. Default true. */
   readonly prefetchToken?: boolean;
@@ -112,7 +116,7 @@ export class EntraKubeConfig extends KubeConfig {
     return this.#endpoint.server;
   }
 
-  /** Forget the cached token: call it when the API server answers 401, then retry once. */
+  /** Forget the cached token: call it when the API server answers 401, then retry once. The retry gets a token from past the credential's cache. */
   invalidateToken(): void {
     this.#tokens.invalidate();
   }
@@ -217,10 +221,11 @@ export async function entraKubeConfig(options: EntraClusterOptions): Promise<Ent
  * platform provides managed identities (App Service and Functions set IDENTITY_ENDPOINT, AKS
  * workload identity sets AZURE_FEDERATED_TOKEN_FILE); elsewhere, such as a developer's machine,
  * DefaultAzureCredential's chain (environment, workload identity, managed identity, Azure CLI…).
+ * Only the first can replace a refused token with a fresh one; the chain is for development.
  */
 export function azureCredential(clientId?: string, env: NodeJS.ProcessEnv = process.env): TokenCredential {
   const id = nonEmpty(clientId);
-  if (id && managedIdentityAvailable(env)) return new ManagedIdentityCredential({ clientId: id });
+  if (id && managedIdentityAvailable(env)) return managedIdentityCredential(id, env);
   return new DefaultAzureCredential(id ? { managedIdentityClientId: id } : {});
 }
 

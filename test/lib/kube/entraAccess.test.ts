@@ -1,4 +1,4 @@
-import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { DefaultAzureCredential } from "@azure/identity";
 import { ApiException, AuthenticationV1Api, CustomObjectsApi, KubeConfig, Watch, makeInformer, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
 import * as https from "node:https";
 import type { AddressInfo } from "node:net";
@@ -16,6 +16,7 @@ import { AksResourceIdError } from "../../../lib/kube/aksResourceId.js";
 import { credSpecResource } from "../../../lib/kube/credSpecApi.js";
 import { EntraAccessError, aksServerScope, azureCredential, entraKubeConfig, type EntraKubeConfig } from "../../../lib/kube/entraAccess.js";
 import { EntraTokenError } from "../../../lib/kube/entraTokenCache.js";
+import { isRefreshable } from "../../../lib/kube/refreshableCredential.js";
 import { fakeCredential, manualClock } from "../../support/fakeCredential.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
 import { readAdmissionSettings } from "../../../lib/settings.js";
@@ -116,9 +117,12 @@ Options("a failed re-read keeps the endpoint in use, and the next try waits its 
   assert.is(calls, 2);
 });
 
-Options("azureCredential: a client ID where the platform serves managed identities gives ManagedIdentityCredential", () => {
-  assert.instance(azureCredential("11111111-2222-3333-4444-555555555555", { IDENTITY_ENDPOINT: "http://127.0.0.1:41741/msi/token", IDENTITY_HEADER: "x" }), ManagedIdentityCredential);
-  assert.instance(azureCredential("11111111-2222-3333-4444-555555555555", { AZURE_FEDERATED_TOKEN_FILE: "/var/run/secrets/azure/tokens/azure-identity-token" }), ManagedIdentityCredential);
+Options("azureCredential: a client ID where the platform serves managed identities gives the managed identity, able to fetch past its cache", () => {
+  const appService = azureCredential("11111111-2222-3333-4444-555555555555", { IDENTITY_ENDPOINT: "http://127.0.0.1:41741/msi/token", IDENTITY_HEADER: "x" });
+  assert.ok(isRefreshable(appService));
+  assert.not.instance(appService, DefaultAzureCredential);
+  const workload = azureCredential("11111111-2222-3333-4444-555555555555", { AZURE_FEDERATED_TOKEN_FILE: "/var/run/secrets/azure/tokens/azure-identity-token" });
+  assert.ok(isRefreshable(workload));
 });
 
 Options("azureCredential: elsewhere, or without a client ID, DefaultAzureCredential", () => {
