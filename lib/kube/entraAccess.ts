@@ -1,7 +1,8 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { DefaultAzureCredential } from "@azure/identity";
 import { KubeConfig, type Cluster } from "@kubernetes/client-node";
-import { aksArmApiVersion, armEndpointOrigin, defaultArmEndpoint, fetchAksEndpoint, type ArmFetch } from "./aksClusterEndpoint.js";
+import { checkAksApiServer, isLoopbackOrigin } from "./aksApiServerHost.js";
+import { aksArmApiVersion, armEndpointOrigin, defaultArmEndpoint, fetchAksEndpoint, fetchManagedClusterHostNames, type ArmFetch, type AksEndpointRequest } from "./aksClusterEndpoint.js";
 import { parseAksResourceId } from "./aksResourceId.js";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
 import { entraTokenCache, type EntraTokenCache, type EntraTokenStatus } from "./entraTokenCache.js";
@@ -47,6 +48,12 @@ export interface EntraClusterOptions {
   readonly prefetchToken?: boolean;
   readonly now?: () => number;
   readonly log?: (level: "info" | "warn", message: string) => void;
+  /**
+   * For the product's own tests, whose API server and fake ARM run on loopback: lets ARM name
+   * a loopback API server (it must still be a host the cluster resource declares). Refused
+   * unless the ARM endpoint is itself on loopback; no setting reaches it.
+   */
+  readonly loopbackApiServerForTests?: boolean;
 }
 
 export class EntraAccessError extends Error {
@@ -129,7 +136,8 @@ export class EntraKubeConfig extends KubeConfig {
    * Reads the API server URL and CA from ARM again (after a CA rotation, say): call it when
    * connections fail. At most once per interval; concurrent calls share one read. A new CA
    * takes effect for the next request. A new server URL takes effect for Watch, informers and
-   * clients made afterwards; clients already made keep the URL they were made with.
+   * clients made afterwards; clients already made keep the URL they were made with. A re-read
+   * that names a host the cluster does not declare fails like any other: the endpoint stays.
    */
   async refreshClusterCredentials(): Promise<ClusterCredentialsRefresh> {
     const reread = this.#reread;
@@ -188,16 +196,27 @@ export async function entraKubeConfig(options: EntraClusterOptions): Promise<Ent
     const parsed = parseAksResourceId(resourceId);
     const armEndpoint = armEndpointOrigin(options.armEndpoint ?? defaultArmEndpoint);
     id = parsed.id;
-    reread = () =>
-      fetchAksEndpoint({
-        resourceId: parsed,
-        credential: options.credential,
-        armEndpoint,
-        apiVersion: options.armApiVersion ?? aksArmApiVersion,
-        ...(options.armFetch ? { fetch: options.armFetch } : {}),
-        ...(options.armTimeoutMs !== undefined ? { timeoutMs: options.armTimeoutMs } : {}),
-        ...(options.armRetryDelayMs !== undefined ? { retryDelayMs: options.armRetryDelayMs } : {}),
-      });
+    if (options.loopbackApiServerForTests && !isLoopbackOrigin(armEndpoint)) {
+      throw new EntraAccessError("a loopback API server is accepted only from a test's ARM endpoint on loopback");
+    }
+    const request: AksEndpointRequest = {
+      resourceId: parsed,
+      credential: options.credential,
+      armEndpoint,
+      apiVersion: options.armApiVersion ?? aksArmApiVersion,
+      ...(options.armFetch ? { fetch: options.armFetch } : {}),
+      ...(options.armTimeoutMs !== undefined ? { timeoutMs: options.armTimeoutMs } : {}),
+      ...(options.armRetryDelayMs !== undefined ? { retryDelayMs: options.armRetryDelayMs } : {}),
+    };
+    const loopbackForTests = options.loopbackApiServerForTests === true;
+    reread = async () => {
+      // What the cluster resource says its names are, then where the kubeconfig points: the
+      // token goes only where both agree.
+      const clusterHostNames = await fetchManagedClusterHostNames(request);
+      const fetched = await fetchAksEndpoint(request);
+      checkAksApiServer(fetched.server, { clusterHostNames, loopbackForTests }, `listClusterUserCredential for ${parsed.id}`);
+      return fetched;
+    };
     endpoint = await reread();
   } else {
     const caPem = nonEmpty(options.caPem);
