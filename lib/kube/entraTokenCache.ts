@@ -73,6 +73,8 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
   const log = options.log ?? ((level, message) => (level === "warn" ? console.warn(message) : console.info(message)));
   let held: HeldToken | undefined;
   let inFlight: Promise<HeldToken> | undefined;
+  // Whether inFlight goes past the credential's cache, started after the last invalidate().
+  let inFlightIsFresh = false;
   // Bumped by invalidate(): a fetch that started before it may bring back the refused token.
   let generation = 0;
   let noBackgroundRefreshBefore = 0;
@@ -127,6 +129,7 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
       return fetched;
     })();
     inFlight = attempt;
+    inFlightIsFresh = fresh;
     // Whatever the credential does, the attempt settles within fetchTimeoutMs, and with it this
     // entry: a hung call is never shared beyond that, and the next need starts a new one.
     const settle = () => {
@@ -157,6 +160,9 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
       return (await (inFlight ?? fetchToken())).token;
     },
     invalidate() {
+      // A burst of admissions refused with the same token asks once, not once each: a fetch
+      // past the cache that started after the token was refused already brings a new one.
+      if (inFlight && inFlightIsFresh) return;
       held = undefined;
       inFlight = undefined;
       generation += 1;

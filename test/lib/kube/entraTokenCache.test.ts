@@ -232,6 +232,24 @@ Tokens("after invalidate(), a credential that caches is asked past its cache: th
   assert.is(await cache.token(), "accepted", "and it is kept");
 });
 
+Tokens("a burst of refusals shares one fetch past the cache", async (context) => {
+  context.clock = manualClock();
+  const credential = cachingCredential([{ token: "refused", lifetimeMs: hour }, { token: "accepted", lifetimeMs: hour }, { token: "extra", lifetimeMs: hour }], context.clock.now);
+  const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", now: context.clock.now, log: () => undefined });
+  await cache.token();
+  credential.hold();
+  cache.invalidate();
+  const retries = [cache.token()];
+  await settle();
+  for (let i = 0; i < 5; i++) {
+    cache.invalidate();
+    retries.push(cache.token());
+  }
+  credential.release();
+  assert.equal(await Promise.all(retries), Array(6).fill("accepted"));
+  assert.equal(credential.calls.map((c) => c.fresh), [false, true]);
+});
+
 Tokens("a forced fetch that fails is forced again on the next try", async (context) => {
   context.clock = manualClock();
   const credential = cachingCredential([{ token: "refused", lifetimeMs: hour }, { fail: "endpoint busy" }, { token: "accepted", lifetimeMs: hour }], context.clock.now);
