@@ -1,4 +1,5 @@
 import { isLeft } from "fp-ts/Either";
+import { randomUUID } from "node:crypto";
 import { describeDecodeErrors } from "./decodeErrors.js";
 import { Pod } from "../gmsa/pod.js";
 import type { PodAdmission, PolicyDependencies, PolicySettings } from "../gmsa/podAdmission.js";
@@ -46,9 +47,10 @@ export async function handleReview(
   // an admission waits on it.
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(new Error(`admission budget of ${budget} ms spent`)), budget);
-  const { result: response, counters } = await withRequestCounters(() =>
+  const { result: answer, counters } = await withRequestCounters(() =>
     respond(request, policy, { ...deps, signal: deadline.signal }, budget),
   ).finally(() => clearTimeout(timer));
+  const { response, failure } = answer;
   const code = response.status?.code ?? 200;
   return {
     kind: "reviewed",
@@ -63,8 +65,21 @@ export async function handleReview(
       code,
       reason: response.status?.reason ?? "",
       credSpecs: response.auditAnnotations?.credspecs?.split(",") ?? [],
+      correlationId: failure?.correlationId ?? "",
+      detail: failure?.detail ?? "",
     },
   };
+}
+
+/** What went wrong, for the log only: the pod creator is told the correlation ID and plain words. */
+interface FailureDetail {
+  readonly correlationId: string;
+  readonly detail: string;
+}
+
+interface Answer {
+  readonly response: AdmissionResponse;
+  readonly failure?: FailureDetail;
 }
 
 async function respond(
@@ -72,25 +87,64 @@ async function respond(
   policy: WebhookPolicy,
   deps: PolicyDependencies,
   budgetMs: number,
-): Promise<AdmissionResponse> {
+): Promise<Answer> {
   const admission = podAdmission(request);
-  if ("problem" in admission) return responseFor(request.uid, denied(400, admission.problem));
-  if (!admission.admission) return { uid: request.uid, allowed: true };
+  if ("problem" in admission) return { response: responseFor(request.uid, denied(400, admission.problem)) };
+  if (!admission.admission) return { response: { uid: request.uid, allowed: true } };
   try {
     // Whatever a port does with the signal, the answer leaves when the budget is spent.
-    return responseFor(request.uid, await Promise.race([policy(admission.admission, deps), whenAborted(deps.signal)]));
+    return { response: responseFor(request.uid, await Promise.race([policy(admission.admission, deps), whenAborted(deps.signal)])) };
   } catch (error) {
+    const correlationId = randomUUID();
+    const failure = { correlationId, detail: describeFailure(error) };
     if (error instanceof ClusterUnavailableError) {
-      return failedClosed(request.uid, error.failure === "timeout" ? 504 : 503, `GMSA admission could not be checked: ${error.message}`);
+      const code = error.failure === "timeout" ? 504 : 503;
+      return { response: failedClosed(request.uid, code, plainFailure(whatHappened(error), correlationId)), failure };
     }
     if (deps.signal.aborted) {
-      return failedClosed(request.uid, 504, `GMSA admission could not be checked: the Kubernetes API server did not answer within ${budgetMs} ms`);
+      return { response: failedClosed(request.uid, 504, plainFailure(`the Kubernetes API server did not answer within ${budgetMs} ms`, correlationId)), failure };
     }
     // A bug, not the pod's fault and not the cluster's: refuse the pod, keep the UID, and let
     // the caller log what happened.
-    reportUnexpected(error);
-    return failedClosed(request.uid, 500, "GMSA admission failed unexpectedly; the pod was not admitted");
+    reportUnexpected(error, correlationId);
+    return { response: failedClosed(request.uid, 500, `GMSA admission failed unexpectedly; the pod was not admitted (correlation ID ${correlationId})`), failure };
   }
+}
+
+/**
+ * Whoever creates a pod reads this message through kubectl. Host names, addresses, ports,
+ * certificate problems and identity errors describe the webhook's own infrastructure, so they
+ * go to the log under the correlation ID and the message says only what kind of failure it was.
+ */
+function whatHappened(error: ClusterUnavailableError): string {
+  switch (error.failure) {
+    case "timeout":
+      return "the Kubernetes API server did not answer in time";
+    case "unreachable":
+      return "the Kubernetes API server could not be reached";
+    case "serverError":
+      return `the Kubernetes API server answered with an error${error.httpStatus !== undefined ? ` (HTTP ${error.httpStatus})` : ""}`;
+    case "rejected":
+      return "the webhook's own access to the cluster failed";
+  }
+}
+
+function plainFailure(what: string, correlationId: string): string {
+  return `GMSA admission could not be checked: ${what}; the pod was not admitted (correlation ID ${correlationId})`;
+}
+
+const maxDetailLength = 1000;
+
+/** The error and its causes on one line, for the log. */
+function describeFailure(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== undefined; depth++) {
+    parts.push(current instanceof Error ? `${current.name}: ${current.message}` : String(current));
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  const line = parts.join(" <- ").replace(/\s+/g, " ").trim();
+  return line.length > maxDetailLength ? `${line.slice(0, maxDetailLength)}…` : line;
 }
 
 // One turn late, so that a port which does stop at the signal gets to give its own, more
@@ -103,8 +157,8 @@ function whenAborted(signal: AbortSignal): Promise<never> {
   });
 }
 
-function reportUnexpected(error: unknown): void {
-  console.error(`GMSA admission: unexpected failure: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+function reportUnexpected(error: unknown, correlationId: string): void {
+  console.error(`GMSA admission: unexpected failure (correlation ID ${correlationId}): ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 }
 
 /** A pod admission, nothing to check (DELETE, CONNECT), or why the request is not one. */

@@ -4,18 +4,20 @@ import * as t from "io-ts";
 import { parse as parseYaml } from "yaml";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
 import type { AksResourceId } from "./aksResourceId.js";
+import { settleWithin } from "./settleWithin.js";
 
 /**
  * Reads a managed cluster's API server URL and CA from Azure Resource Manager
- * (`listClusterUserCredential`, which the Azure Kubernetes Service Cluster User role allows).
+ * (`listClusterUserCredential`), and the host names the cluster resource itself declares (a
+ * GET of the managed cluster): the Azure Kubernetes Service Cluster User role allows both.
  * Only the cluster half of the kubeconfig is read: its users half is never decoded, kept or
- * logged, whatever it holds.
+ * logged, whatever it holds. Every call, the token for it included, is bounded in time.
  */
 export const aksArmApiVersion = "2025-10-01";
 export const defaultArmEndpoint = "https://management.azure.com";
 
 /** The subset of `fetch` this module uses: global fetch fits, and so does a test's fake. */
-export type ArmFetch = (url: string, init: { method: "POST"; headers: Record<string, string>; signal: AbortSignal }) => Promise<Response>;
+export type ArmFetch = (url: string, init: { method: "POST" | "GET"; headers: Record<string, string>; signal: AbortSignal }) => Promise<Response>;
 
 export interface AksEndpointRequest {
   readonly resourceId: AksResourceId;
@@ -24,7 +26,7 @@ export interface AksEndpointRequest {
   readonly armEndpoint: string;
   readonly fetch?: ArmFetch;
   readonly apiVersion?: string;
-  /** The longest one ARM call may take. Default 15 s. */
+  /** The longest one ARM call may take, and separately the token for it, whether or not they heed their signal. Default 15 s. */
   readonly timeoutMs?: number;
   /** Transient answers (429, 5xx, no answer) are tried this many times in all. Default 3. */
   readonly attempts?: number;
@@ -82,34 +84,49 @@ const KubeconfigClusters = t.intersection([
   }),
 ]);
 
-export async function fetchAksEndpoint(request: AksEndpointRequest): Promise<ApiServerEndpoint> {
-  const origin = armEndpointOrigin(request.armEndpoint);
-  const id = request.resourceId;
-  const path = [
-    "subscriptions",
-    id.subscriptionId,
-    "resourceGroups",
-    id.resourceGroup,
-    "providers",
-    "Microsoft.ContainerService",
-    "managedClusters",
-    id.clusterName,
-    "listClusterUserCredential",
-  ]
+const ManagedClusterNames = t.type({
+  properties: t.partial({ fqdn: t.string, privateFQDN: t.string, azurePortalFQDN: t.string }),
+});
+
+function clusterPath(id: AksResourceId): string {
+  return ["subscriptions", id.subscriptionId, "resourceGroups", id.resourceGroup, "providers", "Microsoft.ContainerService", "managedClusters", id.clusterName]
     .map(encodeURIComponent)
     .join("/");
-  const url = `${origin}/${path}?api-version=${encodeURIComponent(request.apiVersion ?? aksArmApiVersion)}`;
-  const what = `listClusterUserCredential for ${id.id}`;
-  const body = await postWithRetries(url, what, request);
+}
+
+function armUrl(request: AksEndpointRequest, path: string): string {
+  return `${armEndpointOrigin(request.armEndpoint)}/${path}?api-version=${encodeURIComponent(request.apiVersion ?? aksArmApiVersion)}`;
+}
+
+export async function fetchAksEndpoint(request: AksEndpointRequest): Promise<ApiServerEndpoint> {
+  const url = armUrl(request, `${clusterPath(request.resourceId)}/listClusterUserCredential`);
+  const what = `listClusterUserCredential for ${request.resourceId.id}`;
+  const body = await sendWithRetries("POST", url, what, request);
   return endpointFromCredentialResults(body, what);
 }
 
-async function postWithRetries(url: string, what: string, request: AksEndpointRequest): Promise<unknown> {
+/**
+ * The host names the managed cluster resource declares for its API server: `fqdn`,
+ * `privateFQDN` and `azurePortalFQDN`, lower case, without the ones it does not have.
+ */
+export async function fetchManagedClusterHostNames(request: AksEndpointRequest): Promise<string[]> {
+  const url = armUrl(request, clusterPath(request.resourceId));
+  const what = `the managed cluster ${request.resourceId.id}`;
+  const body = await sendWithRetries("GET", url, what, request);
+  const decoded = ManagedClusterNames.decode(body);
+  if (isLeft(decoded)) throw new ArmRequestError(`the answer to a read of ${what} ${decodeFailure(decoded.left)}`);
+  const { fqdn, privateFQDN, azurePortalFQDN } = decoded.right.properties;
+  const names = [fqdn, privateFQDN, azurePortalFQDN].filter((name): name is string => typeof name === "string" && name.trim() !== "");
+  if (names.length === 0) throw new ArmRequestError(`${what} declares no API server host name (properties.fqdn, privateFQDN)`);
+  return names.map((name) => name.trim().toLowerCase().replace(/\.$/, ""));
+}
+
+async function sendWithRetries(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest): Promise<unknown> {
   const attempts = Math.max(1, request.attempts ?? 3);
   const retryDelayMs = request.retryDelayMs ?? 500;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await postOnce(url, what, request);
+      return await sendOnce(method, url, what, request);
     } catch (error) {
       if (!(error instanceof ArmRequestError) || !error.transient || attempt >= attempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, retryDelayMs * 2 ** (attempt - 1)));
@@ -117,27 +134,35 @@ async function postWithRetries(url: string, what: string, request: AksEndpointRe
   }
 }
 
-async function postOnce(url: string, what: string, request: AksEndpointRequest): Promise<unknown> {
+async function sendOnce(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest): Promise<unknown> {
   const scope = armScope(request.armEndpoint);
+  const timeoutMs = request.timeoutMs ?? 15_000;
   let token: string;
   try {
-    const access = await request.credential.getToken(scope, { abortSignal: AbortSignal.timeout(request.timeoutMs ?? 15_000) });
+    const access = await settleWithin(
+      timeoutMs,
+      (signal) => request.credential.getToken(scope, { abortSignal: signal }),
+      () => new Error(`the credential did not answer within ${timeoutMs} ms`),
+    );
     if (!access?.token) throw new Error("the credential returned no token");
     token = access.token;
   } catch (error) {
-    // Not retried here: the credential retries on its own.
+    // Not retried here: the credential retries on its own, and the next re-read tries again.
     throw new ArmRequestError(`could not get a Microsoft Entra token for Azure Resource Manager (scope ${scope}): ${firstLine(error)}`, { cause: error });
   }
   const send = request.fetch ?? fetch;
   let response: Response;
   let text: string;
   try {
-    response = await send(url, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${token}`, Accept: "application/json" },
-      signal: AbortSignal.timeout(request.timeoutMs ?? 15_000),
-    });
-    text = await response.text();
+    // The answer and its body within the time allowed, even from a fetch that ignores its signal.
+    ({ response, text } = await settleWithin(
+      timeoutMs,
+      async (signal) => {
+        const answer = await send(url, { method, headers: { Authorization: `Bearer ${token}`, Accept: "application/json" }, signal });
+        return { response: answer, text: await answer.text() };
+      },
+      () => new Error(`no answer within ${timeoutMs} ms`),
+    ));
   } catch (error) {
     throw new ArmRequestError(`Azure Resource Manager did not answer ${what}: ${firstLine(error)}`, { transient: true, cause: error });
   }

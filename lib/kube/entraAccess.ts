@@ -1,10 +1,12 @@
 import type { TokenCredential } from "@azure/core-auth";
-import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { DefaultAzureCredential } from "@azure/identity";
 import { KubeConfig, type Cluster } from "@kubernetes/client-node";
-import { aksArmApiVersion, armEndpointOrigin, defaultArmEndpoint, fetchAksEndpoint, type ArmFetch } from "./aksClusterEndpoint.js";
+import { checkAksApiServer, isLoopbackOrigin } from "./aksApiServerHost.js";
+import { aksArmApiVersion, armEndpointOrigin, defaultArmEndpoint, fetchAksEndpoint, fetchManagedClusterHostNames, type ArmFetch, type AksEndpointRequest } from "./aksClusterEndpoint.js";
 import { parseAksResourceId } from "./aksResourceId.js";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
 import { entraTokenCache, type EntraTokenCache, type EntraTokenStatus } from "./entraTokenCache.js";
+import { managedIdentityCredential } from "./refreshableCredential.js";
 
 /**
  * The third way to reach the API server, beside a kubeconfig file and in-cluster: a managed
@@ -16,7 +18,10 @@ import { entraTokenCache, type EntraTokenCache, type EntraTokenStatus } from "./
 export const aksServerScope = "6dae42f8-4368-4678-94ff-3960e28e3630/.default";
 
 export interface EntraClusterOptions {
-  /** ManagedIdentityCredential or DefaultAzureCredential in production (see azureCredential), a fake in tests. */
+  /**
+   * A managed identity or DefaultAzureCredential in production (see azureCredential), a fake in
+   * tests. A RefreshableCredential lets a refused token be replaced by one past its cache.
+   */
   readonly credential: TokenCredential;
   /** /subscriptions/…/resourceGroups/…/providers/Microsoft.ContainerService/managedClusters/<name>: URL and CA come from ARM. */
   readonly resourceId?: string;
@@ -37,12 +42,18 @@ export interface EntraClusterOptions {
   readonly minRefreshIntervalMs?: number;
   /** Renew a token this long before expiry when the credential gives no refresh time. Default 5 min. */
   readonly refreshMarginMs?: number;
-  /** The longest one call to the credential for an AKS token may take. Default 10 s. */
+  /** The longest one call to the credential for an AKS token may take, whether or not it heeds its signal. Default 10 s. */
   readonly tokenTimeoutMs?: number;
   /** Fetch the first AKS token before returning, so a broken identity fails at start. Default true. */
   readonly prefetchToken?: boolean;
   readonly now?: () => number;
   readonly log?: (level: "info" | "warn", message: string) => void;
+  /**
+   * For the product's own tests, whose API server and fake ARM run on loopback: lets ARM name
+   * a loopback API server (it must still be a host the cluster resource declares). Refused
+   * unless the ARM endpoint is itself on loopback; no setting reaches it.
+   */
+  readonly loopbackApiServerForTests?: boolean;
 }
 
 export class EntraAccessError extends Error {
@@ -112,7 +123,7 @@ export class EntraKubeConfig extends KubeConfig {
     return this.#endpoint.server;
   }
 
-  /** Forget the cached token: call it when the API server answers 401, then retry once. */
+  /** Forget the cached token: call it when the API server answers 401, then retry once. The retry gets a token from past the credential's cache. */
   invalidateToken(): void {
     this.#tokens.invalidate();
   }
@@ -125,7 +136,8 @@ export class EntraKubeConfig extends KubeConfig {
    * Reads the API server URL and CA from ARM again (after a CA rotation, say): call it when
    * connections fail. At most once per interval; concurrent calls share one read. A new CA
    * takes effect for the next request. A new server URL takes effect for Watch, informers and
-   * clients made afterwards; clients already made keep the URL they were made with.
+   * clients made afterwards; clients already made keep the URL they were made with. A re-read
+   * that names a host the cluster does not declare fails like any other: the endpoint stays.
    */
   async refreshClusterCredentials(): Promise<ClusterCredentialsRefresh> {
     const reread = this.#reread;
@@ -184,16 +196,27 @@ export async function entraKubeConfig(options: EntraClusterOptions): Promise<Ent
     const parsed = parseAksResourceId(resourceId);
     const armEndpoint = armEndpointOrigin(options.armEndpoint ?? defaultArmEndpoint);
     id = parsed.id;
-    reread = () =>
-      fetchAksEndpoint({
-        resourceId: parsed,
-        credential: options.credential,
-        armEndpoint,
-        apiVersion: options.armApiVersion ?? aksArmApiVersion,
-        ...(options.armFetch ? { fetch: options.armFetch } : {}),
-        ...(options.armTimeoutMs !== undefined ? { timeoutMs: options.armTimeoutMs } : {}),
-        ...(options.armRetryDelayMs !== undefined ? { retryDelayMs: options.armRetryDelayMs } : {}),
-      });
+    if (options.loopbackApiServerForTests && !isLoopbackOrigin(armEndpoint)) {
+      throw new EntraAccessError("a loopback API server is accepted only from a test's ARM endpoint on loopback");
+    }
+    const request: AksEndpointRequest = {
+      resourceId: parsed,
+      credential: options.credential,
+      armEndpoint,
+      apiVersion: options.armApiVersion ?? aksArmApiVersion,
+      ...(options.armFetch ? { fetch: options.armFetch } : {}),
+      ...(options.armTimeoutMs !== undefined ? { timeoutMs: options.armTimeoutMs } : {}),
+      ...(options.armRetryDelayMs !== undefined ? { retryDelayMs: options.armRetryDelayMs } : {}),
+    };
+    const loopbackForTests = options.loopbackApiServerForTests === true;
+    reread = async () => {
+      // What the cluster resource says its names are, then where the kubeconfig points: the
+      // token goes only where both agree.
+      const clusterHostNames = await fetchManagedClusterHostNames(request);
+      const fetched = await fetchAksEndpoint(request);
+      checkAksApiServer(fetched.server, { clusterHostNames, loopbackForTests }, `listClusterUserCredential for ${parsed.id}`);
+      return fetched;
+    };
     endpoint = await reread();
   } else {
     const caPem = nonEmpty(options.caPem);
@@ -217,10 +240,11 @@ export async function entraKubeConfig(options: EntraClusterOptions): Promise<Ent
  * platform provides managed identities (App Service and Functions set IDENTITY_ENDPOINT, AKS
  * workload identity sets AZURE_FEDERATED_TOKEN_FILE); elsewhere, such as a developer's machine,
  * DefaultAzureCredential's chain (environment, workload identity, managed identity, Azure CLI…).
+ * Only the first can replace a refused token with a fresh one; the chain is for development.
  */
 export function azureCredential(clientId?: string, env: NodeJS.ProcessEnv = process.env): TokenCredential {
   const id = nonEmpty(clientId);
-  if (id && managedIdentityAvailable(env)) return new ManagedIdentityCredential({ clientId: id });
+  if (id && managedIdentityAvailable(env)) return managedIdentityCredential(id, env);
   return new DefaultAzureCredential(id ? { managedIdentityClientId: id } : {});
 }
 

@@ -1,4 +1,6 @@
 import type { AccessToken, TokenCredential } from "@azure/core-auth";
+import { isRefreshable } from "./refreshableCredential.js";
+import { settleWithin } from "./settleWithin.js";
 
 /**
  * One Microsoft Entra access token for one scope, kept for the whole instance. Requests are
@@ -10,7 +12,10 @@ import type { AccessToken, TokenCredential } from "@azure/core-auth";
 export interface EntraTokenCache {
   /** A bearer token for the scope. Throws EntraTokenError when none can be had. */
   token(): Promise<string>;
-  /** Forgets the cached token (the API server refused it): the next request fetches a new one. */
+  /**
+   * Forgets the cached token (the API server refused it): the next request fetches a new one,
+   * past the credential's own cache when the credential can do that (RefreshableCredential).
+   */
   invalidate(): void;
   status(): EntraTokenStatus;
 }
@@ -21,6 +26,8 @@ export interface EntraTokenStatus {
   readonly refreshAtTimestamp?: number;
   /** How many times the credential has been asked, successfully or not. */
   readonly fetches: number;
+  /** How many of those asked past the credential's cache. */
+  readonly freshFetches: number;
 }
 
 export interface EntraTokenCacheOptions {
@@ -29,7 +36,11 @@ export interface EntraTokenCacheOptions {
   readonly now?: () => number;
   /** How long before expiry a token is renewed when the credential says nothing. Default 5 min. */
   readonly refreshMarginMs?: number;
-  /** The longest one call to the credential may take. Default 10 s. */
+  /**
+   * The longest one call to the credential may take, enforced here whether or not the
+   * credential heeds its abort signal. Past it the call is abandoned and the next need starts
+   * another. Default 10 s.
+   */
   readonly fetchTimeoutMs?: number;
   /** After a failed background renewal, how long to go on with the current token before trying again. Default 10 s. */
   readonly retryAfterFailureMs?: number;
@@ -62,10 +73,15 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
   const log = options.log ?? ((level, message) => (level === "warn" ? console.warn(message) : console.info(message)));
   let held: HeldToken | undefined;
   let inFlight: Promise<HeldToken> | undefined;
+  // Whether inFlight goes past the credential's cache, started after the last invalidate().
+  let inFlightIsFresh = false;
   // Bumped by invalidate(): a fetch that started before it may bring back the refused token.
   let generation = 0;
   let noBackgroundRefreshBefore = 0;
   let fetches = 0;
+  let freshFetches = 0;
+  // Set by invalidate(): the credential's cache holds the refused token, so go past it.
+  let needFresh = false;
 
   function schedule(access: AccessToken, requestedAt: number): HeldToken {
     const expiresOn = access.expiresOnTimestamp;
@@ -77,18 +93,35 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
     return { token: access.token, expiresOn, usableUntil, refreshAt: Math.min(refreshAt, usableUntil) };
   }
 
+  function ask(fresh: boolean, signal: AbortSignal): Promise<AccessToken | null> {
+    if (fresh && isRefreshable(credential)) {
+      freshFetches += 1;
+      return credential.getFreshToken(scope, { abortSignal: signal });
+    }
+    return credential.getToken(scope, { abortSignal: signal });
+  }
+
   function fetchToken(): Promise<HeldToken> {
     const startedIn = generation;
+    const fresh = needFresh;
+    needFresh = false;
     const attempt = (async () => {
       fetches += 1;
       const requestedAt = now();
       let access: AccessToken | null;
       try {
-        access = await credential.getToken(scope, { abortSignal: AbortSignal.timeout(fetchTimeoutMs) });
+        access = await settleWithin(
+          fetchTimeoutMs,
+          (signal) => ask(fresh, signal),
+          () => new Error(`the credential did not answer within ${fetchTimeoutMs} ms`),
+        );
       } catch (error) {
+        // The refused token may still be in the credential's cache: the next try goes past it too.
+        if (fresh && generation === startedIn) needFresh = true;
         throw new EntraTokenError(`could not get a Microsoft Entra token for ${options.purpose} (scope ${scope}): ${firstLine(error)}`, { cause: error });
       }
       if (!access || typeof access.token !== "string" || access.token === "" || !Number.isFinite(access.expiresOnTimestamp)) {
+        if (fresh && generation === startedIn) needFresh = true;
         throw new EntraTokenError(`the credential gave no usable Microsoft Entra token for ${options.purpose} (scope ${scope})`);
       }
       const fetched = schedule(access, requestedAt);
@@ -96,6 +129,9 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
       return fetched;
     })();
     inFlight = attempt;
+    inFlightIsFresh = fresh;
+    // Whatever the credential does, the attempt settles within fetchTimeoutMs, and with it this
+    // entry: a hung call is never shared beyond that, and the next need starts a new one.
     const settle = () => {
       if (inFlight === attempt) inFlight = undefined;
     };
@@ -124,15 +160,19 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
       return (await (inFlight ?? fetchToken())).token;
     },
     invalidate() {
+      // A burst of admissions refused with the same token asks once, not once each: a fetch
+      // past the cache that started after the token was refused already brings a new one.
+      if (inFlight && inFlightIsFresh) return;
       held = undefined;
       inFlight = undefined;
       generation += 1;
       noBackgroundRefreshBefore = 0;
+      needFresh = true;
     },
     status() {
       return held
-        ? { cached: true, expiresOnTimestamp: held.expiresOn, refreshAtTimestamp: held.refreshAt, fetches }
-        : { cached: false, fetches };
+        ? { cached: true, expiresOnTimestamp: held.expiresOn, refreshAtTimestamp: held.refreshAt, fetches, freshFetches }
+        : { cached: false, fetches, freshFetches };
     },
   };
 }

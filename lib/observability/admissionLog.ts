@@ -17,6 +17,10 @@ export interface AdmissionRecord extends RequestCounters {
   code: number;
   reason: string;
   credSpecs: readonly string[];
+  /** Set when the pod was refused because of a failure: the ID the pod creator was given. */
+  correlationId: string;
+  /** That failure's details (host names, causes): for operators, never sent to the pod creator. */
+  detail: string;
   latencyMs: number;
   coldStart: boolean;
 }
@@ -34,6 +38,8 @@ export function admissionLogLine(record: AdmissionRecord): string {
     [f.code]: record.code,
     [f.reason]: record.reason,
     [f.credSpecs]: record.credSpecs,
+    [f.correlationId]: record.correlationId,
+    [f.detail]: record.detail,
     [f.latencyMs]: Math.round(record.latencyMs * 10) / 10,
     [f.cacheHits]: record.cacheHits,
     [f.cacheMisses]: record.cacheMisses,

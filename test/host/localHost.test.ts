@@ -94,7 +94,22 @@ Host("fails closed with 503 when the API server answers 500", async (context) =>
   const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
   assert.is(response.allowed, false);
   assert.is(response.status.code, 503);
-  assert.match(response.status.message, /answered 500/);
+  assert.match(response.status.message, /answered with an error \(HTTP 500\)/);
+});
+
+Host("a refused pod is told a correlation ID, not the API server's address; the log line has both", async (context) => {
+  context.webhook.logs.length = 0;
+  context.api.state.failWith = 500;
+  const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
+  const apiHost = new URL(context.api.url).host;
+  const id = /correlation ID ([0-9a-f-]{36})/.exec(response.status.message)?.[1];
+  assert.ok(id, response.status.message);
+  assert.not.match(response.status.message, apiHost);
+  const lines = context.webhook.logs.filter((l) => l.includes('"event":"gmsa.admission"'));
+  assert.is(lines.length, 1);
+  const record = JSON.parse(lines[0]!.slice(lines[0]!.indexOf("{")));
+  assert.is(record.correlationId, id);
+  assert.match(record.detail, "answered 500");
 });
 
 Host("tries a transient failure again within the budget", async (context) => {
@@ -111,7 +126,7 @@ Host("honours Retry-After only as far as the budget allows", async (context) => 
   const started = Date.now();
   const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
   assert.is(response.status.code, 503);
-  assert.match(response.status.message, /answered 429/);
+  assert.match(response.status.message, /answered with an error \(HTTP 429\)/);
   assert.ok(Date.now() - started < 2000, "did not wait 30 s");
   assert.is(context.api.calls.length, 1);
 });

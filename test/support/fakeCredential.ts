@@ -1,4 +1,5 @@
 import type { AccessToken, GetTokenOptions, TokenCredential } from "@azure/core-auth";
+import type { RefreshableCredential } from "../../lib/kube/refreshableCredential.js";
 
 /**
  * A TokenCredential that hands out tokens from a script, one per call (the last one again once
@@ -7,11 +8,15 @@ import type { AccessToken, GetTokenOptions, TokenCredential } from "@azure/core-
 export type TokenStep =
   | { readonly token: string; readonly lifetimeMs: number; readonly refreshAfterMs?: number }
   | { readonly fail: string }
-  | { readonly empty: true };
+  | { readonly empty: true }
+  /** Never answers, and ignores the abort signal, as a credential whose endpoint hangs. */
+  | { readonly hang: true };
 
 export interface TokenCall {
   readonly scopes: string | string[];
   readonly at: number;
+  /** Asked past the credential's cache (getFreshToken). */
+  readonly fresh?: boolean;
 }
 
 export interface FakeCredential extends TokenCredential {
@@ -48,6 +53,7 @@ export function fakeCredential(script: TokenStep[], now: () => number = Date.now
       const step = steps.length > 1 ? steps.shift()! : steps[0];
       if (held) await held.promise;
       if (!step) throw new Error("the fake credential has no script");
+      if ("hang" in step) return new Promise<never>(() => undefined);
       if ("fail" in step) throw new Error(step.fail);
       if ("empty" in step) return null;
       return {
@@ -57,6 +63,39 @@ export function fakeCredential(script: TokenStep[], now: () => number = Date.now
         tokenType: "Bearer",
       };
     },
+  };
+}
+
+/**
+ * A credential that caches as MSAL does for managed identities: getToken hands out the token it
+ * already has until that expires, whatever the API server thought of it; only getFreshToken
+ * (or having no usable token) takes the next step of the script.
+ */
+export function cachingCredential(script: TokenStep[], now: () => number = Date.now): FakeCredential & RefreshableCredential {
+  const inner = fakeCredential(script, now);
+  const cache = new Map<string, AccessToken>();
+  const key = (scopes: string | string[]) => (Array.isArray(scopes) ? scopes.join(" ") : scopes);
+  const fetch = async (scopes: string | string[], options: GetTokenOptions | undefined, fresh: boolean) => {
+    const before = inner.calls.length;
+    // The inner fake records the call as soon as it is made; mark it before it settles.
+    const pending = inner.getToken(scopes, options);
+    const call = inner.calls[before];
+    if (call) inner.calls[before] = { ...call, fresh };
+    const access = await pending;
+    if (access) cache.set(key(scopes), access);
+    return access;
+  };
+  return {
+    calls: inner.calls,
+    scripts: inner.scripts,
+    hold: () => inner.hold(),
+    release: () => inner.release(),
+    async getToken(scopes, options) {
+      const cached = cache.get(key(scopes));
+      if (cached && cached.expiresOnTimestamp > now()) return cached;
+      return fetch(scopes, options, false);
+    },
+    getFreshToken: (scope, options) => fetch(scope, options, true),
   };
 }
 

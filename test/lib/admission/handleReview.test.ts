@@ -129,7 +129,7 @@ Envelope("fails closed with 503 when the cluster cannot answer", async () => {
   const { review: answer, record } = await reviewed(review("CREATE", gmsaPod()), d);
   assert.is(answer.response.allowed, false);
   assert.is(answer.response.status?.code, 503);
-  assert.match(answer.response.status?.message ?? "", /could not be checked: the Kubernetes API server answered 500/);
+  assert.match(answer.response.status?.message ?? "", /could not be checked: the Kubernetes API server answered with an error \(HTTP 500\)/);
   assert.is(record.decision, "error");
 });
 

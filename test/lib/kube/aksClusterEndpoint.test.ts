@@ -2,7 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { stringify } from "yaml";
 import { createCertificateAuthority } from "../../../controlplane/pki.js";
-import { ArmRequestError, armScope, endpointFromCredentialResults, fetchAksEndpoint, type ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
+import { ArmRequestError, armScope, endpointFromCredentialResults, fetchAksEndpoint, fetchManagedClusterHostNames, type ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
 import { parseAksResourceId } from "../../../lib/kube/aksResourceId.js";
 import { fakeCredential } from "../../support/fakeCredential.js";
 
@@ -206,6 +206,76 @@ Call("no ARM token, no call: the error names the ARM scope and the credential's 
     assert.match((error as Error).message, "could not get a Microsoft Entra token for Azure Resource Manager (scope https://management.azure.com/.default): DefaultAzureCredential");
   }
   assert.is(arm.sent.length, 0);
+});
+
+Call("the managed cluster's own host names come from a GET of the cluster resource, lower case", async () => {
+  const arm = scriptedArm([
+    {
+      status: 200,
+      body: {
+        id: resourceId.id,
+        properties: { fqdn: "AKS-one-dns-1a2b3c.hcp.westeurope.azmk8s.io", privateFQDN: "aks-one.privatelink.westeurope.azmk8s.io.", azurePortalFQDN: "", kubernetesVersion: "1.33" },
+      },
+    },
+  ]);
+  const names = await fetchManagedClusterHostNames({ resourceId, credential: fakeCredential([{ token: "arm-token", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch });
+  assert.equal(names, ["aks-one-dns-1a2b3c.hcp.westeurope.azmk8s.io", "aks-one.privatelink.westeurope.azmk8s.io"]);
+  assert.is(arm.sent[0]!.method, "GET");
+  assert.is(
+    arm.sent[0]!.url,
+    "https://management.azure.com/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one?api-version=2025-10-01",
+  );
+});
+
+Call("a cluster resource that declares no host name is an error", async () => {
+  const arm = scriptedArm([{ status: 200, body: { properties: { kubernetesVersion: "1.33" } } }]);
+  try {
+    await fetchManagedClusterHostNames({ resourceId, credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch });
+    assert.unreachable("should have failed");
+  } catch (error) {
+    assert.instance(error, ArmRequestError);
+    assert.match((error as Error).message, "declares no API server host name");
+  }
+});
+
+/** Fails the test instead of waiting forever on a promise that never settles. */
+async function settlesWithin<T>(ms: number, pending: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([pending, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Call("a credential that hangs and ignores its signal: the ARM call gives up at its timeout", async () => {
+  const arm = scriptedArm([goodAnswer()]);
+  const started = Date.now();
+  try {
+    await settlesWithin(3000, fetchAksEndpoint({ resourceId, credential: fakeCredential([{ hang: true }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch, timeoutMs: 100 }));
+    assert.unreachable("should have failed");
+  } catch (error) {
+    assert.instance(error, ArmRequestError, String(error));
+    assert.match((error as Error).message, "did not answer within 100 ms");
+  }
+  assert.ok(Date.now() - started < 1000);
+  assert.is(arm.sent.length, 0);
+});
+
+Call("an ARM answer that never comes, from a fetch that ignores its signal: tried three times, then an error", async () => {
+  const sent: string[] = [];
+  const deaf: ArmFetch = (url) => {
+    sent.push(url);
+    return new Promise<never>(() => undefined);
+  };
+  try {
+    await settlesWithin(3000, fetchAksEndpoint({ resourceId, credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: deaf, timeoutMs: 100, retryDelayMs: 1 }));
+    assert.unreachable("should have failed");
+  } catch (error) {
+    assert.instance(error, ArmRequestError, String(error));
+    assert.match((error as Error).message, "did not answer listClusterUserCredential");
+  }
+  assert.is(sent.length, 3);
 });
 
 Call.run();

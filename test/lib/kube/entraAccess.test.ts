@@ -1,4 +1,4 @@
-import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { DefaultAzureCredential } from "@azure/identity";
 import { ApiException, AuthenticationV1Api, CustomObjectsApi, KubeConfig, Watch, makeInformer, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
 import * as https from "node:https";
 import type { AddressInfo } from "node:net";
@@ -12,10 +12,12 @@ import { webhookClusterRole, webhookClusterRoleName } from "../../../cluster/web
 import { createCertificateAuthority, issueCertificate, type CertificateAuthority } from "../../../controlplane/pki.js";
 import { startControlPlane, type ControlPlane } from "../../../controlplane/start.js";
 import type { ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
+import { ApiServerHostError } from "../../../lib/kube/aksApiServerHost.js";
 import { AksResourceIdError } from "../../../lib/kube/aksResourceId.js";
 import { credSpecResource } from "../../../lib/kube/credSpecApi.js";
 import { EntraAccessError, aksServerScope, azureCredential, entraKubeConfig, type EntraKubeConfig } from "../../../lib/kube/entraAccess.js";
 import { EntraTokenError } from "../../../lib/kube/entraTokenCache.js";
+import { isRefreshable } from "../../../lib/kube/refreshableCredential.js";
 import { fakeCredential, manualClock } from "../../support/fakeCredential.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
 import { readAdmissionSettings } from "../../../lib/settings.js";
@@ -94,31 +96,99 @@ Options("with the server given directly, there is nothing to refresh", async ({ 
   assert.is(refresh.outcome, "skipped");
 });
 
+const aksHost = "aks-one-dns-1a2b3c4d.hcp.westeurope.azmk8s.io";
+
+/** ARM as a script: the cluster resource declares `names`; listClusterUserCredential points at `server`, or fails with `status`. */
+interface ScriptedArm {
+  readonly fetch: ArmFetch;
+  readonly sent: Array<{ method: string; url: string }>;
+  names: string[];
+  server: string;
+  status: number;
+}
+
+function scriptedArm(caPem: string, names: string[], server: string): ScriptedArm {
+  const arm: ScriptedArm = {
+    sent: [],
+    names,
+    server,
+    status: 200,
+    fetch: async (url, init) => {
+      arm.sent.push({ method: init.method, url });
+      if (init.method === "GET") return new Response(JSON.stringify({ properties: { fqdn: arm.names[0], privateFQDN: arm.names[1] } }), { status: 200 });
+      if (arm.status !== 200) return new Response(JSON.stringify({ error: { code: "AuthorizationFailed", message: "no" } }), { status: arm.status });
+      const kubeconfig = stringify({ clusters: [{ name: "aks-one", cluster: { server: arm.server, "certificate-authority-data": Buffer.from(caPem).toString("base64") } }] });
+      return new Response(JSON.stringify({ kubeconfigs: [{ name: "clusterUser", value: Buffer.from(kubeconfig).toString("base64") }] }), { status: 200 });
+    },
+  };
+  return arm;
+}
+
+Options("with a resource ID, an API server the cluster resource declares is accepted", async ({ ca }) => {
+  const arm = scriptedArm(ca.certPem, [aksHost, "aks-one.privatelink.westeurope.azmk8s.io"], `https://${aksHost}:443`);
+  const credential = someToken();
+  const kc = await entraKubeConfig({ credential, resourceId, armFetch: arm.fetch });
+  assert.is(kc.server, `https://${aksHost}`);
+  assert.equal(arm.sent.map((s) => s.method), ["GET", "POST"]);
+  assert.equal(credential.calls.map((c) => c.scopes), ["https://management.azure.com/.default", "https://management.azure.com/.default", aksServerScope]);
+});
+
+const foreignServers: Array<[string, string[], string, RegExp]> = [
+  ["a host the cluster does not declare", [aksHost], "https://attacker.example", /attacker\.example, which is not a host name the managed cluster declares/],
+  ["another port", [aksHost], `https://${aksHost}:8443`, /uses port 8443/],
+  ["a loopback address, without the test seam", ["127.0.0.1"], "https://127.0.0.1:6443", /is an IP address/],
+];
+for (const [what, names, server, message] of foreignServers) {
+  Options(`ARM naming ${what} stops start-up, and no AKS token is fetched`, async ({ ca }) => {
+    const arm = scriptedArm(ca.certPem, names, server);
+    const credential = someToken();
+    const error = await refusal(() => entraKubeConfig({ credential, resourceId, armFetch: arm.fetch }));
+    assert.instance(error, ApiServerHostError);
+    assert.match(error.message, message);
+    assert.match(error.message, `listClusterUserCredential for ${resourceId}`);
+    assert.not.ok(credential.calls.some((c) => c.scopes === aksServerScope), "the token for the API server was never fetched");
+  });
+}
+
+Options("the loopback test seam is refused unless ARM itself is a test's, on loopback", async ({ ca }) => {
+  const arm = scriptedArm(ca.certPem, ["127.0.0.1"], "https://127.0.0.1:6443");
+  const error = await refusal(() => entraKubeConfig({ credential: someToken(), resourceId, armFetch: arm.fetch, loopbackApiServerForTests: true }));
+  assert.instance(error, EntraAccessError);
+  assert.match(error.message, "only from a test's ARM endpoint on loopback");
+  assert.is(arm.sent.length, 0);
+});
+
 Options("a failed re-read keeps the endpoint in use, and the next try waits its turn", async ({ ca }) => {
   const clock = manualClock();
-  const kubeconfig = stringify({ clusters: [{ name: "aks-one", cluster: { server: "https://aks-one.example", "certificate-authority-data": Buffer.from(ca.certPem).toString("base64") } }] });
-  const answers = [
-    { status: 200, body: JSON.stringify({ kubeconfigs: [{ name: "clusterUser", value: Buffer.from(kubeconfig).toString("base64") }] }) },
-    { status: 403, body: JSON.stringify({ error: { code: "AuthorizationFailed", message: "no" } }) },
-  ];
-  let calls = 0;
-  const armFetch: ArmFetch = async () => {
-    const answer = answers[Math.min(calls++, answers.length - 1)]!;
-    return new Response(answer.body, { status: answer.status });
-  };
-  const kc = await entraKubeConfig({ credential: someToken(), resourceId, armFetch, now: clock.now });
-  assert.is(kc.server, "https://aks-one.example");
+  const arm = scriptedArm(ca.certPem, [aksHost], `https://${aksHost}`);
+  const kc = await entraKubeConfig({ credential: someToken(), resourceId, armFetch: arm.fetch, now: clock.now });
+  assert.is(kc.server, `https://${aksHost}`);
+  arm.status = 403;
   clock.advance(30_000);
   const error = await refusal(() => kc.refreshClusterCredentials());
   assert.match(error.message, "Azure Resource Manager answered 403 to listClusterUserCredential");
-  assert.is(kc.server, "https://aks-one.example");
+  assert.is(kc.server, `https://${aksHost}`);
   assert.is((await kc.refreshClusterCredentials()).outcome, "skipped", "a failure counts: ARM is not hammered");
-  assert.is(calls, 2);
+  assert.is(arm.sent.filter((s) => s.method === "POST").length, 2);
 });
 
-Options("azureCredential: a client ID where the platform serves managed identities gives ManagedIdentityCredential", () => {
-  assert.instance(azureCredential("11111111-2222-3333-4444-555555555555", { IDENTITY_ENDPOINT: "http://127.0.0.1:41741/msi/token", IDENTITY_HEADER: "x" }), ManagedIdentityCredential);
-  assert.instance(azureCredential("11111111-2222-3333-4444-555555555555", { AZURE_FEDERATED_TOKEN_FILE: "/var/run/secrets/azure/tokens/azure-identity-token" }), ManagedIdentityCredential);
+Options("a re-read that names a host the cluster does not declare is refused, and the endpoint stays", async ({ ca }) => {
+  const clock = manualClock();
+  const arm = scriptedArm(ca.certPem, [aksHost], `https://${aksHost}`);
+  const kc = await entraKubeConfig({ credential: someToken(), resourceId, armFetch: arm.fetch, now: clock.now });
+  arm.server = "https://attacker.example";
+  clock.advance(30_000);
+  const error = await refusal(() => kc.refreshClusterCredentials());
+  assert.instance(error, ApiServerHostError);
+  assert.is(kc.server, `https://${aksHost}`);
+});
+
+Options("azureCredential: a client ID where the platform serves managed identities gives the managed identity, able to fetch past its cache", () => {
+  const appService = azureCredential("11111111-2222-3333-4444-555555555555", { IDENTITY_ENDPOINT: "http://127.0.0.1:41741/msi/token", IDENTITY_HEADER: "x" });
+  assert.ok(isRefreshable(appService));
+  assert.not.instance(appService, DefaultAzureCredential);
+  const workload = azureCredential("11111111-2222-3333-4444-555555555555", { AZURE_FEDERATED_TOKEN_FILE: "/var/run/secrets/azure/tokens/azure-identity-token" });
+  assert.ok(isRefreshable(workload));
 });
 
 Options("azureCredential: elsewhere, or without a client ID, DefaultAzureCredential", () => {
@@ -309,6 +379,12 @@ async function startFakeArm(firstServer: string, caPem: string): Promise<FakeArm
   const state = { caPem, server: firstServer };
   const httpsServer = https.createServer({ cert: serving.certPem, key: serving.keyPem }, (request, response) => {
     requests.push({ method: request.method ?? "", url: request.url ?? "", authorization: request.headers.authorization });
+    if (request.method === "GET") {
+      // The cluster resource declares both loopback names the tests use for the API server.
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify({ properties: { fqdn: "127.0.0.1", privateFQDN: "localhost" } }));
+      return;
+    }
     const kubeconfig = {
       apiVersion: "v1",
       kind: "Config",
@@ -361,10 +437,15 @@ Cluster("with a resource ID, the URL and CA come from ARM with an ARM token, and
     const clock = manualClock(Date.now());
     const credential = fakeCredential([{ token: tokens.b.token, lifetimeMs: hour }], clock.now);
     credential.scripts.set(`${arm.endpoint}/.default`, [{ token: "arm-token", lifetimeMs: hour }]);
-    const kc: EntraKubeConfig = await entraKubeConfig({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now });
+    const kc: EntraKubeConfig = await entraKubeConfig({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now, loopbackApiServerForTests: true });
 
-    assert.is(arm.requests.length, 1);
+    assert.is(arm.requests.length, 2);
     assert.equal(arm.requests[0], {
+      method: "GET",
+      url: "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one?api-version=2025-10-01",
+      authorization: "Bearer arm-token",
+    });
+    assert.equal(arm.requests[1], {
       method: "POST",
       url: "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one/listClusterUserCredential?api-version=2025-10-01",
       authorization: "Bearer arm-token",
@@ -375,7 +456,7 @@ Cluster("with a resource ID, the URL and CA come from ARM with an ARM token, and
     assert.is(await whoAmI(kc), tokens.b.user);
     assert.equal(
       credential.calls.map((c) => c.scopes),
-      [`${arm.endpoint}/.default`, aksServerScope],
+      [`${arm.endpoint}/.default`, `${arm.endpoint}/.default`, aksServerScope],
     );
   } finally {
     await arm.close();
@@ -388,17 +469,18 @@ Cluster("refreshClusterCredentials re-reads ARM at most every 30 s, and a new CA
   try {
     const clock = manualClock(Date.now());
     const credential = fakeCredential([{ token: tokens.b.token, lifetimeMs: 24 * hour }], clock.now);
-    const kc = await entraKubeConfig({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now });
+    const kc = await entraKubeConfig({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now, loopbackApiServerForTests: true });
     const api = kc.makeApiClient(CustomObjectsApi);
     const list = () => api.listClusterCustomObject({ ...credSpecResource });
 
     const tooSoon = await kc.refreshClusterCredentials();
     assert.is(tooSoon.outcome, "skipped");
-    assert.is(arm.requests.length, 1);
+    // Every read is two requests: the cluster resource, then listClusterUserCredential.
+    assert.is(arm.requests.length, 2);
 
     clock.advance(30_000);
     assert.equal(await kc.refreshClusterCredentials(), { outcome: "unchanged" });
-    assert.is(arm.requests.length, 2);
+    assert.is(arm.requests.length, 4);
 
     // ARM now hands out a CA that did not sign the API server's certificate.
     arm.caPem = (await createCertificateAuthority("not-the-cluster-ca")).certPem;
@@ -406,7 +488,7 @@ Cluster("refreshClusterCredentials re-reads ARM at most every 30 s, and a new CA
     const [first, second] = await Promise.all([kc.refreshClusterCredentials(), kc.refreshClusterCredentials()]);
     assert.equal(first, { outcome: "updated", serverChanged: false, caChanged: true });
     assert.equal(second, first, "concurrent calls share one read");
-    assert.is(arm.requests.length, 3);
+    assert.is(arm.requests.length, 6);
     try {
       await list();
       assert.unreachable("the wrong CA should have been used and failed");

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { EntraTokenError, entraTokenCache, type EntraTokenCache } from "../../../lib/kube/entraTokenCache.js";
-import { fakeCredential, manualClock, type FakeCredential, type TokenStep } from "../../support/fakeCredential.js";
+import { cachingCredential, fakeCredential, manualClock, type FakeCredential, type TokenStep } from "../../support/fakeCredential.js";
 
 const scope = "6dae42f8-4368-4678-94ff-3960e28e3630/.default";
 const minute = 60_000;
@@ -172,6 +172,98 @@ Tokens("a failed background renewal keeps the current token, warns, and waits 10
   await settle();
   assert.is(await context.cache.token(), "B");
   assert.is(context.credential.calls.length, 3);
+});
+
+/** Fails the test instead of waiting forever on a promise that never settles. */
+async function within<T>(ms: number, what: string, pending: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: still pending after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([pending, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Tokens("a credential that hangs and ignores its signal: the wait ends at the fetch timeout, and the next need asks again", async (context) => {
+  // Real time here: the timeout is the product's own timer.
+  const credential = fakeCredential([{ hang: true }, { token: "A", lifetimeMs: hour }]);
+  const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", fetchTimeoutMs: 100, log: () => undefined });
+  const started = Date.now();
+  const waiters = [cache.token(), cache.token()];
+  for (const waiter of waiters) {
+    try {
+      await within(2000, "a token from a hung credential", waiter);
+      assert.unreachable("a hung credential gives no token");
+    } catch (error) {
+      assert.instance(error, EntraTokenError, String(error));
+      assert.match((error as Error).message, "did not answer within 100 ms");
+    }
+  }
+  assert.ok(Date.now() - started < 1000, `gave up after ${Date.now() - started} ms`);
+  assert.is(credential.calls.length, 1, "the waiters shared the one hung call");
+  assert.is(await within(2000, "the next token", cache.token()), "A", "the next need started a new call, which answered");
+  assert.is(credential.calls.length, 2);
+});
+
+Tokens("while a hung call is being waited for, later needs share it; once it is dropped they do not", async (context) => {
+  const credential = fakeCredential([{ hang: true }, { hang: true }, { token: "A", lifetimeMs: hour }]);
+  const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", fetchTimeoutMs: 80, log: () => undefined });
+  for (let round = 1; round <= 2; round++) {
+    const failed = await within(2000, `round ${round}`, cache.token().then(() => false, () => true));
+    assert.ok(failed);
+    assert.is(credential.calls.length, round);
+  }
+  assert.is(await within(2000, "the third call", cache.token()), "A");
+});
+
+Tokens("after invalidate(), a credential that caches is asked past its cache: the retry gets a different token", async (context) => {
+  context.clock = manualClock();
+  const credential = cachingCredential([{ token: "refused", lifetimeMs: hour }, { token: "accepted", lifetimeMs: hour }], context.clock.now);
+  const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", now: context.clock.now, log: () => undefined });
+  assert.is(await cache.token(), "refused");
+  assert.is((await credential.getToken(scope))?.token, "refused", "asked the ordinary way, the credential gives its cached token");
+  cache.invalidate();
+  assert.is(await cache.token(), "accepted");
+  assert.equal(credential.calls.map((c) => c.fresh), [false, true]);
+  assert.is(cache.status().freshFetches, 1);
+  assert.is(await cache.token(), "accepted", "and it is kept");
+});
+
+Tokens("a burst of refusals shares one fetch past the cache", async (context) => {
+  context.clock = manualClock();
+  const credential = cachingCredential([{ token: "refused", lifetimeMs: hour }, { token: "accepted", lifetimeMs: hour }, { token: "extra", lifetimeMs: hour }], context.clock.now);
+  const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", now: context.clock.now, log: () => undefined });
+  await cache.token();
+  credential.hold();
+  cache.invalidate();
+  const retries = [cache.token()];
+  await settle();
+  for (let i = 0; i < 5; i++) {
+    cache.invalidate();
+    retries.push(cache.token());
+  }
+  credential.release();
+  assert.equal(await Promise.all(retries), Array(6).fill("accepted"));
+  assert.equal(credential.calls.map((c) => c.fresh), [false, true]);
+});
+
+Tokens("a forced fetch that fails is forced again on the next try", async (context) => {
+  context.clock = manualClock();
+  const credential = cachingCredential([{ token: "refused", lifetimeMs: hour }, { fail: "endpoint busy" }, { token: "accepted", lifetimeMs: hour }], context.clock.now);
+  const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", now: context.clock.now, log: () => undefined });
+  await cache.token();
+  cache.invalidate();
+  try {
+    await cache.token();
+    assert.unreachable("the forced fetch fails");
+  } catch (error) {
+    assert.instance(error, EntraTokenError);
+  }
+  assert.is(await cache.token(), "accepted", "not the refused token from the credential's cache");
+  assert.equal(credential.calls.map((c) => c.fresh), [false, true, true]);
 });
 
 Tokens.run();
