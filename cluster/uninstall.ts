@@ -12,7 +12,8 @@ type ObjectHeader = Pick<KubernetesObject, "apiVersion" | "kind" | "metadata">;
 /**
  * What `--uninstall` removes, in order: the webhook configurations first (a configuration whose
  * webhook is gone would refuse every GMSA pod), then the relay, then the RBAC. Never the CRD or
- * a credential spec: workloads and the AKS add-on may still need them.
+ * a credential spec: workloads and the AKS add-on may still need them. The namespace only when
+ * the wiring created it (namespaceOwnership.ts).
  */
 export function uninstallOrder(namespace: string): ObjectHeader[] {
   const inRelay = (apiVersion: string, kind: string, name = relayName): ObjectHeader => ({ apiVersion, kind, metadata: { name, namespace } });

@@ -76,7 +76,8 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
   --apply                   server-side apply with the current kubeconfig
   --dry-run                 with --apply: show what would change, change nothing
   --uninstall               remove the webhook configurations first, then the relay and
-                            the RBAC; never the CRD or any credential spec
+                            the RBAC; the relay's namespace only if the wiring created it;
+                            never the CRD or any credential spec
   --help                    this text
 `;
 
