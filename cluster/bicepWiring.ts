@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "./manifests.js";
-import { relayDefaultImage, relayDefaultNamespace } from "./relay.js";
+import { relayDefaultImage, relayDefaultNamespace, relayName } from "./relay.js";
 
 /**
  * The Bicep module infra/modules/cluster-wiring.bicep, generated from the same renderer as the
@@ -36,6 +36,13 @@ const params: readonly BicepParam[] = [
   { name: "relayCaCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the CA of the relay's serving certificate (npm run wire -- --certificate-out DIR writes ca.crt)." },
   { name: "relayTlsCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the relay's serving certificate, for <relay service>.<relayNamespace>.svc (tls.crt)." },
   { name: "relayTlsKey", type: "string", secure: true, defaultValue: "''", description: "relay mode: PEM of the key of the relay's serving certificate (tls.key)." },
+  {
+    name: "relayPreviousCaCertificate",
+    type: "string",
+    defaultValue: "''",
+    description:
+      "relay mode, while rotating the relay's certificate: PEM of the CA the relay's pods served under until now. The webhook configurations trust it besides relayCaCertificate, and are applied before the new Secret and Deployment, so pods of either certificate are trusted during the rollout. Once the rollout is done (kubectl rollout status), deploy again with this empty.",
+  },
 ];
 
 const placeholder = (name: string) => `{{${name}}}`;
@@ -55,7 +62,12 @@ function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
           podTemplateChecksum: placeholder("relayChecksum"),
         } as const)
       : ({ kind: "url", baseUrl: `https://${placeholder("functionHost")}` } as const);
-  return clusterManifests({ target, subject, timeoutSeconds: defaultTimeoutSeconds });
+  return clusterManifests({
+    target,
+    subject,
+    timeoutSeconds: defaultTimeoutSeconds,
+    ...(mode === "relay" ? { relayCaBundlePem: placeholder("relayCaBundle") } : {}),
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -144,6 +156,7 @@ interface Resource {
   readonly fields: ReadonlyArray<readonly [string, string]>;
   readonly namespaced: boolean;
   readonly kind: string;
+  readonly name: string;
 }
 
 function resourceType(object: KubernetesObject): string {
@@ -168,7 +181,7 @@ function resources(): { list: Resource[]; templateHash: string } {
   const url = templateObjects("url");
   const relay = templateObjects("relay");
   const urlByKey = new Map(url.map((object) => [key(object), object]));
-  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum"]);
+  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayCaBundle"]);
   const list = relay.map((object): Resource => {
     const inUrl = urlByKey.get(key(object));
     const fields = Object.keys(object)
@@ -181,6 +194,7 @@ function resources(): { list: Resource[]; templateHash: string } {
       fields,
       namespaced: object.metadata.namespace !== undefined,
       kind: object.kind,
+      name: object.metadata.name,
     };
   });
   const templateHash = createHash("sha256").update(JSON.stringify([url, relay])).digest("hex").slice(0, 16);
@@ -201,9 +215,20 @@ export function renderBicepWiring(): string {
   const { list, templateHash } = resources();
   const namespace = list.find((r) => r.kind === "Namespace");
   const webhookKinds = new Set(["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
-  const beforeWebhooks = list.filter((r) => !webhookKinds.has(r.kind)).map((r) => r.symbol);
+  // What the relay serves with comes after the webhook configurations: during a rotation they
+  // must trust the new CA before any pod can serve the new certificate, and the pods must start
+  // from the new Secret.
+  const isServing = (r: Resource) => (r.kind === "Secret" && r.name === `${relayName}-tls`) || r.kind === "Deployment";
+  const webhooks = list.filter((r) => webhookKinds.has(r.kind)).map((r) => r.symbol);
+  const beforeWebhooks = list.filter((r) => !webhookKinds.has(r.kind) && !isServing(r)).map((r) => r.symbol);
+  const tlsSecret = list.find((r) => r.kind === "Secret" && r.name === `${relayName}-tls`);
   const blocks = list.map((resource) => {
-    const dependsOn = webhookKinds.has(resource.kind) ? beforeWebhooks : resource.namespaced && namespace ? [namespace.symbol] : [];
+    const inNamespace = resource.namespaced && namespace ? [namespace.symbol] : [];
+    const dependsOn = webhookKinds.has(resource.kind)
+      ? beforeWebhooks
+      : isServing(resource)
+        ? [...inNamespace, ...(resource.kind === "Deployment" && tlsSecret ? [tlsSecret.symbol] : []), ...webhooks]
+        : inNamespace;
     const body = [
       ...resource.fields.map(([field, value]) => `  ${bicepKey(field)}: ${value}`),
       ...(dependsOn.length === 0 ? [] : [`  dependsOn: [\n${dependsOn.map((s) => `    ${s}`).join("\n")}\n  ]`]),
@@ -216,6 +241,9 @@ export function renderBicepWiring(): string {
 // extension. The extension needs an admin kubeconfig: the cluster must have local accounts
 // enabled, and the extension does not support private clusters. Otherwise render the same
 // objects as YAML with \`npm run wire\` (docs/wiring.md).
+// In relay mode the webhook configurations are applied before the relay's TLS Secret and
+// Deployment (a rotation must trust the new CA before any pod serves it): on a first install, GMSA
+// pods are refused (fail closed) until the relay's pods are ready; other pods never wait on it.
 
 ${params.map(paramDeclaration).join("\n\n")}
 
@@ -223,6 +251,9 @@ var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
 var relayChecksum = uniqueString('${templateHash}', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+
+// What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
+var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '\${relayCaCertificate}\\n\${relayPreviousCaCertificate}'
 
 extension kubernetes with {
   namespace: relayNamespace

@@ -1,4 +1,6 @@
 import { ApiException, KubernetesObjectApi, type KubeConfig, type KubernetesObject as ClientObject } from "@kubernetes/client-node";
+import { isLeft } from "fp-ts/Either";
+import * as t from "io-ts";
 import { fieldManager } from "./applyObjects.js";
 import { credSpecCrdName } from "./credSpecCrd.js";
 import type { KubernetesObject } from "./manifests.js";
@@ -13,6 +15,29 @@ export interface ClusterState {
   readonly relayCertificate?: Partial<RelayCertificate>;
   /** Other mutating webhooks that look after pods' gMSA settings, as "configuration/webhook". */
   readonly otherGmsaWebhooks: readonly string[];
+  /**
+   * What the product's webhook configurations trust now for the relay in this namespace (PEM
+   * bundles): more than the Secret's CA while a rotation's rollout has not been seen to finish.
+   */
+  readonly relayCaBundles: readonly string[];
+}
+
+const WebhookConfigurationCaBundles = t.type({
+  webhooks: t.union([
+    t.undefined,
+    t.array(t.type({ clientConfig: t.partial({ caBundle: t.string, service: t.partial({ name: t.string, namespace: t.string }) }) })),
+  ]),
+});
+
+/** The caBundles of one of our webhook configurations that address the relay in `namespace`. */
+function relayCaBundlesOf(configuration: unknown, namespace: string): string[] {
+  const decoded = WebhookConfigurationCaBundles.decode(configuration);
+  if (isLeft(decoded)) return [];
+  return (decoded.right.webhooks ?? []).flatMap(({ clientConfig }) =>
+    clientConfig.service?.name === relayName && clientConfig.service.namespace === namespace && clientConfig.caBundle !== undefined
+      ? [Buffer.from(clientConfig.caBundle, "base64").toString("utf8")]
+      : [],
+  );
 }
 
 export function isNotFound(error: unknown): boolean {
@@ -61,7 +86,13 @@ export async function readClusterState(config: KubeConfig, namespace: string): P
   const otherGmsaWebhooks = mutating.items
     .filter((item) => item.metadata?.name !== webhookConfigurationName)
     .flatMap((item) => (item.webhooks ?? []).filter((webhook) => mutatesGmsaPods(item.metadata?.name ?? "", webhook)).map((webhook) => `${item.metadata?.name}/${webhook.name}`));
+  const relayCaBundles: string[] = [];
+  for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {
+    const live = await readLive(client, { apiVersion: "admissionregistration.k8s.io/v1", kind, metadata: { name: webhookConfigurationName } });
+    if (live !== undefined) relayCaBundles.push(...relayCaBundlesOf(live, namespace));
+  }
   return {
+    relayCaBundles,
     crd: crd === undefined ? "absent" : owners.includes(fieldManager) ? "ours" : "foreign",
     ...(secret === undefined ? {} : { relayCertificate: { caPem: text(data, "ca.crt"), certPem: text(data, "tls.crt"), keyPem: text(data, "tls.key") } }),
     otherGmsaWebhooks,

@@ -16,17 +16,30 @@ export interface ClusterWiring {
   readonly timeoutSeconds?: number;
   /** Leave the CRD out when the cluster already has one (the AKS gMSA add-on installs it). */
   readonly includeCrd?: boolean;
+  /**
+   * Relay mode: what the webhook configurations trust, when that is more than the relay's current
+   * CA — during a certificate rotation, the CA of the pods still serving the old certificate too.
+   */
+  readonly relayCaBundlePem?: string;
 }
 
 export type KubernetesObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } & Record<string, unknown> } & Record<string, unknown>;
 
 export const defaultTimeoutSeconds = 5;
 
+/** The relay's current CA followed by previous ones still trusted (PEM; empty when none). */
+export function relayCaBundle(currentCaPem: string, previousCaPem: string): string {
+  return previousCaPem === "" ? currentCaPem : `${currentCaPem}\n${previousCaPem}`;
+}
+
 /** In apply order: the webhook configurations last, once what they point at exists. */
 export function clusterManifests(wiring: ClusterWiring): KubernetesObject[] {
   const timeoutSeconds = wiring.timeoutSeconds ?? defaultTimeoutSeconds;
   const relay = wiring.target.kind === "relay" ? wiring.target : undefined;
-  const target: WebhookTarget = wiring.target.kind === "relay" ? relayServiceTarget(wiring.target) : wiring.target;
+  const target: WebhookTarget =
+    wiring.target.kind === "relay"
+      ? { ...relayServiceTarget(wiring.target), ...(wiring.relayCaBundlePem === undefined ? {} : { caBundlePem: wiring.relayCaBundlePem }) }
+      : wiring.target;
   const webhook = { target, timeoutSeconds, name: webhookConfigurationName };
   return [
     ...(wiring.includeCrd === false ? [] : [credSpecCrd()]),

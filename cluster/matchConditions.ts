@@ -6,6 +6,12 @@
  * securityContext on a running pod, so labels, finalizers and status of GMSA pods never wait on
  * the webhook. Every other pod never waits on it either, so an outage of the webhook cannot keep
  * DaemonSets or system pods from starting.
+ *
+ * A Binding (the scheduler's, or anyone's with `create` on pods/binding) has its annotations
+ * copied onto the pod it binds, so one that carries a GMSA annotation key is a change of GMSA
+ * settings and goes to validation. Every other Binding — every scheduling decision — never
+ * waits on the webhook. The Binding test comes first: a Binding has no spec, and the pod
+ * expression would fail on it.
  */
 function windowsOptionsSet(holder: string): string {
   const options = `${holder}.securityContext.windowsOptions`;
@@ -42,10 +48,17 @@ function gmsaAnnotationsDiffer(): string {
   return `${annotationsNotIn("object", "oldObject")} || ${annotationsNotIn("oldObject", "object")}`;
 }
 
+/** True when `object` (a Binding) carries any GMSA annotation key, whatever its value. */
+function bindingCarriesGmsaAnnotations(): string {
+  return `(object != null && has(object.metadata) && has(object.metadata.annotations) && object.metadata.annotations.exists(k, ${isGmsaAnnotation("k")}))`;
+}
+
 export function gmsaMatchConditions() {
   const expression = [
+    `request.kind.kind == 'Binding'`,
+    `? ${bindingCarriesGmsaAnnotations()}`,
     // subResource is absent, not empty, for the pod itself.
-    `request.operation == 'CREATE' || (has(request.subResource) && request.subResource == 'ephemeralcontainers')`,
+    `: (request.operation == 'CREATE' || (has(request.subResource) && request.subResource == 'ephemeralcontainers'))`,
     `? (${podHasGmsaSettings("object")})`,
     `: (object != null && oldObject != null && (${gmsaAnnotationsDiffer()}))`,
   ].join(" ");

@@ -2,6 +2,7 @@ import { KubernetesObjectApi, type KubeConfig } from "@kubernetes/client-node";
 import { isNotFound, readLive } from "./clusterState.js";
 import { objectRef } from "./changePlan.js";
 import type { KubernetesObject } from "./manifests.js";
+import { namespaceOwnership } from "./namespaceOwnership.js";
 import { relayName } from "./relay.js";
 import { webhookConfigurationName } from "./webhookConfigurations.js";
 import { webhookClusterRoleName } from "./webhookRbac.js";
@@ -11,7 +12,8 @@ type ObjectHeader = Pick<KubernetesObject, "apiVersion" | "kind" | "metadata">;
 /**
  * What `--uninstall` removes, in order: the webhook configurations first (a configuration whose
  * webhook is gone would refuse every GMSA pod), then the relay, then the RBAC. Never the CRD or
- * a credential spec: workloads and the AKS add-on may still need them.
+ * a credential spec: workloads and the AKS add-on may still need them. The namespace only when
+ * the wiring created it (namespaceOwnership.ts).
  */
 export function uninstallOrder(namespace: string): ObjectHeader[] {
   const inRelay = (apiVersion: string, kind: string, name = relayName): ObjectHeader => ({ apiVersion, kind, metadata: { name, namespace } });
@@ -36,10 +38,6 @@ export interface Removal {
   readonly outcome: "deleted" | "absent" | "kept" | "would delete";
 }
 
-/** A namespace is deleted only when the wiring made it (it carries the relay's label). */
-function isRelayNamespace(live: { metadata?: { labels?: Record<string, string> } }): boolean {
-  return live.metadata?.labels?.["app.kubernetes.io/name"] === relayName;
-}
 
 export async function uninstall(config: KubeConfig, namespace: string, options: { dryRun?: boolean } = {}): Promise<Removal[]> {
   const client = KubernetesObjectApi.makeApiClient(config);
@@ -51,7 +49,8 @@ export async function uninstall(config: KubeConfig, namespace: string, options: 
       removals.push({ object: ref, outcome: "absent" });
       continue;
     }
-    if (object.kind === "Namespace" && !isRelayNamespace(live)) {
+    // Deleted only when the wiring created it: labels prove nothing, the apply itself writes them.
+    if (object.kind === "Namespace" && namespaceOwnership(live) !== "ours") {
       removals.push({ object: ref, outcome: "kept" });
       continue;
     }

@@ -15,6 +15,19 @@ export interface WebhookOptions {
 export const webhookConfigurationName = "gmsa-admission";
 export const excludedNamespaceLabel = { key: "windows.k8s.io/disabled", value: "true" } as const;
 
+/**
+ * AKS's Admissions Enforcer rewrites every webhook configuration that lacks this annotation: it
+ * adds namespaceSelector exclusions of its own (namespaces labelled `control-plane`, or managed by
+ * AKS), through which pods could then carry any credential spec unchecked. The namespaceSelector
+ * below already keeps kube-system out, and the matchConditions keep every pod without GMSA
+ * settings away from the webhooks, so nothing the enforcer protects ever waits on them.
+ */
+export const aksAdmissionsEnforcerOptOut = { "admissions.enforcer/disabled": "true" } as const;
+
+function configurationMetadata(name: string) {
+  return { name, labels: { "app.kubernetes.io/name": "gmsa-admission" }, annotations: { ...aksAdmissionsEnforcerOptOut } };
+}
+
 function clientConfig(target: WebhookTarget, path: "/mutate" | "/validate") {
   const caBundle = target.caBundlePem ? { caBundle: Buffer.from(target.caBundlePem).toString("base64") } : {};
   if (target.kind === "url") return { url: `${target.baseUrl.replace(/\/+$/, "")}${path}`, ...caBundle };
@@ -22,13 +35,14 @@ function clientConfig(target: WebhookTarget, path: "/mutate" | "/validate") {
 }
 
 /**
- * Namespaces that must never wait on the webhook: kube-system, AKS's own control-plane
- * namespaces, and any namespace an operator opts out with the label.
+ * Namespaces that never reach the webhooks: kube-system, and those an operator opts out with the
+ * label. Nothing else: a label put on namespaces for other reasons (operator scaffolding writes
+ * `control-plane: controller-manager`) must not switch the checks off. Pods without GMSA
+ * settings are kept away by the matchConditions wherever they run.
  */
 const namespaceSelector = {
   matchExpressions: [
     { key: "kubernetes.io/metadata.name", operator: "NotIn", values: ["kube-system"] },
-    { key: "control-plane", operator: "DoesNotExist" },
     { key: excludedNamespaceLabel.key, operator: "NotIn", values: [excludedNamespaceLabel.value] },
   ],
 };
@@ -50,7 +64,7 @@ export function mutatingWebhookConfiguration(options: WebhookOptions) {
   return {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "MutatingWebhookConfiguration",
-    metadata: { name: options.name, labels: { "app.kubernetes.io/name": "gmsa-admission" } },
+    metadata: configurationMetadata(options.name),
     webhooks: [
       {
         name: "mutate.gmsa-admission.windows.k8s.io",
@@ -70,7 +84,7 @@ export function validatingWebhookConfiguration(options: WebhookOptions) {
   return {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingWebhookConfiguration",
-    metadata: { name: options.name, labels: { "app.kubernetes.io/name": "gmsa-admission" } },
+    metadata: configurationMetadata(options.name),
     webhooks: [
       {
         name: "validate.gmsa-admission.windows.k8s.io",
@@ -79,6 +93,9 @@ export function validatingWebhookConfiguration(options: WebhookOptions) {
           { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods", "pods/ephemeralcontainers"], scope: "Namespaced" },
           // Annotations can also change through the status subresource.
           { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods/status"], scope: "Namespaced" },
+          // A Binding's annotations are copied onto the pod it binds (both spellings of the
+          // binding endpoint); the matchConditions let through only those that carry GMSA keys.
+          { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/binding", "bindings"], scope: "Namespaced" },
         ],
       },
     ],

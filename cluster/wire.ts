@@ -5,9 +5,12 @@ import { stringify } from "yaml";
 import { applyObjects } from "./applyObjects.js";
 import { describeChange, objectRef, planChanges } from "./changePlan.js";
 import { readClusterState, type ClusterState } from "./clusterState.js";
-import { clusterManifests, type KubernetesObject } from "./manifests.js";
-import type { RelayCertificate } from "./relay.js";
+import { clusterManifests, relayCaBundle, type KubernetesObject } from "./manifests.js";
+import { ensureOwnNamespace, ForeignNamespaceError, readNamespaceOwnership } from "./namespaceOwnership.js";
+import { relayName, type RelayCertificate } from "./relay.js";
+import { previousRelayCas } from "./relayCaRotation.js";
 import { issueRelayCertificate, reusableRelayCertificate } from "./relayCertificate.js";
+import { RolloutTimeoutError, waitForRollout } from "./relayRollout.js";
 import { uninstall } from "./uninstall.js";
 import { parseWireArguments, usage, UsageError, type WireRequest } from "./wireArguments.js";
 
@@ -60,7 +63,7 @@ async function relayCertificate(request: Install, state: ClusterState | undefine
   return issueRelayCertificate(request.namespace);
 }
 
-export function renderWiring(request: Install, includeCrd: boolean, certificate: RelayCertificate | undefined): KubernetesObject[] {
+export function renderWiring(request: Install, includeCrd: boolean, certificate: RelayCertificate | undefined, previousRelayCaPem = ""): KubernetesObject[] {
   const target =
     request.mode === "relay" && certificate !== undefined && request.functionKey !== undefined
       ? ({
@@ -73,10 +76,46 @@ export function renderWiring(request: Install, includeCrd: boolean, certificate:
           resolver: request.resolver,
         } as const)
       : ({ kind: "url", baseUrl: request.functionUrl, ...(request.caBundlePem === undefined ? {} : { caBundlePem: request.caBundlePem }) } as const);
-  return clusterManifests({ target, subject: { kind: "User", name: request.identity }, timeoutSeconds: request.timeoutSeconds, includeCrd });
+  return clusterManifests({
+    target,
+    subject: { kind: "User", name: request.identity },
+    timeoutSeconds: request.timeoutSeconds,
+    includeCrd,
+    ...(certificate && previousRelayCaPem !== "" ? { relayCaBundlePem: relayCaBundle(certificate.caPem, previousRelayCaPem) } : {}),
+  });
+}
+
+const isWebhookConfiguration = (object: KubernetesObject) => object.kind === "MutatingWebhookConfiguration" || object.kind === "ValidatingWebhookConfiguration";
+
+/**
+ * A new relay certificate (or a rotation left unfinished) in two steps, so that whichever relay
+ * pod answers, the API server trusts it: first the webhook configurations trust the old CAs and
+ * the new one, before the new Secret and Deployment exist; then, once every pod runs the new
+ * template, they trust the new CA alone. If the rollout does not finish in time both stay trusted
+ * and the next wiring, which finds the old CA still in the caBundle, finishes the job.
+ */
+async function applyRotation(config: KubeConfig, request: Install, bridging: KubernetesObject[], final: KubernetesObject[], io: WireIo): Promise<void> {
+  await applyObjects(config, bridging.filter(isWebhookConfiguration));
+  io.stderr("relay certificate: the webhooks trust the old and the new relay CA while the relay's pods roll over\n");
+  await applyObjects(config, bridging);
+  for (const object of bridging) io.stdout(`${objectRef(object)}: applied\n`);
+  try {
+    await waitForRollout(config, request.namespace, relayName, { timeoutMs: request.rolloutTimeoutSeconds * 1000 });
+  } catch (error) {
+    if (!(error instanceof RolloutTimeoutError)) throw error;
+    throw new Error(
+      `${error.message}. The webhooks keep trusting the old and the new relay CA, so GMSA pods are admitted whichever relay pod answers. ` +
+        `Once \`kubectl -n ${request.namespace} rollout status deployment/${relayName}\` reports the rollout done, wire again: that drops the old CA`,
+    );
+  }
+  await applyObjects(config, final.filter(isWebhookConfiguration));
+  io.stderr("relay certificate: the relay's pods all serve the new certificate; the old CA is no longer trusted\n");
 }
 
 async function install(request: Install, io: WireIo): Promise<void> {
+  if (request.caBundleDropped !== undefined && request.caBundleDropped.length > 0) {
+    io.stderr(`--ca-bundle-file: left out ${request.caBundleDropped.length} PEM block(s) that are not certificates (${request.caBundleDropped.join(", ")}); only certificates go into the webhook configurations\n`);
+  }
   const config = request.apply ? io.kubeConfig() : undefined;
   const state = config ? await readClusterState(config, request.namespace) : undefined;
   for (const webhook of state?.otherGmsaWebhooks ?? []) {
@@ -87,8 +126,13 @@ async function install(request: Install, io: WireIo): Promise<void> {
     io.stderr("GMSACredentialSpec CRD: installed by someone else (such as the AKS gMSA add-on); left as it is\n");
     includeCrd = false;
   }
+  if (config && request.mode === "relay" && !request.adoptNamespace && (await readNamespaceOwnership(config, request.namespace)) === "foreign") {
+    throw new ForeignNamespaceError(request.namespace);
+  }
   const certificate = request.mode === "relay" ? await relayCertificate(request, state, io) : undefined;
   const objects = renderWiring(request, includeCrd, certificate);
+  const previousCas =
+    certificate && state ? previousRelayCas(certificate.caPem, [...(state.relayCertificate?.caPem ? [state.relayCertificate.caPem] : []), ...state.relayCaBundles]) : "";
 
   if (request.certificateOutDir && certificate) {
     mkdirSync(request.certificateOutDir, { recursive: true });
@@ -106,7 +150,19 @@ async function install(request: Install, io: WireIo): Promise<void> {
   if (!config) return;
 
   if (request.dryRun) {
+    if (previousCas !== "") io.stderr("relay certificate: would roll over in two steps (the webhooks trust the old and the new CA until the relay's pods all serve the new one); the plan shows the end state\n");
     for (const change of await planChanges(config, objects)) io.stdout(`${describeChange(change)}\n`);
+    return;
+  }
+  if (request.mode === "relay") {
+    const namespace = objects.find((object) => object.kind === "Namespace");
+    if (namespace) {
+      const outcome = await ensureOwnNamespace(config, namespace, { adopt: request.adoptNamespace });
+      if (outcome === "adopted") io.stderr(`namespace ${request.namespace}: recorded as the wiring's own (--adopt-namespace)\n`);
+    }
+  }
+  if (previousCas !== "") {
+    await applyRotation(config, request, renderWiring(request, includeCrd, certificate, previousCas), objects, io);
     return;
   }
   await applyObjects(config, objects);

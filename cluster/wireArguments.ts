@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
+import { ApiServerEndpointError, caBundlePem as certificatesOnly } from "../lib/kube/apiServerEndpoint.js";
 import { defaultTimeoutSeconds } from "./manifests.js";
 import { relayDefaultImage, relayDefaultNamespace, relayDefaultResolver, type FunctionEndpoint } from "./relay.js";
 
@@ -15,6 +16,8 @@ export type WireRequest =
       readonly identity: string;
       readonly functionKey?: string;
       readonly caBundlePem?: string;
+      /** PEM blocks of the CA bundle file that were not certificates and were left out (their labels). */
+      readonly caBundleDropped?: readonly string[];
       readonly timeoutSeconds: number;
       readonly namespace: string;
       readonly image: string;
@@ -25,10 +28,16 @@ export type WireRequest =
       readonly dryRun: boolean;
       readonly includeCrd: boolean;
       readonly rotateCertificate: boolean;
+      /** How long a certificate rotation waits for the relay's new pods before it keeps both CAs and stops. */
+      readonly rolloutTimeoutSeconds: number;
+      /** Claim an existing namespace as the relay's own (one the wiring made before it recorded creation). */
+      readonly adoptNamespace: boolean;
     }
   | { readonly action: "help" };
 
 export class UsageError extends Error {}
+
+export const defaultRolloutTimeoutSeconds = 300;
 
 export const usage = `Usage: npm run wire -- --function-url https://<function host> --mode <url|relay> --identity <object ID> [options]
        npm run wire -- --uninstall --apply [--dry-run] [--namespace NS]
@@ -53,13 +62,22 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             detected: a CRD installed by someone else is never touched)
   --rotate-certificate      relay mode with --apply: issue a new relay certificate even if
                             the one in the cluster is still good
+  --rollout-timeout-seconds N
+                            relay mode: how long a new certificate waits for the relay's
+                            pods to roll over before the old CA leaves the webhooks'
+                            caBundle, 1 to 3600 (default ${defaultRolloutTimeoutSeconds}); past it both stay
+                            trusted and wiring again finishes the rotation
+  --adopt-namespace         relay mode with --apply: the --namespace exists, holds only the
+                            relay, and was made by an earlier wiring: record it as the
+                            wiring's own (--uninstall then deletes it)
   --certificate-out DIR     relay mode: also write the relay's ca.crt, tls.crt and tls.key
                             to DIR (for the Bicep module's parameters)
   --out DIR                 write one YAML file per object to DIR instead of stdout
   --apply                   server-side apply with the current kubeconfig
   --dry-run                 with --apply: show what would change, change nothing
   --uninstall               remove the webhook configurations first, then the relay and
-                            the RBAC; never the CRD or any credential spec
+                            the RBAC; the relay's namespace only if the wiring created it;
+                            never the CRD or any credential spec
   --help                    this text
 `;
 
@@ -76,6 +94,8 @@ const options = {
   "relay-resolver": { type: "string" },
   "no-crd": { type: "boolean" },
   "rotate-certificate": { type: "boolean" },
+  "rollout-timeout-seconds": { type: "string" },
+  "adopt-namespace": { type: "boolean" },
   "certificate-out": { type: "string" },
   out: { type: "string" },
   apply: { type: "boolean" },
@@ -96,6 +116,30 @@ function readText(file: string, what: string): string {
   } catch (error) {
     throw new UsageError(`${what}: cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+interface CaBundle {
+  readonly pem: string;
+  readonly dropped: readonly string[];
+}
+
+/**
+ * The certificates of a CA bundle file, and nothing else: a file that also holds a private key
+ * (a combined cert+key PEM) must not put that key into the webhook configurations, where every
+ * reader of the cluster's admission configuration would see it. The labels of what was left out
+ * are kept so the command can say so; the text itself is never repeated.
+ */
+function readCaBundle(file: string): CaBundle {
+  const text = readText(file, "--ca-bundle-file");
+  let pem: string;
+  try {
+    pem = certificatesOnly(text, "--ca-bundle-file");
+  } catch (error) {
+    if (error instanceof ApiServerEndpointError) throw new UsageError(error.message);
+    throw error;
+  }
+  const dropped = [...text.matchAll(/-----BEGIN ([A-Z0-9 ]+)-----/g)].map((match) => match[1] ?? "").filter((label) => label !== "CERTIFICATE");
+  return { pem, dropped };
 }
 
 /** The function's base URL, as Kubernetes accepts a webhook URL and the relay can address it. */
@@ -165,14 +209,13 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
     throw new UsageError("url mode sends no function key (the API server cannot add headers): leave --function-key out, or use --mode relay");
   }
 
-  let caBundlePem: string | undefined;
+  let caBundle: CaBundle | undefined;
   if (values["ca-bundle-file"] !== undefined) {
     if (mode !== "url") throw new UsageError("--ca-bundle-file is for url mode; in relay mode the relay checks the function against the public CAs");
-    caBundlePem = readText(values["ca-bundle-file"], "--ca-bundle-file");
-    if (!caBundlePem.includes("-----BEGIN CERTIFICATE-----")) throw new UsageError("--ca-bundle-file holds no PEM certificate");
+    caBundle = readCaBundle(values["ca-bundle-file"]);
   }
   if (mode === "url") {
-    for (const name of ["rotate-certificate", "certificate-out", "relay-image", "relay-resolver"] as const) {
+    for (const name of ["rotate-certificate", "certificate-out", "relay-image", "relay-resolver", "rollout-timeout-seconds", "adopt-namespace"] as const) {
       if (values[name] !== undefined) throw new UsageError(`--${name} is for relay mode`);
     }
   }
@@ -180,6 +223,7 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
   if (!/^[a-z0-9]([-a-z0-9._/:@]*[a-z0-9])?$/i.test(image)) throw new UsageError(`--relay-image: ${JSON.stringify(image)} is not an image reference`);
   const resolver = values["relay-resolver"] ?? relayDefaultResolver;
   if (!/^[A-Za-z0-9.:[\]-]+$/.test(resolver)) throw new UsageError(`--relay-resolver: ${JSON.stringify(resolver)} is not a host name or address`);
+  if (values["adopt-namespace"] && !values.apply) throw new UsageError("--adopt-namespace goes with --apply: it records the namespace as the wiring's own in the cluster");
   if (values["rotate-certificate"] && !values.apply) throw new UsageError("--rotate-certificate goes with --apply (without it every rendering issues a new certificate)");
 
   return {
@@ -189,7 +233,7 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
     function: endpoint,
     identity,
     ...(functionKey === undefined ? {} : { functionKey }),
-    ...(caBundlePem === undefined ? {} : { caBundlePem }),
+    ...(caBundle === undefined ? {} : { caBundlePem: caBundle.pem, caBundleDropped: caBundle.dropped }),
     timeoutSeconds: values["timeout-seconds"] === undefined ? defaultTimeoutSeconds : integer(values["timeout-seconds"], "--timeout-seconds", 1, 30),
     namespace,
     image,
@@ -200,5 +244,8 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
     dryRun: Boolean(values["dry-run"]),
     includeCrd: !values["no-crd"],
     rotateCertificate: Boolean(values["rotate-certificate"]),
+    rolloutTimeoutSeconds:
+      values["rollout-timeout-seconds"] === undefined ? defaultRolloutTimeoutSeconds : integer(values["rollout-timeout-seconds"], "--rollout-timeout-seconds", 1, 3600),
+    adoptNamespace: Boolean(values["adopt-namespace"]),
   };
 }

@@ -114,6 +114,9 @@ param relayTlsCertificate string = ''
 @description('Cluster wiring, relay mode: PEM of the relay certificate\'s key (tls.key from the same command).')
 param relayTlsKey string = ''
 
+@description('Cluster wiring, relay mode, while rotating the relay certificate: PEM of the CA deployed until now. The webhooks trust it too until you deploy again with this empty, once the relay\'s rollout is done (docs/wiring.md).')
+param relayPreviousCaCertificate string = ''
+
 var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var allTags = union(tags, { 'azd-env-name': environmentName })
 var privateMode = networkMode == 'private'
@@ -229,6 +232,7 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
     relayCaCertificate: relayCaCertificate
     relayTlsCertificate: relayTlsCertificate
     relayTlsKey: relayTlsKey
+    relayPreviousCaCertificate: relayPreviousCaCertificate
   }
 }
 

@@ -4,6 +4,9 @@
 // extension. The extension needs an admin kubeconfig: the cluster must have local accounts
 // enabled, and the extension does not support private clusters. Otherwise render the same
 // objects as YAML with `npm run wire` (docs/wiring.md).
+// In relay mode the webhook configurations are applied before the relay's TLS Secret and
+// Deployment (a rotation must trust the new CA before any pod serves it): on a first install, GMSA
+// pods are refused (fail closed) until the relay's pods are ready; other pods never wait on it.
 
 @secure()
 @description('Admin kubeconfig of the cluster (base64), e.g. listClusterAdminCredential().kubeconfigs[0].value: the cluster must have local accounts enabled. Clusters without local accounts use the rendered YAML (npm run wire) instead.')
@@ -45,10 +48,16 @@ param relayTlsCertificate string = ''
 @description('relay mode: PEM of the key of the relay\'s serving certificate (tls.key).')
 param relayTlsKey string = ''
 
+@description('relay mode, while rotating the relay\'s certificate: PEM of the CA the relay\'s pods served under until now. The webhook configurations trust it besides relayCaCertificate, and are applied before the new Secret and Deployment, so pods of either certificate are trusted during the rollout. Once the rollout is done (kubectl rollout status), deploy again with this empty.')
+param relayPreviousCaCertificate string = ''
+
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('3df09af9cbb61036', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('7ae2aa752f2a95cc', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+
+// What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
+var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
 
 extension kubernetes with {
   namespace: relayNamespace
@@ -448,6 +457,8 @@ resource secretTls 'core/Secret@v1' = if (relay) {
   }
   dependsOn: [
     namespace
+    mutatingWebhookConfiguration
+    validatingWebhookConfiguration
   ]
 }
 
@@ -684,6 +695,9 @@ resource deployment 'apps/Deployment@v1' = if (relay) {
   }
   dependsOn: [
     namespace
+    secretTls
+    mutatingWebhookConfiguration
+    validatingWebhookConfiguration
   ]
 }
 
@@ -715,6 +729,9 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
     labels: {
       'app.kubernetes.io/name': 'gmsa-admission'
     }
+    annotations: {
+      'admissions.enforcer/disabled': 'true'
+    }
   }
   webhooks: [
     {
@@ -726,7 +743,7 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
           path: '/mutate'
           port: 443
         }
-        caBundle: base64(relayCaCertificate)
+        caBundle: base64(relayCaBundle)
       } : {
         url: 'https://${functionHost}/mutate'
       }
@@ -748,10 +765,6 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
             ]
           }
           {
-            key: 'control-plane'
-            operator: 'DoesNotExist'
-          }
-          {
             key: 'windows.k8s.io/disabled'
             operator: 'NotIn'
             values: [
@@ -763,7 +776,7 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
       matchConditions: [
         {
           name: 'pod-gmsa-settings-in-play'
-          expression: 'request.operation == \'CREATE\' || (has(request.subResource) && request.subResource == \'ephemeralcontainers\') ? (object != null && ((has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec))) || (has(object.spec.containers) && object.spec.containers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\'))))) : (object != null && oldObject != null && ((has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')) && !(has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k]))) || (has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, (k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')) && !(has(object.metadata.annotations) && k in object.metadata.annotations && object.metadata.annotations[k] == oldObject.metadata.annotations[k])))))'
+          expression: 'request.kind.kind == \'Binding\' ? (object != null && has(object.metadata) && has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\'))) : (request.operation == \'CREATE\' || (has(request.subResource) && request.subResource == \'ephemeralcontainers\')) ? (object != null && ((has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec))) || (has(object.spec.containers) && object.spec.containers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\'))))) : (object != null && oldObject != null && ((has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')) && !(has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k]))) || (has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, (k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')) && !(has(object.metadata.annotations) && k in object.metadata.annotations && object.metadata.annotations[k] == oldObject.metadata.annotations[k])))))'
         }
       ]
       rules: [
@@ -808,10 +821,8 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
     namespace
     serviceAccount
     configMap
-    secretTls
     secretFunctionKey
     service
-    deployment
     podDisruptionBudget
   ]
 }
@@ -821,6 +832,9 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
     name: 'gmsa-admission'
     labels: {
       'app.kubernetes.io/name': 'gmsa-admission'
+    }
+    annotations: {
+      'admissions.enforcer/disabled': 'true'
     }
   }
   webhooks: [
@@ -833,7 +847,7 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
           path: '/validate'
           port: 443
         }
-        caBundle: base64(relayCaCertificate)
+        caBundle: base64(relayCaBundle)
       } : {
         url: 'https://${functionHost}/validate'
       }
@@ -855,10 +869,6 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
             ]
           }
           {
-            key: 'control-plane'
-            operator: 'DoesNotExist'
-          }
-          {
             key: 'windows.k8s.io/disabled'
             operator: 'NotIn'
             values: [
@@ -870,7 +880,7 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
       matchConditions: [
         {
           name: 'pod-gmsa-settings-in-play'
-          expression: 'request.operation == \'CREATE\' || (has(request.subResource) && request.subResource == \'ephemeralcontainers\') ? (object != null && ((has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec))) || (has(object.spec.containers) && object.spec.containers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\'))))) : (object != null && oldObject != null && ((has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')) && !(has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k]))) || (has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, (k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')) && !(has(object.metadata.annotations) && k in object.metadata.annotations && object.metadata.annotations[k] == oldObject.metadata.annotations[k])))))'
+          expression: 'request.kind.kind == \'Binding\' ? (object != null && has(object.metadata) && has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\'))) : (request.operation == \'CREATE\' || (has(request.subResource) && request.subResource == \'ephemeralcontainers\')) ? (object != null && ((has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec))) || (has(object.spec.containers) && object.spec.containers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\'))))) : (object != null && oldObject != null && ((has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')) && !(has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k]))) || (has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, (k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')) && !(has(object.metadata.annotations) && k in object.metadata.annotations && object.metadata.annotations[k] == oldObject.metadata.annotations[k])))))'
         }
       ]
       rules: [
@@ -906,6 +916,22 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
           ]
           scope: 'Namespaced'
         }
+        {
+          apiGroups: [
+            ''
+          ]
+          apiVersions: [
+            'v1'
+          ]
+          operations: [
+            'CREATE'
+          ]
+          resources: [
+            'pods/binding'
+            'bindings'
+          ]
+          scope: 'Namespaced'
+        }
       ]
     }
   ]
@@ -916,10 +942,8 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
     namespace
     serviceAccount
     configMap
-    secretTls
     secretFunctionKey
     service
-    deployment
     podDisruptionBudget
   ]
 }

@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { parseAllDocuments } from "yaml";
+import { issueRelayCertificate } from "../../cluster/relayCertificate.js";
 import { parseWireArguments, UsageError } from "../../cluster/wireArguments.js";
 import { exitCodes, runWire } from "../../cluster/wire.js";
 
@@ -13,7 +15,12 @@ writeFileSync(keyFile, "AbCdEfGhIjKlMnOp0123==\n");
 const emptyKeyFile = join(dir, "empty");
 writeFileSync(emptyKeyFile, "\n");
 const caFile = join(dir, "ca.crt");
-writeFileSync(caFile, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+const brokenCaFile = join(dir, "broken.crt");
+writeFileSync(brokenCaFile, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+/** A certificate and its private key in one PEM file, as some tools write them. */
+const certAndKeyFile = join(dir, "combined.pem");
+let caPem = "";
+let keyPem = "";
 
 const url = ["--function-url", "https://func-gmsa.azurewebsites.net"];
 const relay = [...url, "--mode", "relay", "--identity", "11111111-2222-3333-4444-555555555555", "--function-key", "AbCdEfGhIjKlMnOp0123=="];
@@ -42,7 +49,12 @@ const refused: ReadonlyArray<readonly [string, readonly string[], RegExp]> = [
   ["a missing key file", [...url, "--mode", "relay", "--identity", "x", "--function-key-file", join(dir, "nope")], /cannot read/],
   ["a key in url mode", [...urlMode, "--function-key", "AbCdEfGhIjKlMnOp0123=="], /url mode sends no function key/],
   ["a CA bundle in relay mode", [...relay, "--ca-bundle-file", caFile], /--ca-bundle-file is for url mode/],
-  ["a CA bundle that is no PEM", [...urlMode, "--ca-bundle-file", keyFile], /holds no PEM certificate/],
+  ["a CA bundle that is no PEM", [...urlMode, "--ca-bundle-file", keyFile], /--ca-bundle-file: the CA is neither PEM nor base64 of PEM/],
+  ["a CA bundle whose certificate does not parse", [...urlMode, "--ca-bundle-file", brokenCaFile], /--ca-bundle-file: certificate 1 of the CA bundle does not parse/],
+  ["a rollout timeout of 0", [...relay, "--rollout-timeout-seconds", "0"], /--rollout-timeout-seconds must be a whole number from 1 to 3600/],
+  ["a rollout timeout in url mode", [...urlMode, "--rollout-timeout-seconds", "60"], /--rollout-timeout-seconds is for relay mode/],
+  ["--adopt-namespace without --apply", [...relay, "--adopt-namespace"], /--adopt-namespace goes with --apply/],
+  ["--adopt-namespace in url mode", [...urlMode, "--adopt-namespace", "--apply"], /--adopt-namespace is for relay mode/],
   ["a timeout of 0", [...relay, "--timeout-seconds", "0"], /from 1 to 30/],
   ["a timeout over 30", [...relay, "--timeout-seconds", "31"], /from 1 to 30/],
   ["a timeout that is no number", [...relay, "--timeout-seconds", "5s"], /from 1 to 30/],
@@ -57,6 +69,14 @@ const refused: ReadonlyArray<readonly [string, readonly string[], RegExp]> = [
 ];
 
 const Args = suite("wire arguments");
+
+Args.before(async () => {
+  const issued = await issueRelayCertificate("test");
+  caPem = issued.caPem;
+  keyPem = issued.keyPem;
+  writeFileSync(caFile, caPem);
+  writeFileSync(certAndKeyFile, `${caPem}\n${keyPem}\n`);
+});
 
 for (const [name, argv, message] of refused) {
   Args(`refuses ${name}`, () => {
@@ -89,6 +109,36 @@ Args("accepts a trailing slash, a port, a key file and url mode with a CA bundle
   assert.ok(fromFile.action === "install" && fromFile.function.host === "func.example.com" && fromFile.function.port === 8443);
   const withCa = parseWireArguments([...urlMode, "--ca-bundle-file", caFile, "--timeout-seconds", "10", "--no-crd"]);
   assert.ok(withCa.action === "install" && withCa.caBundlePem?.includes("BEGIN CERTIFICATE") && withCa.timeoutSeconds === 10 && !withCa.includeCrd);
+});
+
+Args("a CA bundle file that also holds a private key: only the certificate is kept, and the key is said to be left out", async () => {
+  const request = parseWireArguments([...urlMode, "--ca-bundle-file", certAndKeyFile]);
+  assert.ok(request.action === "install");
+  if (request.action !== "install") return;
+  assert.is(request.caBundlePem, `${caPem}\n`);
+  assert.equal(request.caBundleDropped, ["PRIVATE KEY"]);
+
+  let stdout = "";
+  let stderr = "";
+  const code = await runWire([...urlMode, "--ca-bundle-file", certAndKeyFile], { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), kubeConfig: () => assert.unreachable() as never });
+  assert.is(code, exitCodes.ok, stderr);
+  assert.match(stderr, /--ca-bundle-file: left out 1 PEM block\(s\) that are not certificates \(PRIVATE KEY\)/);
+  const keyBody = keyPem.split("\n")[1]!;
+  assert.not.ok(stdout.includes(keyBody) || stdout.includes(Buffer.from(keyPem).toString("base64").slice(0, 40)), "no part of the key in the objects");
+  const webhooks = parseAllDocuments(stdout).map((d) => d.toJS()).filter((o) => o.kind.endsWith("WebhookConfiguration"));
+  assert.is(webhooks.length, 2);
+  for (const webhook of webhooks) {
+    const bundle = Buffer.from(webhook.webhooks[0].clientConfig.caBundle, "base64").toString();
+    assert.is(bundle, `${caPem}\n`);
+    assert.not.match(bundle, /PRIVATE KEY/);
+  }
+});
+
+Args("a plain CA bundle file goes through without a notice", async () => {
+  let stderr = "";
+  const code = await runWire([...urlMode, "--ca-bundle-file", caFile], { stdout: () => {}, stderr: (t) => (stderr += t), kubeConfig: () => assert.unreachable() as never });
+  assert.is(code, exitCodes.ok, stderr);
+  assert.is(stderr, "");
 });
 
 Args("bad input exits 2 with the reason on stderr, and never reads a kubeconfig", async () => {

@@ -62,4 +62,29 @@ Render("--certificate-out writes the relay certificate that the Secret and the c
   assert.is(statSync(join(dir, "tls.key")).mode & 0o777, 0o600);
 });
 
+Render("both webhook configurations carry the AKS Admissions Enforcer opt-out and exclude only kube-system and opted-out namespaces", async () => {
+  for (const argv of [relay, ["--function-url", "https://func.example.com", "--mode", "url", "--identity", "x"]]) {
+    const webhooks = parseAllDocuments((await wire(argv)).stdout).map((d) => d.toJS()).filter((o) => o.kind.endsWith("WebhookConfiguration"));
+    assert.is(webhooks.length, 2);
+    for (const configuration of webhooks) {
+      assert.is(configuration.metadata.annotations["admissions.enforcer/disabled"], "true");
+      assert.equal(configuration.webhooks[0].namespaceSelector, {
+        matchExpressions: [
+          { key: "kubernetes.io/metadata.name", operator: "NotIn", values: ["kube-system"] },
+          { key: "windows.k8s.io/disabled", operator: "NotIn", values: ["true"] },
+        ],
+      });
+    }
+  }
+});
+
+Render("the validating webhook receives Binding creations (both endpoints); the mutating one does not", async () => {
+  const objects = parseAllDocuments((await wire(relay)).stdout).map((d) => d.toJS());
+  const resources = (kind: string): string[] => objects.find((o) => o.kind === kind).webhooks[0].rules.flatMap((r: any) => r.resources);
+  assert.ok(resources("ValidatingWebhookConfiguration").includes("pods/binding") && resources("ValidatingWebhookConfiguration").includes("bindings"));
+  assert.not.ok(resources("MutatingWebhookConfiguration").some((r) => r.includes("binding")));
+  const bindingRule = objects.find((o) => o.kind === "ValidatingWebhookConfiguration").webhooks[0].rules.find((r: any) => r.resources.includes("pods/binding"));
+  assert.equal(bindingRule.operations, ["CREATE"]);
+});
+
 Render.run();

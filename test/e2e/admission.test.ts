@@ -33,6 +33,9 @@ async function setUp(context: { cluster: E2eCluster }): Promise<void> {
   await context.cluster.apply([
     { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
     { apiVersion: "v1", kind: "Namespace", metadata: { name: "opted-out", labels: { "windows.k8s.io/disabled": "true" } } },
+    // What operator scaffolding puts on its namespaces: no reason to skip the checks.
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "operator-system", labels: { "control-plane": "controller-manager" } } },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "manager", namespace: "operator-system" } },
     ...["web", "payroll", "nobody"].map((name) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } })),
     ...useGrant({ name: "use-webapp1", namespace: ns, credSpecs: ["webapp1-credspec"], serviceAccount: "web" }),
     ...useGrant({ name: "use-payroll", namespace: ns, credSpecs: ["payroll-gmsa", "empty-credspec", "no-such-spec"], serviceAccount: "payroll" }),
@@ -183,6 +186,82 @@ E2e("an ephemeral container naming a spec the service account may not use is ref
   assert.is(allowed.body.spec.ephemeralContainers[0].securityContext.windowsOptions.gmsaCredentialSpec, webapp);
 });
 
+E2e("a namespace labelled control-plane gets the same checks as any other", async ({ cluster }) => {
+  const inOperatorNamespace = (edit: (p: PodSpec) => void) => {
+    const p = windowsPod("manager", edit);
+    p.metadata.namespace = "operator-system";
+    return p;
+  };
+  refusal(
+    await create(cluster, inOperatorNamespace((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))),
+    403,
+    /service account "manager" in namespace "operator-system" is not authorized to use GMSACredentialSpec "webapp1-credspec"/,
+  );
+  refusal(
+    await create(cluster, inOperatorNamespace((p) => (p.metadata.annotations = { "app.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa" }))),
+    403,
+    /is not authorized to use GMSACredentialSpec "payroll-gmsa"/,
+  );
+});
+
+function binding(podName: string, annotations?: Record<string, string>) {
+  return { apiVersion: "v1", kind: "Binding", metadata: { name: podName, ...(annotations ? { annotations } : {}) }, target: { apiVersion: "v1", kind: "Node", name: "windows-node-1" } };
+}
+
+const admissionLines = (cluster: E2eCluster) => cluster.webhook.logs.filter((l) => l.includes("gmsa.admission")).length;
+
+E2e("a Binding that carries a GMSA annotation goes to the validating webhook and is refused; the pod keeps its settings", async ({ cluster }) => {
+  const pod = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  const before = admissionLines(cluster);
+  const reply = await kubeRequest(
+    cluster.admin,
+    "POST",
+    `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/binding`,
+    binding(pod.metadata.name, { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa" }),
+  );
+  assert.ok(reply.status >= 400, JSON.stringify(reply.body));
+  assert.match(reply.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
+  assert.is(admissionLines(cluster), before + 1, "the validating webhook saw the Binding");
+  const after = (await kubeRequest(cluster.admin, "GET", `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`)).body;
+  assert.is(after.spec.nodeName, undefined, "not bound");
+  assert.is(after.metadata.annotations?.["pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name"], undefined, "no GMSA annotation copied onto the pod");
+
+  // The older spelling of the same endpoint.
+  const legacy = await kubeRequest(
+    cluster.admin,
+    "POST",
+    `/api/v1/namespaces/${ns}/bindings`,
+    binding(pod.metadata.name, { "app.container.alpha.windows.kubernetes.io/gmsa-credential-spec": "{}" }),
+  );
+  assert.ok(legacy.status >= 400, JSON.stringify(legacy.body));
+  assert.match(legacy.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
+});
+
+E2e("a Binding that carries a GMSA annotation is refused as a change of GMSA settings (403)", async ({ cluster }) => {
+  const pod = await created(cluster, windowsPod("web"));
+  const reply = await kubeRequest(
+    cluster.admin,
+    "POST",
+    `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/binding`,
+    binding(pod.metadata.name, { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec" }),
+  );
+  assert.is(reply.status, 403, JSON.stringify(reply.body));
+  assert.match(reply.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
+});
+
+E2e("a Binding without GMSA annotations — every scheduling — never reaches the webhook", async ({ cluster }) => {
+  const gmsaPod = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  const plainPod = await created(cluster, windowsPod("web"));
+  const before = admissionLines(cluster);
+  for (const [pod, annotations] of [[gmsaPod, { "scheduler.example/zone": "a" }], [plainPod, undefined]] as const) {
+    const reply = await kubeRequest(cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/binding`, binding(pod.metadata.name, annotations));
+    assert.is(reply.status, 201, JSON.stringify(reply.body));
+  }
+  assert.is(admissionLines(cluster), before, "the webhook saw none of them");
+  const bound = (await kubeRequest(cluster.admin, "GET", `/api/v1/namespaces/${ns}/pods/${gmsaPod.metadata.name}`)).body;
+  assert.is(bound.spec.nodeName, "windows-node-1");
+});
+
 E2e("a pod without GMSA settings never reaches the webhook", async ({ cluster }) => {
   cluster.webhook.logs.length = 0;
   const plain = await created(cluster, windowsPod("web"));
@@ -251,7 +330,12 @@ E2e("with the webhook down, GMSA pods are refused and other pods are unaffected"
     const refused = await create(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
     assert.is(refused.status, 500, JSON.stringify(refused.body));
     assert.match(refused.body.message, /failed calling webhook "mutate\.gmsa-admission\.windows\.k8s\.io"/);
-    await created(cluster, windowsPod("web"));
+    const unscheduled = await created(cluster, windowsPod("web"));
+    // Scheduling never waits on the webhook, whether or not the pod has GMSA settings.
+    for (const pod of [unscheduled, running]) {
+      const bound = await kubeRequest(cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/binding`, binding(pod.metadata.name));
+      assert.is(bound.status, 201, JSON.stringify(bound.body));
+    }
   } finally {
     cluster.webhook = await startLocalWebhook(cluster.webhookEnv, { port: cluster.webhookPort, tls: cluster.webhook.tls });
   }

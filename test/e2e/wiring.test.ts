@@ -1,8 +1,11 @@
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig, Watch } from "@kubernetes/client-node";
+import { X509Certificate } from "node:crypto";
 import * as x509 from "@peculiar/x509";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { credSpecCrd } from "../../cluster/credSpecCrd.js";
+import { certificatesOf } from "../../cluster/relayCaRotation.js";
+import { issueRelayCertificate } from "../../cluster/relayCertificate.js";
 import { exitCodes, runWire } from "../../cluster/wire.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
 import { kubeRequest } from "../support/kubeRequest.js";
@@ -118,25 +121,242 @@ Wiring("relay mode: wiring again keeps the certificate and changes nothing", asy
   assert.is(again.code, exitCodes.ok, again.stderr);
 });
 
-Wiring("--rotate-certificate: a new certificate, the caBundle that trusts it, and pods that restart to read it", async (context) => {
-  const before = await get(context, "/apis/apps/v1/namespaces/gmsa-admission/deployments/gmsa-admission-relay");
+const relayNs = "gmsa-admission";
+const deploymentPath = `/apis/apps/v1/namespaces/${relayNs}/deployments/gmsa-admission-relay`;
+const tlsSecretPath = `/api/v1/namespaces/${relayNs}/secrets/gmsa-admission-relay-tls`;
+const webhookPaths = ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"].map((kind) => `/apis/admissionregistration.k8s.io/v1/${kind}/gmsa-admission`);
+
+/** There is no controller manager: the test plays the Deployment controller by writing the status. */
+async function setRolloutStatus(context: Context, status: { replicas: number; updatedReplicas: number; availableReplicas: number }, generation?: number): Promise<void> {
+  const deployment = await get(context, deploymentPath);
+  const observedGeneration = generation ?? deployment.metadata.generation;
+  const reply = await kubeRequest(context.admin, "PATCH", `${deploymentPath}/status`, { status: { observedGeneration, readyReplicas: status.availableReplicas, ...status } }, "application/merge-patch+json");
+  assert.is(reply.status, 200, JSON.stringify(reply.body));
+}
+
+const rolledOut = { replicas: 2, updatedReplicas: 2, availableReplicas: 2 };
+/** One new pod up, both old ones still serving. */
+const halfway = { replicas: 3, updatedReplicas: 1, availableReplicas: 2 };
+
+async function caOf(context: Context): Promise<string> {
+  return Buffer.from((await get(context, tlsSecretPath)).data["ca.crt"], "base64").toString();
+}
+
+async function trustedBundles(context: Context): Promise<string[]> {
+  return Promise.all(webhookPaths.map(async (path) => Buffer.from((await get(context, path)).webhooks[0].clientConfig.caBundle, "base64").toString()));
+}
+
+function pemId(pem: string): string {
+  return new X509Certificate(pem).fingerprint256;
+}
+
+function idsOf(bundle: string): Set<string> {
+  return new Set(certificatesOf(bundle).map(pemId));
+}
+
+interface Change {
+  readonly revision: number;
+  readonly kind: string;
+  readonly object: any;
+}
+
+/**
+ * Every change to the webhook configurations, the relay's TLS Secret and its Deployment, in the
+ * order the API server made them (one etcd, so resourceVersions are one sequence), starting from
+ * their current state.
+ */
+async function recordChanges(context: Context): Promise<{ changes: Change[]; stop(): void }> {
+  const changes: Change[] = [];
+  const watches = [
+    { kind: "MutatingWebhookConfiguration", path: "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", name: "gmsa-admission" },
+    { kind: "ValidatingWebhookConfiguration", path: "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", name: "gmsa-admission" },
+    { kind: "Secret", path: `/api/v1/namespaces/${relayNs}/secrets`, name: "gmsa-admission-relay-tls" },
+    { kind: "Deployment", path: `/apis/apps/v1/namespaces/${relayNs}/deployments`, name: "gmsa-admission-relay" },
+  ];
+  const seen = new Set<string>();
+  const controllers = await Promise.all(
+    watches.map(({ kind, path, name }) =>
+      new Watch(context.admin).watch(
+        path,
+        { fieldSelector: `metadata.name=${name}` },
+        (phase, object) => {
+          if (phase === "ADDED" || phase === "MODIFIED") {
+            seen.add(kind);
+            changes.push({ revision: Number(object.metadata.resourceVersion), kind, object });
+          }
+        },
+        () => {},
+      ),
+    ),
+  );
+  for (let i = 0; i < 100 && seen.size < watches.length; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.is(seen.size, watches.length, "every watch delivered the current state");
+  return { changes, stop: () => controllers.forEach((c) => c.abort()) };
+}
+
+function rolloutDone(deployment: any): boolean {
+  const s = deployment.status ?? {};
+  const wanted = deployment.spec.replicas;
+  return (s.observedGeneration ?? 0) >= deployment.metadata.generation && s.updatedReplicas === wanted && s.replicas === wanted && s.availableReplicas === wanted;
+}
+
+/**
+ * Replays the recorded changes and checks, after each one, that both webhook configurations
+ * trust the CA of every relay pod generation that may be serving: the old CA until the rollout of
+ * the new template is seen done, and the CA in the Secret (new pods, and old pods that restart,
+ * read it) from the moment it is there.
+ */
+function assertAlwaysTrusted(changes: readonly Change[], oldCa: string): void {
+  const ordered = [...changes].sort((a, b) => a.revision - b.revision);
+  const latest = new Map<string, any>();
+  let firstTemplate: string | undefined;
+  let newTemplateSeen = false;
+  let oldPodsGone = false;
+  const oldId = pemId(oldCa);
+  let judgedDuringRollover = 0;
+  for (const change of ordered) {
+    latest.set(change.kind, change.object);
+    // The initial states come in at their own, older, revisions: judge once all four are known.
+    if (latest.size < 4) continue;
+    const deployment = latest.get("Deployment");
+    if (deployment) {
+      const template = JSON.stringify(deployment.spec.template);
+      firstTemplate ??= template;
+      if (template !== firstTemplate) newTemplateSeen = true;
+      if (newTemplateSeen && rolloutDone(deployment)) oldPodsGone = true;
+    }
+    const secret = latest.get("Secret");
+    const required = new Set<string>();
+    if (!oldPodsGone) required.add(oldId);
+    if (secret) required.add(pemId(Buffer.from(secret.data["ca.crt"], "base64").toString()));
+    if (required.size === 2) judgedDuringRollover++;
+    for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {
+      const trusted = idsOf(Buffer.from(latest.get(kind).webhooks[0].clientConfig.caBundle, "base64").toString());
+      for (const id of required) {
+        assert.ok(trusted.has(id), `at revision ${change.revision} (${change.kind} changed) ${kind} does not trust the ${id === oldId ? "old" : "new"} CA, which a relay pod may be serving under`);
+      }
+    }
+  }
+  assert.ok(judgedDuringRollover > 0, "the record holds the time when old pods serve and the new certificate is out");
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.unreachable(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+Wiring("--rotate-certificate: the webhooks trust both CAs before the new certificate is served, and the old one only until the rollout is done", async (context) => {
+  await setRolloutStatus(context, rolledOut);
+  const before = await get(context, deploymentPath);
+  const oldCa = await caOf(context);
   const plan = await wire(context, [...relayMode, "--apply", "--dry-run", "--rotate-certificate"]);
   assert.match(plan.stdout, /Secret\/gmsa-admission\/gmsa-admission-relay-tls: update data\["ca\.crt"\], data\["tls\.crt"\], data\["tls\.key"\]/);
   assert.match(plan.stdout, /Deployment\/gmsa-admission\/gmsa-admission-relay: update .*relay-config-checksum/);
   assert.match(plan.stdout, /ValidatingWebhookConfiguration\/gmsa-admission: update webhooks\[0\]\.clientConfig\.caBundle/);
+  assert.match(plan.stderr, /would roll over in two steps/);
   assert.not.match(plan.stdout, /-----BEGIN|AbCdEfGh/, "no secret value is printed");
 
-  const run = await wire(context, [...relayMode, "--apply", "--rotate-certificate"]);
-  assert.is(run.code, exitCodes.ok, run.stderr);
-  const secret = await get(context, "/api/v1/namespaces/gmsa-admission/secrets/gmsa-admission-relay-tls");
-  const validating = await get(context, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/gmsa-admission");
-  assert.is(validating.webhooks[0].clientConfig.caBundle, secret.data["ca.crt"]);
-  const ca = new x509.X509Certificate(Buffer.from(secret.data["ca.crt"], "base64").toString());
-  const serving = new x509.X509Certificate(Buffer.from(secret.data["tls.crt"], "base64").toString());
-  assert.ok(await serving.verify({ publicKey: ca.publicKey }), "the caBundle trusts the serving certificate");
-  const after = await get(context, "/apis/apps/v1/namespaces/gmsa-admission/deployments/gmsa-admission-relay");
-  const checksum = (d: any) => d.spec.template.metadata.annotations["gmsa-admission.windows.k8s.io/relay-config-checksum"];
-  assert.is.not(checksum(after), checksum(before));
+  const recorder = await recordChanges(context);
+  try {
+    const running = wire(context, [...relayMode, "--apply", "--rotate-certificate", "--rollout-timeout-seconds", "60"]);
+    const started = await until("the new pod template", async () => {
+      const deployment = await get(context, deploymentPath);
+      return deployment.metadata.generation > before.metadata.generation ? deployment : undefined;
+    });
+    const newCa = await caOf(context);
+    assert.is.not(pemId(newCa), pemId(oldCa));
+    await setRolloutStatus(context, halfway, started.metadata.generation);
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const bundle of await trustedBundles(context)) {
+      assert.ok(idsOf(bundle).has(pemId(oldCa)) && idsOf(bundle).has(pemId(newCa)), "halfway through, both generations are trusted");
+    }
+    await setRolloutStatus(context, rolledOut, started.metadata.generation);
+    const run = await running;
+    assert.is(run.code, exitCodes.ok, run.stderr);
+    assert.match(run.stderr, /trust the old and the new relay CA while the relay's pods roll over/);
+    assert.match(run.stderr, /the old CA is no longer trusted/);
+    await new Promise((r) => setTimeout(r, 300));
+    assertAlwaysTrusted(recorder.changes, oldCa);
+    for (const bundle of await trustedBundles(context)) assert.equal([...idsOf(bundle)], [pemId(newCa)], "the old CA is gone once the rollout is done");
+    const secret = await get(context, tlsSecretPath);
+    const serving = new x509.X509Certificate(Buffer.from(secret.data["tls.crt"], "base64").toString());
+    assert.ok(await serving.verify({ publicKey: new x509.X509Certificate(newCa).publicKey }), "the caBundle trusts the serving certificate");
+  } finally {
+    recorder.stop();
+  }
+});
+
+Wiring("a rollout that does not finish in time leaves both CAs trusted, says so, and the next wiring finishes the rotation", async (context) => {
+  await setRolloutStatus(context, rolledOut);
+  const oldCa = await caOf(context);
+  const recorder = await recordChanges(context);
+  try {
+    const run = await wire(context, [...relayMode, "--apply", "--rotate-certificate", "--rollout-timeout-seconds", "2"]);
+    assert.is(run.code, exitCodes.failed);
+    assert.match(run.stderr, /the rollout did not finish within 2 s \(0 of 2 replicas updated\)|the rollout did not finish within 2 s \(the controller to see generation \d+\)/);
+    assert.match(run.stderr, /keep trusting the old and the new relay CA/);
+    assert.match(run.stderr, /wire again: that drops the old CA/);
+    const newCa = await caOf(context);
+    for (const bundle of await trustedBundles(context)) assert.ok(idsOf(bundle).has(pemId(oldCa)) && idsOf(bundle).has(pemId(newCa)));
+
+    // A wiring meanwhile, before the rollout is done, keeps both and waits again.
+    const early = await wire(context, [...relayMode, "--apply", "--rollout-timeout-seconds", "1"]);
+    assert.is(early.code, exitCodes.failed, early.stderr);
+    assert.match(early.stderr, /still good; kept/);
+    for (const bundle of await trustedBundles(context)) assert.is(idsOf(bundle).size, 2);
+
+    await setRolloutStatus(context, rolledOut);
+    const next = await wire(context, [...relayMode, "--apply"]);
+    assert.is(next.code, exitCodes.ok, next.stderr);
+    assert.match(next.stderr, /the old CA is no longer trusted/);
+    await new Promise((r) => setTimeout(r, 300));
+    assertAlwaysTrusted(recorder.changes, oldCa);
+    for (const bundle of await trustedBundles(context)) assert.equal([...idsOf(bundle)], [pemId(newCa)]);
+  } finally {
+    recorder.stop();
+  }
+});
+
+Wiring("automatic renewal of a certificate near its end rolls over in the same two steps", async (context) => {
+  // As if an earlier wiring had issued a certificate that now has 30 days left.
+  const expiring = await issueRelayCertificate(relayNs, 30);
+  const data = { "ca.crt": expiring.caPem, "tls.crt": expiring.certPem, "tls.key": expiring.keyPem };
+  const patched = await kubeRequest(context.admin, "PATCH", tlsSecretPath, { data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])) }, "application/merge-patch+json");
+  assert.is(patched.status, 200, JSON.stringify(patched.body));
+  for (const path of webhookPaths) {
+    const configuration = await get(context, path);
+    configuration.webhooks[0].clientConfig.caBundle = Buffer.from(expiring.caPem).toString("base64");
+    const put = await kubeRequest(context.admin, "PUT", path, configuration);
+    assert.is(put.status, 200, JSON.stringify(put.body));
+  }
+  await setRolloutStatus(context, rolledOut);
+  const before = await get(context, deploymentPath);
+
+  const recorder = await recordChanges(context);
+  try {
+    const running = wire(context, [...relayMode, "--apply", "--rollout-timeout-seconds", "60"]);
+    const started = await until("the new pod template", async () => {
+      const deployment = await get(context, deploymentPath);
+      return deployment.metadata.generation > before.metadata.generation ? deployment : undefined;
+    });
+    await setRolloutStatus(context, halfway, started.metadata.generation);
+    await new Promise((r) => setTimeout(r, 1500));
+    await setRolloutStatus(context, rolledOut, started.metadata.generation);
+    const run = await running;
+    assert.is(run.code, exitCodes.ok, run.stderr);
+    assert.match(run.stderr, /relay certificate: issued/);
+    await new Promise((r) => setTimeout(r, 300));
+    assertAlwaysTrusted(recorder.changes, expiring.caPem);
+    const newCa = await caOf(context);
+    for (const bundle of await trustedBundles(context)) assert.equal([...idsOf(bundle)], [pemId(newCa)]);
+  } finally {
+    recorder.stop();
+  }
 });
 
 Wiring("warns about another mutating webhook on pods' gMSA settings", async (context) => {
@@ -186,6 +406,61 @@ Wiring("--uninstall removes the webhook configurations first, then the relay and
   const again = await wire(context, ["--uninstall", "--apply"]);
   assert.is(again.code, exitCodes.ok, again.stderr);
   assert.match(again.stdout, /MutatingWebhookConfiguration\/gmsa-admission: absent/);
+});
+
+Wiring("wiring into a namespace it did not create is refused and changes nothing; uninstall never deletes it", async (context) => {
+  const team = await kubeRequest(context.admin, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "team" } });
+  assert.is(team.status, 201, JSON.stringify(team.body));
+  const workload = await kubeRequest(context.admin, "POST", "/api/v1/namespaces/team/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "app-config" }, data: { a: "b" } });
+  assert.is(workload.status, 201, JSON.stringify(workload.body));
+
+  for (const argv of [[...relayMode, "--namespace", "team", "--apply"], [...relayMode, "--namespace", "team", "--apply", "--dry-run"]]) {
+    const run = await wire(context, argv);
+    assert.is(run.code, exitCodes.failed, run.stdout);
+    assert.match(run.stderr, /namespace team exists and was not created by the wiring: the relay needs a namespace of its own/);
+    assert.is(run.stdout, "");
+  }
+  const after = await get(context, "/api/v1/namespaces/team");
+  assert.is(after.metadata.labels["windows.k8s.io/disabled"], undefined, "the namespace is not opted out of the webhooks");
+  assert.equal((await get(context, "/api/v1/namespaces/team/secrets")).items, [], "nothing of the relay was put there");
+  assert.equal((await get(context, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations")).items, []);
+
+  // The labels an earlier wiring's apply put on it prove nothing about who made it.
+  const labelled = await kubeRequest(
+    context.admin,
+    "PATCH",
+    "/api/v1/namespaces/team",
+    { metadata: { labels: { "app.kubernetes.io/name": "gmsa-admission-relay", "windows.k8s.io/disabled": "true" } } },
+    "application/merge-patch+json",
+  );
+  assert.is(labelled.status, 200, JSON.stringify(labelled.body));
+  const removal = await wire(context, ["--uninstall", "--apply", "--namespace", "team"]);
+  assert.is(removal.code, exitCodes.ok, removal.stderr);
+  assert.match(removal.stdout, /^Namespace\/team: kept$/m);
+  const kept = await get(context, "/api/v1/namespaces/team");
+  assert.ok(kept && kept.metadata.deletionTimestamp === undefined, "the namespace is still there, not terminating");
+  assert.ok(await get(context, "/api/v1/namespaces/team/configmaps/app-config"), "and what it held");
+});
+
+Wiring("a namespace the wiring creates is marked at creation (never by an apply) and uninstall deletes it; an older relay namespace is adopted only on request", async (context) => {
+  const run = await wire(context, [...relayMode, "--namespace", "relay-two", "--apply"]);
+  assert.is(run.code, exitCodes.ok, run.stderr);
+  const created = await get(context, "/api/v1/namespaces/relay-two");
+  assert.is(created.metadata.annotations["gmsa-admission.windows.k8s.io/created-by"], "wire");
+  const applied = created.metadata.managedFields.filter((f: any) => f.manager === "gmsa-admission" && f.operation === "Apply");
+  assert.ok(applied.length === 1 && !JSON.stringify(applied[0].fieldsV1).includes("created-by"), "the apply does not own the mark");
+  const again = await wire(context, [...relayMode, "--namespace", "relay-two", "--apply"]);
+  assert.is(again.code, exitCodes.ok, again.stderr);
+  const removal = await wire(context, ["--uninstall", "--apply", "--namespace", "relay-two"]);
+  assert.match(removal.stdout, /^Namespace\/relay-two: deleted$/m);
+
+  const legacy = await kubeRequest(context.admin, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "legacy-relay" } });
+  assert.is(legacy.status, 201, JSON.stringify(legacy.body));
+  const adopted = await wire(context, [...relayMode, "--namespace", "legacy-relay", "--apply", "--adopt-namespace"]);
+  assert.is(adopted.code, exitCodes.ok, adopted.stderr);
+  assert.match(adopted.stderr, /namespace legacy-relay: recorded as the wiring's own/);
+  const gone = await wire(context, ["--uninstall", "--apply", "--namespace", "legacy-relay"]);
+  assert.match(gone.stdout, /^Namespace\/legacy-relay: deleted$/m);
 });
 
 Wiring.run();

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { bicepWiringPath, renderBicepWiring } from "../../cluster/bicepWiring.js";
-import { clusterManifests, type KubernetesObject } from "../../cluster/manifests.js";
+import { clusterManifests, relayCaBundle, type KubernetesObject } from "../../cluster/manifests.js";
 import { relayChecksumAnnotation } from "../../cluster/relay.js";
 import { type BicepFile, type Value, declarations, declarationsOf, evaluate, infraFile, kids, property, propertiesOf, repoRoot } from "./bicepTree.js";
 
@@ -21,7 +21,7 @@ const inputs = {
   kubeConfig: "a2ViZWNvbmZpZw==",
 };
 
-function rendered(mode: "url" | "relay", installCrd: boolean): KubernetesObject[] {
+function rendered(mode: "url" | "relay", installCrd: boolean, previousCa = ""): KubernetesObject[] {
   const target =
     mode === "relay"
       ? ({
@@ -31,7 +31,12 @@ function rendered(mode: "url" | "relay", installCrd: boolean): KubernetesObject[
           certificate: { caPem: inputs.relayCaCertificate, certPem: inputs.relayTlsCertificate, keyPem: inputs.relayTlsKey },
         } as const)
       : ({ kind: "url", baseUrl: `https://${inputs.functionHost}` } as const);
-  return clusterManifests({ target, subject: { kind: "User", name: inputs.identityObjectId }, includeCrd: installCrd });
+  return clusterManifests({
+    target,
+    subject: { kind: "User", name: inputs.identityObjectId },
+    includeCrd: installCrd,
+    ...(previousCa === "" ? {} : { relayCaBundlePem: relayCaBundle(inputs.relayCaCertificate, previousCa) }),
+  });
 }
 
 /** The objects the module deploys for these parameters: its resources whose condition holds, evaluated. */
@@ -81,6 +86,51 @@ Wiring("the relay's pods restart when the certificate or the key changes", ({ fi
   assert.ok(base);
   assert.is.not(checksum({ relayTlsCertificate: "other" }), base);
   assert.is.not(checksum({ functionKey: "AnotherKey0123456789" }), base);
+});
+
+const previousCa = "-----BEGIN CERTIFICATE-----\nOLD CA\n-----END CERTIFICATE-----\n";
+
+Wiring("during a rotation the webhooks trust the previous CA too; the relay's Secret holds only the new one and the pods do not restart for it", ({ file }) => {
+  const bindings = { ...inputs, mode: "relay", installCrd: true, relayPreviousCaCertificate: previousCa };
+  const objects = deployed(file, bindings);
+  assert.equal(withoutChecksum(objects), withoutChecksum(rendered("relay", true, previousCa)));
+  for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {
+    const webhook = objects.find((o) => o.kind === kind) as any;
+    const bundle = Buffer.from(webhook.webhooks[0].clientConfig.caBundle, "base64").toString();
+    assert.ok(bundle.includes(inputs.relayCaCertificate) && bundle.includes(previousCa), `${kind} trusts both CAs`);
+  }
+  const secret = objects.find((o) => o.kind === "Secret" && (o.metadata as any).name.endsWith("-tls")) as any;
+  assert.is(Buffer.from(secret.data["ca.crt"], "base64").toString(), inputs.relayCaCertificate);
+  const checksum = (list: typeof objects) => JSON.stringify(list.find((o) => o.kind === "Deployment")).match(new RegExp(`"${relayChecksumAnnotation}":"([^"]+)"`))?.[1];
+  assert.is(checksum(objects), checksum(deployed(file, { ...inputs, mode: "relay", installCrd: true })));
+});
+
+Wiring("the webhook configurations are deployed before the relay's TLS Secret, and the Deployment after both", ({ file }) => {
+  const resources = declarationsOf(file, "resource");
+  const dependsOn = (name: string) => {
+    const list = property(resources.get(name)!.body!.object, "dependsOn");
+    return list ? kids(list).map((node) => node.text).filter((text) => /^[A-Za-z]/.test(text)) : [];
+  };
+  for (const serving of ["secretTls", "deployment"]) {
+    assert.ok(dependsOn(serving).includes("mutatingWebhookConfiguration") && dependsOn(serving).includes("validatingWebhookConfiguration"), `${serving} waits for the webhooks`);
+  }
+  assert.ok(dependsOn("deployment").includes("secretTls"), "the pods start from the new Secret");
+  for (const webhook of ["mutatingWebhookConfiguration", "validatingWebhookConfiguration"]) {
+    assert.not.ok(dependsOn(webhook).includes("secretTls") || dependsOn(webhook).includes("deployment"), `${webhook} does not wait for what it must come before`);
+    assert.ok(dependsOn(webhook).includes("service"), `${webhook} comes after the service it addresses`);
+  }
+  assert.match(declarationsOf(file, "param").get("relayPreviousCaCertificate")?.decorators.map((d) => d.text).join(" ") ?? "", /while rotating/);
+});
+
+Wiring("both webhook configurations tell the AKS Admissions Enforcer to leave them alone, and exclude only kube-system and opted-out namespaces", ({ file }) => {
+  for (const mode of ["url", "relay"]) {
+    const webhooks = deployed(file, { ...inputs, mode, installCrd: true }).filter((o) => String(o.kind).endsWith("WebhookConfiguration")) as any[];
+    assert.is(webhooks.length, 2);
+    for (const webhook of webhooks) {
+      assert.equal(webhook.metadata.annotations, { "admissions.enforcer/disabled": "true" });
+      assert.equal(webhook.webhooks[0].namespaceSelector.matchExpressions.map((e: any) => e.key), ["kubernetes.io/metadata.name", "windows.k8s.io/disabled"]);
+    }
+  }
 });
 
 Wiring("secrets come in as secure parameters, and the admin kubeconfig is said to need local accounts", ({ file }) => {
