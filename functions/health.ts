@@ -26,6 +26,8 @@ export async function info(): Promise<HttpResponseInit> {
   return { status: 200, jsonBody: { name: packageJson.name, version: packageJson.version, node: process.version } };
 }
 
+// Decided before anything is registered: a bad setting leaves the app with no function at all.
+const metricsAuthLevel = webhookAuthLevel();
 app.http("health", { route: "health", methods: ["GET"], authLevel: "anonymous", handler: health });
-app.http("metrics", { route: "metrics", methods: ["GET"], authLevel: webhookAuthLevel(), handler: metrics });
+app.http("metrics", { route: "metrics", methods: ["GET"], authLevel: metricsAuthLevel, handler: metrics });
 app.http("info", { route: "info", methods: ["GET"], authLevel: "anonymous", handler: info });

@@ -157,7 +157,9 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     GMSA_API_TIMEOUT_MS: string(apiTimeoutMs)
     GMSA_AUTH_CACHE_TTL_SECONDS: string(authCacheTtlSeconds)
     GMSA_ADMISSION_BUDGET_MS: string(admissionBudgetMs)
-    // Reachable publicly only through the relay, which carries a function key.
+    // Reachable publicly only through the relay, which carries a function key; the app refuses
+    // to start in public mode without keys, so the two settings come from the same parameter.
+    GMSA_NETWORK_MODE: networkMode
     GMSA_REQUIRE_FUNCTION_KEY: privateMode ? 'false' : 'true'
   }
 }

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { readHostSettings } from "../../host/hostSettings.js";
-import { readAdmissionSettings, SettingsError } from "../../lib/settings.js";
+import { readAdmissionSettings, readEndpointProtection, SettingsError } from "../../lib/settings.js";
 
 const Settings = suite("readAdmissionSettings");
 
@@ -84,6 +84,26 @@ Settings("reports every bad value at once", () => {
 });
 
 Settings.run();
+
+const Endpoints = suite("readEndpointProtection");
+Endpoints("no function key and no network mode unless set", () => assert.equal(readEndpointProtection({}), { requireFunctionKey: false }));
+Endpoints("decodes the function-key setting as every other boolean setting", () => {
+  for (const value of ["true", "TRUE", " true", "true ", "1"]) assert.is(readEndpointProtection({ GMSA_REQUIRE_FUNCTION_KEY: value }).requireFunctionKey, true, value);
+  for (const value of ["false", "0", ""]) assert.is(readEndpointProtection({ GMSA_REQUIRE_FUNCTION_KEY: value }).requireFunctionKey, false, value);
+});
+Endpoints("stops on a misspelt function-key setting, naming it", () => {
+  for (const value of ["ture", "yes", "enabled"]) {
+    assert.throws(() => readEndpointProtection({ GMSA_REQUIRE_FUNCTION_KEY: value }), new RegExp(`GMSA_REQUIRE_FUNCTION_KEY must be true or false, got "${value}"`));
+  }
+});
+Endpoints("public mode needs function keys; private mode may go without", () => {
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public" }), /GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "true" }), { requireFunctionKey: true, networkMode: "public" });
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" }), { requireFunctionKey: false, networkMode: "private" });
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "Public", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be one of public, private/);
+});
+Endpoints.run();
 
 const Host = suite("readHostSettings");
 Host("serves on 8443 with a generated certificate by default", () => assert.equal(readHostSettings({}), { port: 8443 }));
