@@ -4,7 +4,11 @@ import { admissionRuntime } from "./runtime.js";
 import { webhookAuthLevel } from "./webhook.js";
 import packageJson from "../package.json";
 
-/** GET /health: 200 once this instance has valid settings and its cluster clients. */
+/**
+ * GET /health: 200 once this instance has valid settings and its cluster clients, 503 otherwise.
+ * Anyone who reaches the app may ask, so the reason (host names, paths, library errors) goes to
+ * the log only.
+ */
 export async function health(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
     const runtime = await admissionRuntime();
@@ -12,7 +16,7 @@ export async function health(_request: HttpRequest, context: InvocationContext):
     return { status: 200, jsonBody: { status: "ok", ...(cache ? { credSpecCache: cache } : {}) } };
   } catch (error) {
     context.error(`health: ${error instanceof Error ? error.message : String(error)}`);
-    return { status: 503, jsonBody: { status: "unavailable", reason: error instanceof Error ? error.message : String(error) } };
+    return { status: 503, jsonBody: { status: "unavailable" } };
   }
 }
 
