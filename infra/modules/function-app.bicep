@@ -30,7 +30,9 @@ param alwaysReadyHttpInstances int = 1
 ])
 param instanceMemoryMB int = 2048
 
-@minValue(1)
+// 40 is the lowest maximum the Flex Consumption plan has documented; any value from 40 up is
+// accepted whichever floor a region applies.
+@minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
@@ -131,10 +133,11 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         }
       ]
       ipSecurityRestrictionsDefaultAction: restrictInbound ? 'Deny' : 'Allow'
-      // Deployments reach the scm site with Entra tokens (basic auth is off below), so it
-      // keeps its own, open rule set in public mode; private mode closes both sites.
-      scmIpSecurityRestrictionsUseMain: false
-      scmIpSecurityRestrictionsDefaultAction: 'Allow'
+      // The scm site (deployments, with Entra tokens: basic auth is off below) is reachable from
+      // exactly where the app is: the same rules, the same public access, the same endpoint. The
+      // workflow admits its runner before it deploys.
+      scmIpSecurityRestrictionsUseMain: true
+      scmIpSecurityRestrictionsDefaultAction: restrictInbound ? 'Deny' : 'Allow'
     }
   }
 }

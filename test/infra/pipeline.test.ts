@@ -209,6 +209,19 @@ pipeline("a smoke test expects 200 from GET https://<host>/health after the depl
   assert.ok(runsBefore(deploy, smoke));
 });
 
+pipeline("with an allow-list, the runner is admitted before it deploys (the scm site follows the app's rules) and removed after the check", () => {
+  const admit = stepIndex((step) => /access-restriction add/.test(step.run ?? ""), "admit runner");
+  const remove = stepIndex((step) => /access-restriction remove/.test(step.run ?? ""), "remove runner");
+  const smoke = stepIndex((step) => /curl/.test(step.run ?? "") && /HEALTH_URL/.test(step.run ?? ""), "smoke test");
+  const deploys = allSteps.filter(({ step }) => /config-zip/.test(step.run ?? ""));
+  assert.ok(deploys.length >= 1);
+  for (const { job, step } of deploys) assert.ok(runsBefore(admit, { job, index: workflow.jobs[job]?.steps.indexOf(step) ?? -1 }), `${step.name} runs before the runner is admitted`);
+  assert.ok(runsBefore(smoke, remove));
+  assert.is(remove.step.if, "always() && steps.admit-runner.outcome == 'success'");
+  const rule = (run: string | undefined) => /--rule-name (\S+)/.exec(run ?? "")?.[1];
+  assert.is(rule(admit.step.run), rule(remove.step.run));
+});
+
 pipeline("every output the workflow reads is an output of main.bicep", async () => {
   const main = await infraFile("infra/main.bicep");
   const outputs = new Set(declarationsOf(main, "output").keys());
