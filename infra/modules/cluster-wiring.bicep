@@ -48,7 +48,7 @@ param relayTlsKey string = ''
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('3df09af9cbb61036', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('a86000eaab9caf11', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
 
 extension kubernetes with {
   namespace: relayNamespace
@@ -285,7 +285,6 @@ resource clusterRole 'rbac.authorization.k8s.io/ClusterRole@v1' = {
       ]
       resources: [
         'localsubjectaccessreviews'
-        'subjectaccessreviews'
       ]
       verbs: [
         'create'
@@ -517,7 +516,9 @@ resource deployment 'apps/Deployment@v1' = if (relay) {
     strategy: {
       type: 'RollingUpdate'
       rollingUpdate: {
+        #disable-next-line BCP036
         maxSurge: 1
+        #disable-next-line BCP036
         maxUnavailable: 0
       }
     }
@@ -697,6 +698,7 @@ resource podDisruptionBudget 'policy/PodDisruptionBudget@v1' = if (relay) {
     }
   }
   spec: {
+    #disable-next-line BCP036
     minAvailable: 1
     selector: {
       matchLabels: {
