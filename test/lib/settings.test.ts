@@ -116,4 +116,9 @@ Host("refuses half a certificate pair and a bad port", () => {
   assert.throws(() => readHostSettings({ PORT: "http" }), /PORT must be a port number/);
   assert.throws(() => readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: "true" }), /needs GMSA_FUNCTION_KEY/);
 });
+Host("reads the function-key setting as the functions do: any spelling of true needs a key, a typo stops it", () => {
+  for (const value of ["1", " true", "TRUE "]) assert.throws(() => readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: value }), /needs GMSA_FUNCTION_KEY/, value);
+  assert.throws(() => readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: "ture", GMSA_FUNCTION_KEY: "k" }), /GMSA_REQUIRE_FUNCTION_KEY must be true or false/);
+  assert.equal(readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: "1", GMSA_FUNCTION_KEY: "k" }), { port: 8443, functionKey: "k" });
+});
 Host.run();
