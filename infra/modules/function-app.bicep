@@ -163,6 +163,9 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     // Reachable publicly only through the relay, which carries a function key; the app refuses
     // to start in public mode without keys, so the two settings come from the same parameter.
     GMSA_NETWORK_MODE: networkMode
+    // A bad value of the two above throws while the functions register: the worker must then
+    // stop the app (the default from Node 20 on; said here so it cannot drift).
+    FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR: 'true'
     GMSA_REQUIRE_FUNCTION_KEY: privateMode ? 'false' : 'true'
   }
 }

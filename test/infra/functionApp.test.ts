@@ -131,6 +131,7 @@ const expectedSettings = [
   "GMSA_ADMISSION_BUDGET_MS",
   "GMSA_REQUIRE_FUNCTION_KEY",
   "GMSA_NETWORK_MODE",
+  "FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR",
 ];
 
 function appSettings(app: BicepFile): Map<string, Node> {
@@ -191,6 +192,7 @@ hosting("the network mode and the function-key setting agree: the app starts in 
       GMSA_REQUIRE_FUNCTION_KEY: String(evaluate(app, settings.get("GMSA_REQUIRE_FUNCTION_KEY")!, { bindings: { networkMode } })),
     };
     const protection = readEndpointProtection(env);
+    assert.is(literal(settings.get("FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR")), "true", "an entry point that throws stops the app");
     assert.is(protection.networkMode, networkMode);
     assert.is(protection.requireFunctionKey, networkMode === "public");
   }
