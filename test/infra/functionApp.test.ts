@@ -188,6 +188,7 @@ hosting("the network mode and the function-key setting agree: the app starts in 
   const settings = appSettings(app);
   for (const networkMode of ["public", "private"]) {
     const env = {
+      WEBSITE_SITE_NAME: "func-gmsa-abc",
       GMSA_NETWORK_MODE: String(evaluate(app, settings.get("GMSA_NETWORK_MODE")!, { bindings: { networkMode } })),
       GMSA_REQUIRE_FUNCTION_KEY: String(evaluate(app, settings.get("GMSA_REQUIRE_FUNCTION_KEY")!, { bindings: { networkMode } })),
     };

@@ -103,6 +103,11 @@ Endpoints("public mode needs function keys; private mode may go without", () => 
   assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" }), { requireFunctionKey: false, networkMode: "private" });
   assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "Public", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be one of public, private/);
 });
+Endpoints("on a Function App the network mode must be said", () => {
+  assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /GMSA_NETWORK_MODE must be public or private on a Function App/);
+  assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be public or private/);
+  assert.equal(readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private" }), { requireFunctionKey: false, networkMode: "private" });
+});
 Endpoints.run();
 
 const Host = suite("readHostSettings");

@@ -112,6 +112,9 @@ Package("public network mode refuses to load without function keys", async (cont
   }
   const { loadError } = await failedLoad(context, { GMSA_NETWORK_MODE: "internet" });
   assert.match(loadError, /GMSA_NETWORK_MODE must be one of public, private/);
+  const unsaid = await failedLoad(context, { WEBSITE_SITE_NAME: "func-gmsa-abc" });
+  assert.match(unsaid.loadError, /GMSA_NETWORK_MODE must be public or private on a Function App/);
+  assert.equal(unsaid.registered, []);
   const keyed = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "true" });
   assert.is(keyed.registered.find((r) => r.name === "validate")?.authLevel, "function");
   const privateMode = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" });
