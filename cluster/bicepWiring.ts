@@ -113,6 +113,15 @@ function bicepKey(key: string): string {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? key : quote(key);
 }
 
+// Kubernetes IntOrString fields: the extension's type data calls them strings, so an integer
+// there draws BCP036 although the API server takes it. The warning is silenced where it is wrong.
+const intOrStringFields = new Set(["maxSurge", "maxUnavailable", "minAvailable", "targetPort"]);
+
+function entry(indent: string, key: string, item: unknown, text: string): string {
+  const suppression = intOrStringFields.has(key) && typeof item === "number" ? `#disable-next-line BCP036\n${indent}` : "";
+  return `${indent}${suppression}${bicepKey(key)}: ${text}`;
+}
+
 export function bicepValue(value: unknown, indent: string): string {
   const inner = `${indent}  `;
   if (typeof value === "string") return bicepString(value);
@@ -124,7 +133,7 @@ export function bicepValue(value: unknown, indent: string): string {
   }
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length === 0) return "{}";
-  return `{\n${entries.map(([key, item]) => `${inner}${bicepKey(key)}: ${bicepValue(item, inner)}`).join("\n")}\n${indent}}`;
+  return `{\n${entries.map(([key, item]) => entry(inner, key, item, bicepValue(item, inner))).join("\n")}\n${indent}}`;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -141,7 +150,7 @@ function mergedValue(relayValue: unknown, urlValue: unknown, indent: string): st
     return `[\n${relayValue.map((item, i) => `${inner}${mergedValue(item, urlValue[i], inner)}`).join("\n")}\n${indent}]`;
   }
   if (isRecord(relayValue) && isRecord(urlValue) && JSON.stringify(Object.keys(relayValue)) === JSON.stringify(Object.keys(urlValue))) {
-    return `{\n${Object.keys(relayValue).map((key) => `${inner}${bicepKey(key)}: ${mergedValue(relayValue[key], urlValue[key], inner)}`).join("\n")}\n${indent}}`;
+    return `{\n${Object.keys(relayValue).map((key) => entry(inner, key, relayValue[key], mergedValue(relayValue[key], urlValue[key], inner))).join("\n")}\n${indent}}`;
   }
   return `relay ? ${relayText} : ${urlText}`;
 }

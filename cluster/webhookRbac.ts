@@ -8,14 +8,26 @@ export type WebhookSubject =
 
 export const webhookClusterRoleName = "gmsa-admission-webhook";
 
-export function webhookClusterRole() {
+export interface WebhookRoleOptions {
+  /**
+   * The webhook also checks the requesting user (GMSA_AUTHORIZE_REQUESTING_USER): that check is
+   * a cluster-wide SubjectAccessReview, which the service-account check does not need.
+   */
+  readonly authorizeRequestingUser?: boolean;
+}
+
+export function webhookClusterRole(options: WebhookRoleOptions = {}) {
   return {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "ClusterRole",
     metadata: { name: webhookClusterRoleName, labels: { "app.kubernetes.io/name": "gmsa-admission" } },
     rules: [
       { apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["get", "list", "watch"] },
-      { apiGroups: ["authorization.k8s.io"], resources: ["localsubjectaccessreviews", "subjectaccessreviews"], verbs: ["create"] },
+      {
+        apiGroups: ["authorization.k8s.io"],
+        resources: ["localsubjectaccessreviews", ...(options.authorizeRequestingUser === true ? ["subjectaccessreviews"] : [])],
+        verbs: ["create"],
+      },
     ],
   };
 }

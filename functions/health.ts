@@ -4,7 +4,11 @@ import { admissionRuntime } from "./runtime.js";
 import { webhookAuthLevel } from "./webhook.js";
 import packageJson from "../package.json";
 
-/** GET /health: 200 once this instance has valid settings and its cluster clients. */
+/**
+ * GET /health: 200 once this instance has valid settings and its cluster clients, 503 otherwise.
+ * Anyone who reaches the app may ask, so the reason (host names, paths, library errors) goes to
+ * the log only.
+ */
 export async function health(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   try {
     const runtime = await admissionRuntime();
@@ -12,7 +16,7 @@ export async function health(_request: HttpRequest, context: InvocationContext):
     return { status: 200, jsonBody: { status: "ok", ...(cache ? { credSpecCache: cache } : {}) } };
   } catch (error) {
     context.error(`health: ${error instanceof Error ? error.message : String(error)}`);
-    return { status: 503, jsonBody: { status: "unavailable", reason: error instanceof Error ? error.message : String(error) } };
+    return { status: 503, jsonBody: { status: "unavailable" } };
   }
 }
 
@@ -26,6 +30,8 @@ export async function info(): Promise<HttpResponseInit> {
   return { status: 200, jsonBody: { name: packageJson.name, version: packageJson.version, node: process.version } };
 }
 
+// Decided before anything is registered: a bad setting leaves the app with no function at all.
+const metricsAuthLevel = webhookAuthLevel();
 app.http("health", { route: "health", methods: ["GET"], authLevel: "anonymous", handler: health });
-app.http("metrics", { route: "metrics", methods: ["GET"], authLevel: webhookAuthLevel(), handler: metrics });
+app.http("metrics", { route: "metrics", methods: ["GET"], authLevel: metricsAuthLevel, handler: metrics });
 app.http("info", { route: "info", methods: ["GET"], authLevel: "anonymous", handler: info });

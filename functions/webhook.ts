@@ -4,6 +4,7 @@ import { exchangeAdmission, type HttpCall } from "../lib/admission/httpExchange.
 import type { WebhookPolicy } from "../lib/admission/handleReview.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
+import { readEndpointProtection } from "../lib/settings.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";
 
 /** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
@@ -42,7 +43,11 @@ export async function serveWebhook(webhook: string, policy: WebhookPolicy, reque
 /** Every method reaches the handler, so that the HTTP rules can answer 405 themselves. */
 export const allMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const;
 
-/** Function keys protect the webhooks when they are reachable publicly (relay wiring). */
+/**
+ * Function keys protect the webhooks when they are reachable publicly (relay wiring). Called
+ * while the functions are registered: a bad setting throws here, so the app loads no function
+ * at all instead of registering one with the wrong authorization level.
+ */
 export function webhookAuthLevel(env: NodeJS.ProcessEnv = process.env): "anonymous" | "function" {
-  return env.GMSA_REQUIRE_FUNCTION_KEY?.toLowerCase() === "true" ? "function" : "anonymous";
+  return readEndpointProtection(env).requireFunctionKey ? "function" : "anonymous";
 }

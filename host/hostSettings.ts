@@ -1,5 +1,5 @@
 import * as t from "io-ts";
-import { decodeWith, SettingsError } from "../lib/settings.js";
+import { decodeWith, readEndpointProtection, SettingsError } from "../lib/settings.js";
 
 /** Settings of the local host only (the Functions host brings its own port and TLS). */
 const Port = new t.Type<number, string, unknown>(
@@ -36,7 +36,7 @@ export function readHostSettings(env: NodeJS.ProcessEnv = process.env): HostSett
   if (Boolean(raw.TLS_CERT_FILE) !== Boolean(raw.TLS_KEY_FILE)) throw new SettingsError(["TLS_CERT_FILE and TLS_KEY_FILE go together: set both or neither"]);
   // Azure always demands a key from functions registered with function-level authorization;
   // the local host must not be more open than that.
-  if (env.GMSA_REQUIRE_FUNCTION_KEY?.toLowerCase() === "true" && !raw.GMSA_FUNCTION_KEY) {
+  if (readEndpointProtection(env).requireFunctionKey && !raw.GMSA_FUNCTION_KEY) {
     throw new SettingsError(["GMSA_REQUIRE_FUNCTION_KEY=true needs GMSA_FUNCTION_KEY, the key the local host then requires"]);
   }
   return {

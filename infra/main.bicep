@@ -45,6 +45,15 @@ param functionSubnetPrefix string = '10.250.0.0/24'
 @description('private mode: subnet that holds the private endpoint of the site.')
 param privateEndpointSubnetPrefix string = '10.250.1.0/27'
 
+@description('private mode: subnet that holds the storage account\'s private endpoints (blob, table).')
+param storageEndpointSubnetPrefix string = '10.250.1.32/27'
+
+@description('private mode: address prefixes of the cluster subnets that call the webhooks: the API server subnet (API Server VNet Integration) and the node subnets (and the pod subnet with Azure CNI pod subnets). Only these, and deployRunnerAddressPrefixes, reach the private endpoint; everything else, peered or not, is denied. Empty: nothing reaches it.')
+param clusterSubnetAddressPrefixes array = []
+
+@description('private mode: address prefixes of the runner that deploys (the scm site shares the private endpoint) and checks /health.')
+param deployRunnerAddressPrefixes array = []
+
 @minValue(0)
 @description('Always-ready instances for the http trigger group (cold starts cost admission latency).')
 param alwaysReadyHttpInstances int = 1
@@ -57,9 +66,9 @@ param alwaysReadyHttpInstances int = 1
 @description('Memory of one instance, in MB.')
 param instanceMemoryMB int = 2048
 
-@minValue(1)
+@minValue(40)
 @maxValue(1000)
-@description('Upper bound on instances the plan scales out to.')
+@description('Upper bound on instances the plan scales out to (40 is the lowest the Flex Consumption plan documents).')
 param maximumInstanceCount int = 40
 
 @description('Also require the requesting user to hold `use` on the credential spec (GMSA_AUTHORIZE_REQUESTING_USER).')
@@ -156,6 +165,7 @@ module storage 'modules/storage.bicep' = {
     tags: allTags
     resourceToken: resourceToken
     principalId: identity.outputs.principalId
+    privateMode: privateMode
   }
 }
 
@@ -168,8 +178,23 @@ module network 'modules/network.bicep' = if (privateMode) {
     vnetAddressPrefix: vnetAddressPrefix
     functionSubnetPrefix: functionSubnetPrefix
     privateEndpointSubnetPrefix: privateEndpointSubnetPrefix
+    storageEndpointSubnetPrefix: storageEndpointSubnetPrefix
+    privateEndpointAllowedSources: concat(clusterSubnetAddressPrefixes, deployRunnerAddressPrefixes)
     clusterVnetResourceId: clusterVnetResourceId
     peerWithClusterVnet: peerWithClusterVnet
+  }
+}
+
+module storageEndpoints 'modules/storage-endpoints.bicep' = if (privateMode) {
+  name: 'storage-endpoints'
+  params: {
+    location: location
+    tags: allTags
+    resourceToken: resourceToken
+    storageAccountName: storage.outputs.name
+    subnetId: network.?outputs.storageEndpointSubnetId ?? ''
+    blobDnsZoneId: network.?outputs.blobDnsZoneId ?? ''
+    tableDnsZoneId: network.?outputs.tableDnsZoneId ?? ''
   }
 }
 
@@ -189,15 +214,19 @@ module functionApp 'modules/function-app.bicep' = {
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     clusterEgressIpAddresses: clusterEgressIpAddresses
-    functionSubnetId: privateMode ? network.outputs.functionSubnetId : ''
-    privateEndpointSubnetId: privateMode ? network.outputs.privateEndpointSubnetId : ''
-    privateDnsZoneId: privateMode ? network.outputs.privateDnsZoneId : ''
+    functionSubnetId: network.?outputs.functionSubnetId ?? ''
+    privateEndpointSubnetId: network.?outputs.privateEndpointSubnetId ?? ''
+    privateDnsZoneId: network.?outputs.privateDnsZoneId ?? ''
     clusterResourceId: clusterResourceId
     authorizeRequestingUser: authorizeRequestingUser
     randomHostname: randomHostname
     apiTimeoutMs: apiTimeoutMs
     authCacheTtlSeconds: authCacheTtlSeconds
   }
+  // In private mode the app starts only once its storage is reachable from its subnet.
+  dependsOn: [
+    storageEndpoints
+  ]
 }
 
 // The cluster may live in another resource group (or subscription): the module runs there.
@@ -257,6 +286,6 @@ output IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output IDENTITY_PRINCIPAL_ID string = identity.outputs.principalId
 output NETWORK_MODE string = networkMode
 output WIRE_MODE string = wireMode
-output FUNCTION_EGRESS_IP string = privateMode ? network.outputs.egressIpAddress : ''
+output FUNCTION_EGRESS_IP string = network.?outputs.egressIpAddress ?? ''
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName
 output WORKBOOK_ID string = admissionMonitoring.outputs.workbookId

@@ -111,6 +111,44 @@ export function decodeWith<A>(codec: t.Decoder<unknown, A>, env: Record<string, 
   return decoded.right;
 }
 
+const networkModes = ["public", "private"] as const;
+export type NetworkMode = (typeof networkModes)[number];
+
+const EndpointEnvironment = t.type({
+  GMSA_REQUIRE_FUNCTION_KEY: withDefault(booleanSetting("GMSA_REQUIRE_FUNCTION_KEY"), false),
+  GMSA_NETWORK_MODE: t.union([oneOf("GMSA_NETWORK_MODE", networkModes), t.undefined]),
+  // Set by App Service on every Function App: the app is on Azure, where reachability is decided
+  // by the network mode.
+  WEBSITE_SITE_NAME: t.union([t.string, t.undefined]),
+});
+
+/** Who may call the webhooks and /metrics: decided when the functions are registered. */
+export interface EndpointProtection {
+  /** Callers must present a function key (function-level authorization). */
+  readonly requireFunctionKey: boolean;
+  /** How the app is reachable, as deployed; unset outside Azure. */
+  readonly networkMode?: NetworkMode;
+}
+
+/**
+ * Read before any function is registered (the authorization level is fixed at registration), so
+ * a bad value stops the app from loading at all rather than leaving an endpoint open.
+ */
+export function readEndpointProtection(env: NodeJS.ProcessEnv = process.env): EndpointProtection {
+  const raw = decodeWith(EndpointEnvironment, emptyAsUnset(env, Object.keys(EndpointEnvironment.props)));
+  // On Azure, an app that does not say how it is reachable might be public: it does not start.
+  if (raw.WEBSITE_SITE_NAME !== undefined && raw.GMSA_NETWORK_MODE === undefined) {
+    throw new SettingsError([`GMSA_NETWORK_MODE must be public or private on a Function App (${raw.WEBSITE_SITE_NAME}); the Bicep in infra/ sets it`]);
+  }
+  // A public endpoint without keys would let anyone on the internet ask for credential specs.
+  if (raw.GMSA_NETWORK_MODE === "public" && !raw.GMSA_REQUIRE_FUNCTION_KEY) {
+    throw new SettingsError([
+      "GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true: the webhooks are never served anonymously on a public endpoint",
+    ]);
+  }
+  return { requireFunctionKey: raw.GMSA_REQUIRE_FUNCTION_KEY, ...(raw.GMSA_NETWORK_MODE ? { networkMode: raw.GMSA_NETWORK_MODE } : {}) };
+}
+
 export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): AdmissionSettings {
   const raw = decodeWith(AdmissionEnvironment, emptyAsUnset(env, Object.keys(AdmissionEnvironment.props)));
   const problems: string[] = [];

@@ -54,7 +54,7 @@ param relayPreviousCaCertificate string = ''
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('7ae2aa752f2a95cc', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('7e55ab4de43c20f5', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -294,7 +294,6 @@ resource clusterRole 'rbac.authorization.k8s.io/ClusterRole@v1' = {
       ]
       resources: [
         'localsubjectaccessreviews'
-        'subjectaccessreviews'
       ]
       verbs: [
         'create'
@@ -528,7 +527,9 @@ resource deployment 'apps/Deployment@v1' = if (relay) {
     strategy: {
       type: 'RollingUpdate'
       rollingUpdate: {
+        #disable-next-line BCP036
         maxSurge: 1
+        #disable-next-line BCP036
         maxUnavailable: 0
       }
     }
@@ -711,6 +712,7 @@ resource podDisruptionBudget 'policy/PodDisruptionBudget@v1' = if (relay) {
     }
   }
   spec: {
+    #disable-next-line BCP036
     minAvailable: 1
     selector: {
       matchLabels: {

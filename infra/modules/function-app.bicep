@@ -30,7 +30,9 @@ param alwaysReadyHttpInstances int = 1
 ])
 param instanceMemoryMB int = 2048
 
-@minValue(1)
+// 40 is the lowest maximum the Flex Consumption plan has documented; any value from 40 up is
+// accepted whichever floor a region applies.
+@minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
@@ -131,10 +133,11 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         }
       ]
       ipSecurityRestrictionsDefaultAction: restrictInbound ? 'Deny' : 'Allow'
-      // Deployments reach the scm site with Entra tokens (basic auth is off below), so it
-      // keeps its own, open rule set in public mode; private mode closes both sites.
-      scmIpSecurityRestrictionsUseMain: false
-      scmIpSecurityRestrictionsDefaultAction: 'Allow'
+      // The scm site (deployments, with Entra tokens: basic auth is off below) is reachable from
+      // exactly where the app is: the same rules, the same public access, the same endpoint. The
+      // workflow admits its runner before it deploys.
+      scmIpSecurityRestrictionsUseMain: true
+      scmIpSecurityRestrictionsDefaultAction: restrictInbound ? 'Deny' : 'Allow'
     }
   }
 }
@@ -157,7 +160,12 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     GMSA_API_TIMEOUT_MS: string(apiTimeoutMs)
     GMSA_AUTH_CACHE_TTL_SECONDS: string(authCacheTtlSeconds)
     GMSA_ADMISSION_BUDGET_MS: string(admissionBudgetMs)
-    // Reachable publicly only through the relay, which carries a function key.
+    // Reachable publicly only through the relay, which carries a function key; the app refuses
+    // to start in public mode without keys, so the two settings come from the same parameter.
+    GMSA_NETWORK_MODE: networkMode
+    // A bad value of the two above throws while the functions register: the worker must then
+    // stop the app (the default from Node 20 on; said here so it cannot drift).
+    FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR: 'true'
     GMSA_REQUIRE_FUNCTION_KEY: privateMode ? 'false' : 'true'
   }
 }

@@ -1,12 +1,24 @@
-// private mode: a VNet for the function (outbound integration + private endpoint), a NAT
-// gateway so its egress address is known (add it to the cluster's authorized IP ranges), and
-// the private DNS zone of App Service, linked to this VNet and to the cluster's VNet.
+// private mode: a VNet for the function (outbound integration + private endpoints), a NAT
+// gateway so its egress address is known (add it to the cluster's authorized IP ranges), the
+// private DNS zone of App Service, linked to this VNet and to the cluster's VNet, and those of
+// blob and table storage, linked to this VNet only.
+//
+// Who reaches the site's private endpoint is decided by a network security group on its subnet:
+// App Service does not evaluate access restrictions for traffic that arrives through a private
+// endpoint, and a subnet applies NSG rules to private endpoints only with
+// privateEndpointNetworkPolicies enabled. Without it, everything peered could call the webhooks.
 param location string
 param tags object
 param resourceToken string
 param vnetAddressPrefix string
 param functionSubnetPrefix string
 param privateEndpointSubnetPrefix string
+
+@description('Subnet of the storage account\'s private endpoints (blob, table), reached from the function subnet only.')
+param storageEndpointSubnetPrefix string
+
+@description('Address prefixes that may reach the site\'s private endpoint over HTTPS: the API server subnet and the node subnets of the cluster, and a deployment runner. Every other source is denied, peered or not.')
+param privateEndpointAllowedSources array
 
 @description('Resource ID of the cluster VNet. Empty: no link and no peering.')
 param clusterVnetResourceId string = ''
@@ -19,6 +31,59 @@ var clusterVnetSubscriptionId = hasClusterVnet ? clusterVnetSegments[2] : subscr
 var clusterVnetResourceGroupName = hasClusterVnet ? clusterVnetSegments[4] : resourceGroup().name
 var functionSubnetName = 'snet-function'
 var privateEndpointSubnetName = 'snet-private-endpoints'
+var storageEndpointSubnetName = 'snet-storage-endpoints'
+// What the Functions host uses of its storage: blobs (keys, locks, the package) and a table
+// (diagnostic events). No queue: nothing here is triggered by one.
+var storageServices = [
+  'blob'
+  'table'
+]
+
+// The rule that makes the allow-list the only way in: the default rules would let the whole
+// VNet, and every VNet peered with it, reach the endpoint.
+var denyEveryOtherSource = {
+  name: 'deny-every-other-source'
+  properties: {
+    priority: 4096
+    direction: 'Inbound'
+    access: 'Deny'
+    protocol: '*'
+    sourceAddressPrefix: '*'
+    sourcePortRange: '*'
+    destinationAddressPrefix: '*'
+    destinationPortRange: '*'
+  }
+}
+
+var allowCluster = [
+  for (source, index) in privateEndpointAllowedSources: {
+    name: 'allow-https-${index}'
+    properties: {
+      priority: 100 + index
+      direction: 'Inbound'
+      access: 'Allow'
+      protocol: 'Tcp'
+      sourceAddressPrefix: source
+      sourcePortRange: '*'
+      destinationAddressPrefix: privateEndpointSubnetPrefix
+      destinationPortRange: '443'
+    }
+  }
+]
+
+var allowFunctionToStorage = {
+  name: 'allow-function-subnet'
+  properties: {
+    priority: 100
+    direction: 'Inbound'
+    access: 'Allow'
+    protocol: 'Tcp'
+    sourceAddressPrefix: functionSubnetPrefix
+    sourcePortRange: '*'
+    destinationAddressPrefix: storageEndpointSubnetPrefix
+    destinationPortRange: '443'
+  }
+}
 
 resource egressIp 'Microsoft.Network/publicIPAddresses@2024-05-01' = {
   name: 'pip-gmsa-egress-${resourceToken}'
@@ -46,6 +111,27 @@ resource natGateway 'Microsoft.Network/natGateways@2024-05-01' = {
       {
         id: egressIp.id
       }
+    ]
+  }
+}
+
+resource privateEndpointNsg 'Microsoft.Network/networkSecurityGroups@2024-05-01' = {
+  name: 'nsg-gmsa-pe-${resourceToken}'
+  location: location
+  tags: tags
+  properties: {
+    securityRules: concat(allowCluster, [denyEveryOtherSource])
+  }
+}
+
+resource storageEndpointNsg 'Microsoft.Network/networkSecurityGroups@2024-05-01' = {
+  name: 'nsg-gmsa-storage-pe-${resourceToken}'
+  location: location
+  tags: tags
+  properties: {
+    securityRules: [
+      allowFunctionToStorage
+      denyEveryOtherSource
     ]
   }
 }
@@ -83,7 +169,21 @@ resource vnet 'Microsoft.Network/virtualNetworks@2024-05-01' = {
         name: privateEndpointSubnetName
         properties: {
           addressPrefix: privateEndpointSubnetPrefix
-          privateEndpointNetworkPolicies: 'Disabled'
+          // Without this, NSG rules do not apply to the private endpoints in the subnet.
+          privateEndpointNetworkPolicies: 'Enabled'
+          networkSecurityGroup: {
+            id: privateEndpointNsg.id
+          }
+        }
+      }
+      {
+        name: storageEndpointSubnetName
+        properties: {
+          addressPrefix: storageEndpointSubnetPrefix
+          privateEndpointNetworkPolicies: 'Enabled'
+          networkSecurityGroup: {
+            id: storageEndpointNsg.id
+          }
         }
       }
     ]
@@ -99,6 +199,35 @@ resource privateEndpointSubnet 'Microsoft.Network/virtualNetworks/subnets@2024-0
   parent: vnet
   name: privateEndpointSubnetName
 }
+
+resource storageEndpointSubnet 'Microsoft.Network/virtualNetworks/subnets@2024-05-01' existing = {
+  parent: vnet
+  name: storageEndpointSubnetName
+}
+
+// The function reaches its storage through these zones; nothing else needs them.
+resource storageDnsZones 'Microsoft.Network/privateDnsZones@2024-06-01' = [
+  for service in storageServices: {
+    name: 'privatelink.${service}.${environment().suffixes.storage}'
+    location: 'global'
+    tags: tags
+  }
+]
+
+resource storageDnsLinks 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2024-06-01' = [
+  for index in range(0, length(storageServices)): {
+    parent: storageDnsZones[index]
+    name: 'link-${vnet.name}'
+    location: 'global'
+    tags: tags
+    properties: {
+      registrationEnabled: false
+      virtualNetwork: {
+        id: vnet.id
+      }
+    }
+  }
+]
 
 resource sitesDnsZone 'Microsoft.Network/privateDnsZones@2024-06-01' = {
   name: 'privatelink.azurewebsites.net'
@@ -160,4 +289,7 @@ output vnetId string = vnet.id
 output functionSubnetId string = functionSubnet.id
 output privateEndpointSubnetId string = privateEndpointSubnet.id
 output privateDnsZoneId string = sitesDnsZone.id
+output storageEndpointSubnetId string = storageEndpointSubnet.id
+output blobDnsZoneId string = storageDnsZones[0].id
+output tableDnsZoneId string = storageDnsZones[1].id
 output egressIpAddress string = egressIp.properties.ipAddress

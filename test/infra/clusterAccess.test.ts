@@ -17,6 +17,7 @@ import {
 
 const roles = {
   storageBlobDataOwner: "b7e6dc6d-f1e8-4753-8033-0f276bb0955b",
+  storageTableDataContributor: "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3",
   monitoringMetricsPublisher: "3913510d-42f4-4e42-8a64-420c390055eb",
   clusterUser: "4abbcc35-e782-43d8-92c5-2d3f1bd2253f",
 };
@@ -64,12 +65,15 @@ access("every role assignment is named with guid() and assigns to the webhooks' 
   assert.ok(count >= 4, `only ${count} role assignments`);
 });
 
-access("Storage Blob Data Owner on the storage account", async () => {
+access("on the storage account: exactly the host-storage set, Storage Blob Data Owner and Storage Table Data Contributor", async () => {
   const storage = await infraFile("infra/modules/storage.bicep");
-  const [assignment] = resourcesOfType(storage, "Microsoft.Authorization/roleAssignments");
-  assert.ok(assignment !== undefined);
-  assert.is(builtInRole(storage, assignment), roles.storageBlobDataOwner);
-  assert.is(property(bodyOf(assignment), "scope")?.text, "account");
+  const assignments = resourcesOfType(storage, "Microsoft.Authorization/roleAssignments");
+  assert.equal(assignments.map((assignment) => builtInRole(storage, assignment)).sort(), [roles.storageBlobDataOwner, roles.storageTableDataContributor].sort());
+  for (const assignment of assignments) {
+    assert.is(property(bodyOf(assignment), "scope")?.text, "account");
+    assert.is(assignment.body?.condition, undefined);
+    assert.is(assignment.body?.loop, undefined);
+  }
 });
 
 access("Monitoring Metrics Publisher on Application Insights", async () => {

@@ -1,6 +1,7 @@
 import { suite } from "uvu";
 import type { Node } from "web-tree-sitter";
 import * as assert from "uvu/assert";
+import { readEndpointProtection } from "../../lib/settings.js";
 import {
   type BicepFile,
   type Declaration,
@@ -129,6 +130,8 @@ const expectedSettings = [
   "GMSA_AUTH_CACHE_TTL_SECONDS",
   "GMSA_ADMISSION_BUDGET_MS",
   "GMSA_REQUIRE_FUNCTION_KEY",
+  "GMSA_NETWORK_MODE",
+  "FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR",
 ];
 
 function appSettings(app: BicepFile): Map<string, Node> {
@@ -178,6 +181,21 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
     assert.is(value("GMSA_AUTH_CACHE_TTL_SECONDS"), String(bindings.authCacheTtlSeconds));
     assert.is(value("GMSA_ADMISSION_BUDGET_MS"), String(bindings.admissionBudgetMs));
     assert.is(value("GMSA_REQUIRE_FUNCTION_KEY"), String(bindings.networkMode === "public"));
+  }
+});
+
+hosting("the network mode and the function-key setting agree: the app starts in both modes, keyed when public", ({ app }) => {
+  const settings = appSettings(app);
+  for (const networkMode of ["public", "private"]) {
+    const env = {
+      WEBSITE_SITE_NAME: "func-gmsa-abc",
+      GMSA_NETWORK_MODE: String(evaluate(app, settings.get("GMSA_NETWORK_MODE")!, { bindings: { networkMode } })),
+      GMSA_REQUIRE_FUNCTION_KEY: String(evaluate(app, settings.get("GMSA_REQUIRE_FUNCTION_KEY")!, { bindings: { networkMode } })),
+    };
+    const protection = readEndpointProtection(env);
+    assert.is(literal(settings.get("FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR")), "true", "an entry point that throws stops the app");
+    assert.is(protection.networkMode, networkMode);
+    assert.is(protection.requireFunctionKey, networkMode === "public");
   }
 });
 

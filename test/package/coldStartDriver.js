@@ -29,7 +29,13 @@ require.cache["@azure/functions-core"] = { id: "@azure/functions-core", filename
 (async () => {
   const started = process.hrtime.bigint();
   const manifest = require(path.join(packageDir, "package.json"));
-  require(path.join(packageDir, manifest.main));
+  try {
+    require(path.join(packageDir, manifest.main));
+  } catch (error) {
+    // What the worker would be left with: the functions registered before the entry point threw.
+    process.stdout.write(JSON.stringify({ loadError: String(error && error.message), registered: functions.map(({ metadata }) => metadata.name) }));
+    process.exit(3);
+  }
   const loadedMs = Number(process.hrtime.bigint() - started) / 1e6;
   for (const hook of hooks.filter((h) => h.name === "appStart")) await hook.callback({ hookData: {}, appHookData: {}, functionAppDirectory: packageDir });
   const registered = functions.map(({ metadata }) => {

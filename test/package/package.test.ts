@@ -75,6 +75,52 @@ Package("asks for function keys when the app setting says so", async (context) =
   assert.is(result.registered.find((r) => r.name === "health")?.authLevel, "anonymous");
 });
 
+// The entry point is loaded once more with these settings; it must register nothing and name the setting.
+async function failedLoad(context: { dir: string; api: FakeApiServer }, env: Record<string, string>): Promise<{ loadError: string; registered: string[] }> {
+  const loaded = await coldStart(context, "validate", review("CREATE", pod()), env).then(
+    () => undefined,
+    (error: unknown) => error as { code?: number; stdout?: string },
+  );
+  if (loaded === undefined) assert.unreachable(`the entry point loaded with ${JSON.stringify(env)}`);
+  assert.is(loaded?.code, 3, `the driver failed otherwise: ${JSON.stringify(loaded)}`);
+  return JSON.parse(loaded?.stdout ?? "") as { loadError: string; registered: string[] };
+}
+
+Package("reads the function-key setting with the same codec as every other setting", async (context) => {
+  for (const value of ["1", " true", "true ", "TRUE"]) {
+    const result = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_REQUIRE_FUNCTION_KEY: value });
+    for (const name of ["mutate", "validate", "metrics"]) {
+      assert.is(result.registered.find((r) => r.name === name)?.authLevel, "function", `${name} with ${JSON.stringify(value)}`);
+    }
+  }
+});
+
+Package("a misspelt function-key setting registers no function and names the setting", async (context) => {
+  for (const value of ["ture", "yes", "on"]) {
+    const { loadError, registered } = await failedLoad(context, { GMSA_REQUIRE_FUNCTION_KEY: value });
+    assert.match(loadError, /GMSA_REQUIRE_FUNCTION_KEY must be true or false/);
+    assert.equal(registered, [], `registered with ${JSON.stringify(value)}`);
+  }
+});
+
+Package("public network mode refuses to load without function keys", async (context) => {
+  const keyless: Array<Record<string, string>> = [{ GMSA_NETWORK_MODE: "public" }, { GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "false" }];
+  for (const env of keyless) {
+    const { loadError, registered } = await failedLoad(context, env);
+    assert.match(loadError, /GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+    assert.equal(registered, []);
+  }
+  const { loadError } = await failedLoad(context, { GMSA_NETWORK_MODE: "internet" });
+  assert.match(loadError, /GMSA_NETWORK_MODE must be one of public, private/);
+  const unsaid = await failedLoad(context, { WEBSITE_SITE_NAME: "func-gmsa-abc" });
+  assert.match(unsaid.loadError, /GMSA_NETWORK_MODE must be public or private on a Function App/);
+  assert.equal(unsaid.registered, []);
+  const keyed = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "true" });
+  assert.is(keyed.registered.find((r) => r.name === "validate")?.authLevel, "function");
+  const privateMode = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" });
+  assert.is(privateMode.registered.find((r) => r.name === "validate")?.authLevel, "anonymous");
+});
+
 Package("a bad setting stops the app at start", async (context) => {
   try {
     await coldStart(context, "mutate", review("CREATE", pod()), { GMSA_API_TIMEOUT_MS: "soon" });
