@@ -1,5 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { createAdmissionRuntime } from "../../../functions/runtime.js";
 import { entraKubeConfig } from "../../../lib/kube/entraAccess.js";
 import { clusterPorts, portsFor, type ClusterPorts } from "../../../lib/kube/clusterClient.js";
 import { ClusterUnavailableError, serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
@@ -133,6 +134,7 @@ Concurrency("a waiter whose admission gives up leaves the queue without calling 
   context.api.state.delayMs = 300;
   const ports = await open(context, { GMSA_API_CONCURRENCY: "1" });
   const first = ports.credSpecs.lookup("slow", noDeadline);
+  first.catch(() => {}); // awaited below; a failing assertion must not leave it unhandled
   const started = Date.now();
   try {
     await ports.credSpecs.lookup("queued", AbortSignal.timeout(50));
@@ -203,3 +205,44 @@ NotFound("a spec created after it was called unknown is accepted as soon as the 
 });
 
 NotFound.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const PlainHttp = suite<Context>("a kubeconfig whose server is plain HTTP");
+
+PlainHttp.before.each((context) => {
+  context.ports = [];
+});
+
+PlainHttp.after.each(async (context) => {
+  for (const ports of context.ports) await ports.stop();
+  await context.api.close();
+});
+
+PlainHttp("on loopback, as kubectl proxy serves it, reads, reviews and the watch all work", async (context) => {
+  context.api = await startFakeApiServer({ plainHttp: true });
+  context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
+  context.api.state.grants.add(`${web.user}|webapp1-credspec`);
+  const runtime = await createAdmissionRuntime(settings(context.api, { GMSA_CREDSPEC_CACHE: "true" }));
+  context.ports.push(runtime.cluster);
+  assert.is((await runtime.cluster.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
+  assert.equal(await runtime.cluster.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: true });
+  await until(() => runtime.cluster.cacheStatus()?.synced === true, "the watch over plain HTTP syncs");
+  assert.ok(context.api.connections.count <= 3, `${context.api.connections.count} connections`);
+});
+
+PlainHttp("to another host, start-up is refused naming KUBECONFIG and the reason", async (context) => {
+  context.api = await startFakeApiServer({ plainHttp: true, kubeconfigServer: "http://10.20.30.40:8001" });
+  try {
+    await createAdmissionRuntime(settings(context.api));
+    assert.unreachable("start-up was refused");
+  } catch (error) {
+    assert.instance(error, Error);
+    const message = (error as Error).message;
+    assert.match(message, `KUBECONFIG (${context.api.kubeconfig}) cannot be used`);
+    assert.match(message, /http:\/\/10\.20\.30\.40:8001 is plain HTTP on another host/);
+  }
+  assert.is(context.api.calls.length, 0);
+});
+
+PlainHttp.run();
