@@ -18,6 +18,8 @@ export interface FakeApiState {
   /** Answer requests with this status instead (every one, or the next `failTimes`). */
   failWith?: number;
   failTimes?: number;
+  /** Only requests whose path matches fail (default: every request). */
+  failPath?: RegExp;
   /** Sent with a failure, in seconds. */
   retryAfter?: number;
   /** Wait this long before answering. */
@@ -131,7 +133,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, { state, calls,
   calls.push({ method: req.method ?? "GET", path, body, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
   if (state.delayMs) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
   if (res.destroyed) return;
-  if (state.failWith && (state.failTimes === undefined || state.failTimes > 0)) {
+  if (state.failWith && (state.failTimes === undefined || state.failTimes > 0) && (!state.failPath || state.failPath.test(path))) {
     if (state.failTimes !== undefined) state.failTimes -= 1;
     if (state.retryAfter !== undefined) res.setHeader("retry-after", String(state.retryAfter));
     return send(res, state.failWith, status(state.failWith, "injected failure"));
