@@ -1,8 +1,10 @@
+import { ApiException, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createAdmissionRuntime } from "../../../functions/runtime.js";
 import { entraKubeConfig } from "../../../lib/kube/entraAccess.js";
 import { clusterPorts, portsFor, type ClusterPorts } from "../../../lib/kube/clusterClient.js";
+import { shareConnections } from "../../../lib/kube/sharedConnections.js";
 import { ClusterUnavailableError, serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
 import { readAdmissionSettings } from "../../../lib/settings.js";
 import { fakeCredential } from "../../support/fakeCredential.js";
@@ -246,3 +248,36 @@ PlainHttp("to another host, start-up is refused naming KUBECONFIG and the reason
 });
 
 PlainHttp.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const Rotation = suite("a pool is kept per TLS identity");
+
+Rotation("a new CA (a rotated cluster, or another one) gets its own pool and is trusted at once", async () => {
+  const [first, second] = [await startFakeApiServer(), await startFakeApiServer()];
+  const config = new KubeConfig();
+  const connections = shareConnections(config);
+  const point = (api: FakeApiServer) =>
+    config.loadFromClusterAndUser({ name: "cluster", server: api.url, caData: Buffer.from(api.caPem).toString("base64"), skipTLSVerify: false }, { name: "user", token: "t" });
+  try {
+    point(first);
+    await config.makeApiClient(CustomObjectsApi).getClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", name: "a" }).catch(() => {});
+    // Same names, another CA: a pool made for the first CA would refuse the second server.
+    point(second);
+    try {
+      await config.makeApiClient(CustomObjectsApi).getClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", name: "b" });
+      assert.unreachable("the fake answers 404");
+    } catch (error) {
+      assert.instance(error, ApiException);
+      assert.is((error as ApiException<unknown>).code, 404);
+    }
+    assert.is(first.calls.length, 1);
+    assert.is(second.calls.length, 1);
+  } finally {
+    await connections.close();
+    await first.close();
+    await second.close();
+  }
+});
+
+Rotation.run();
