@@ -157,6 +157,21 @@ Concurrency("a waiter whose admission gives up leaves the queue without calling 
   );
 });
 
+Concurrency("a legitimate admission is answered quickly while another waits on 60 unknown names", async (context) => {
+  context.api.state.delayMs = 20;
+  context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
+  const ports = await open(context, { GMSA_API_CONCURRENCY: "2" });
+  const bigAdmission = AbortSignal.timeout(4000);
+  const big = Promise.all(Array.from({ length: 60 }, (_, i) => ports.credSpecs.lookup(`many-${i}`, bigAdmission)));
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  const started = Date.now();
+  const legitimate = await ports.credSpecs.lookup("webapp1-credspec", AbortSignal.timeout(300));
+  const elapsed = Date.now() - started;
+  assert.is(legitimate.kind, "found");
+  assert.ok(elapsed < 150, `answered after ${elapsed} ms`);
+  await big;
+});
+
 Concurrency.run();
 
 // ---------------------------------------------------------------------------------------------
