@@ -12,8 +12,9 @@ import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
  * the cache does not know is confirmed with one GET before it is called unknown: a spec created
  * a moment ago must not be refused. A name the API server does not have either is remembered for
  * a few seconds (a pod naming many unknown names costs one GET per name, not one per lookup) and
- * forgotten the moment the watch brings a spec of that name. When the watch breaks, the cache keeps answering with what
- * it knows when the API server cannot answer, says it is stale, and reconnects with backoff.
+ * forgotten the moment the watch brings a spec of that name. When the watch breaks, the cache
+ * keeps answering with what it knows when the API server cannot answer, says it is stale, and
+ * reconnects with backoff.
  */
 export interface CredSpecCacheStatus {
   readonly started: boolean;
