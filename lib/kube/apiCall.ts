@@ -14,7 +14,7 @@ export type ApiOutcome<T> = { readonly ok: true; readonly value: T } | { readonl
 /** How calls to one API server are bounded, and what to do when its credentials or address go stale. */
 export interface ApiCallOptions {
   readonly timeoutMs: number;
-  /** The most an admission may take: a server that asks to be left alone longer is not waited for. */
+  /** The most an admission may take: a server that asks to be left alone longer than is left is not waited for. */
   readonly budgetMs?: number;
   /** Shared by every call to the same API server: how many may be in flight at once. */
   readonly slots?: ApiSlots;
@@ -39,6 +39,7 @@ export async function callApi<T>(
   call: (options: ConfigurationOptions) => Promise<T>,
 ): Promise<ApiOutcome<T>> {
   let reauthenticated = false;
+  const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
       const outcome = await callOnce(description, signal, bounds, call);
@@ -55,10 +56,12 @@ export async function callApi<T>(
         error instanceof ClusterUnavailableError &&
         (error.failure === "serverError" || error.failure === "unreachable" || (error.failure === "timeout" && !signal.aborted));
       if (!transient || attempt >= maxAttempts || signal.aborted) throw error;
-      if (error.retryAfterMs !== undefined && bounds.budgetMs !== undefined && error.retryAfterMs > bounds.budgetMs) {
+      // The admission began no later than this call, so this is the most time it can have left.
+      const left = bounds.budgetMs === undefined ? undefined : Math.max(0, bounds.budgetMs - (Date.now() - started));
+      if (error.retryAfterMs !== undefined && left !== undefined && error.retryAfterMs > left) {
         // Sleeping would only turn a clear answer into a timeout, and hold up whoever shares it.
         throw new ClusterUnavailableError(
-          `${error.message} and asked to wait ${Math.ceil(error.retryAfterMs / 1000)} s, longer than an admission may take (${bounds.budgetMs} ms)`,
+          `${error.message} and asked to wait ${Math.ceil(error.retryAfterMs / 1000)} s, longer than the admission has left (${left} ms)`,
           error.failure,
           error.httpStatus,
           error.retryAfterMs,
