@@ -5,7 +5,7 @@ import { countRequest } from "../observability/requestCounters.js";
  * Remembers `use` answers per (principal, namespace, credential spec) for a short time, and lets
  * concurrent identical questions share one access review. The price: a revoked grant keeps
  * working for up to the TTL. Denials are kept for a fifth of it, so a fresh grant works almost at
- * once; failures are never kept.
+ * once; failures are never kept, and a shared review lives no longer than its waiters do.
  */
 export interface UseDecisionCacheOptions {
   readonly ttlMs: number;
@@ -14,12 +14,43 @@ export interface UseDecisionCacheOptions {
   readonly maxEntries?: number;
 }
 
+/** One access review that several admissions wait on, and how many still do. */
+interface SharedReview {
+  readonly decision: Promise<UseDecision>;
+  readonly stop: AbortController;
+  waiters: number;
+}
+
 export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCacheOptions): UseAuthorizer {
   if (options.ttlMs <= 0) return inner;
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 10_000;
   const answers = new Map<string, { decision: UseDecision; expires: number }>();
-  const inFlight = new Map<string, Promise<UseDecision>>();
+  const inFlight = new Map<string, SharedReview>();
+
+  const drop = (key: string, review: SharedReview) => {
+    if (inFlight.get(key) === review) inFlight.delete(key);
+  };
+
+  // Each admission waits only as long as its own signal allows. The review itself runs while
+  // anyone still waits: when the last one gives up it is stopped and forgotten, so it never
+  // outlives the longest budget among its waiters and the next admission asks afresh.
+  const wait = (key: string, review: SharedReview, signal: AbortSignal): Promise<UseDecision> => {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    review.waiters += 1;
+    return new Promise<UseDecision>((resolve, reject) => {
+      const onAbort = () => {
+        review.waiters -= 1;
+        if (review.waiters === 0) {
+          drop(key, review);
+          review.stop.abort(signal.reason);
+        }
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      review.decision.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  };
 
   return {
     async mayUse(principal, namespace, credSpecName, signal) {
@@ -32,30 +63,22 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       if (known) answers.delete(key);
       countRequest("cacheMisses");
       const pending = inFlight.get(key);
-      if (pending) return untilAborted(pending, signal);
-      // The shared review runs on its own: one admission running out of time must not fail the
-      // others waiting on the same answer. The inner authorizer still bounds each call.
-      const asking = inner
-        .mayUse(principal, namespace, credSpecName, new AbortController().signal)
-        .then((decision) => {
-          answers.set(key, { decision, expires: now() + (decision.allowed ? options.ttlMs : options.ttlMs / 5) });
-          if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
-          return decision;
-        })
-        .finally(() => inFlight.delete(key));
-      inFlight.set(key, asking);
-      return untilAborted(asking, signal);
+      if (pending) return wait(key, pending, signal);
+      const stop = new AbortController();
+      const decision = inner.mayUse(principal, namespace, credSpecName, stop.signal).then((decision) => {
+        // A review stopped because nobody waited any more answers nobody: keep nothing from it.
+        if (stop.signal.aborted) return decision;
+        answers.set(key, { decision, expires: now() + (decision.allowed ? options.ttlMs : options.ttlMs / 5) });
+        if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
+        return decision;
+      });
+      const review: SharedReview = { decision, stop, waiters: 0 };
+      // A failed review is forgotten at once, so the next admission asks afresh.
+      void decision.finally(() => drop(key, review)).catch(() => {});
+      inFlight.set(key, review);
+      return wait(key, review, signal);
     },
   };
-}
-
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 function cacheKey(principal: Principal, namespace: string, credSpecName: string): string {

@@ -1,6 +1,7 @@
 import { ApiException, Observable, type ConfigurationOptions, type ObservableMiddleware } from "@kubernetes/client-node";
 import { ClusterUnavailableError } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
+import type { ApiSlots } from "./apiSlots.js";
 import { EntraTokenError } from "./entraTokenCache.js";
 
 /**
@@ -13,6 +14,10 @@ export type ApiOutcome<T> = { readonly ok: true; readonly value: T } | { readonl
 /** How calls to one API server are bounded, and what to do when its credentials or address go stale. */
 export interface ApiCallOptions {
   readonly timeoutMs: number;
+  /** The most an admission may take: a server that asks to be left alone longer than is left is not waited for. */
+  readonly budgetMs?: number;
+  /** Shared by every call to the same API server: how many may be in flight at once. */
+  readonly slots?: ApiSlots;
   /** Called on a 401; the call is then tried once more (a token that expired or was rotated). */
   readonly onUnauthorized?: () => void;
   /** Called when the server cannot be reached, e.g. to re-read a rotated CA. */
@@ -34,9 +39,10 @@ export async function callApi<T>(
   call: (options: ConfigurationOptions) => Promise<T>,
 ): Promise<ApiOutcome<T>> {
   let reauthenticated = false;
+  const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
-      const outcome = await callOnce(description, signal, bounds.timeoutMs, call);
+      const outcome = await callOnce(description, signal, bounds, call);
       if (!outcome.ok && outcome.status === 401 && bounds.onUnauthorized && !reauthenticated) {
         reauthenticated = true;
         bounds.onUnauthorized();
@@ -50,6 +56,17 @@ export async function callApi<T>(
         error instanceof ClusterUnavailableError &&
         (error.failure === "serverError" || error.failure === "unreachable" || (error.failure === "timeout" && !signal.aborted));
       if (!transient || attempt >= maxAttempts || signal.aborted) throw error;
+      // The admission began no later than this call, so this is the most time it can have left.
+      const left = bounds.budgetMs === undefined ? undefined : Math.max(0, bounds.budgetMs - (Date.now() - started));
+      if (error.retryAfterMs !== undefined && left !== undefined && error.retryAfterMs > left) {
+        // Sleeping would only turn a clear answer into a timeout, and hold up whoever shares it.
+        throw new ClusterUnavailableError(
+          `${error.message} and asked to wait ${Math.ceil(error.retryAfterMs / 1000)} s, longer than the admission has left (${left} ms)`,
+          error.failure,
+          error.httpStatus,
+          error.retryAfterMs,
+        );
+      }
       const backoff = firstRetryDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random());
       await pause(error.retryAfterMs ?? backoff, signal, error);
     }
@@ -72,6 +89,34 @@ function pause(ms: number, signal: AbortSignal, failure: ClusterUnavailableError
 }
 
 async function callOnce<T>(
+  description: string,
+  signal: AbortSignal,
+  bounds: ApiCallOptions,
+  call: (options: ConfigurationOptions) => Promise<T>,
+): Promise<ApiOutcome<T>> {
+  const release = await takeSlot(description, signal, bounds.slots);
+  try {
+    return await callInSlot(description, signal, bounds.timeoutMs, call);
+  } finally {
+    // One turn later, when the connection is back in the pool: the next call reuses it
+    // instead of opening another.
+    setImmediate(release);
+  }
+}
+
+async function takeSlot(description: string, signal: AbortSignal, slots: ApiSlots | undefined): Promise<() => void> {
+  if (!slots) return () => {};
+  try {
+    return await slots.take(signal);
+  } catch {
+    throw new ClusterUnavailableError(
+      `the Kubernetes API server did not answer ${description} in time: all ${slots.limit} calls this instance makes at once were taken`,
+      "timeout",
+    );
+  }
+}
+
+async function callInSlot<T>(
   description: string,
   signal: AbortSignal,
   timeoutMs: number,

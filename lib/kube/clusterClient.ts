@@ -1,11 +1,15 @@
 import { AuthorizationV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
 import type { CredSpecSource, UseAuthorizer } from "../gmsa/ports.js";
 import type { AdmissionSettings } from "../settings.js";
 import type { ApiCallOptions } from "./apiCall.js";
+import { apiSlots } from "./apiSlots.js";
 import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
 import { azureCredential, entraKubeConfig, type EntraKubeConfig } from "./entraAccess.js";
+import { plainHttpProblem } from "./plainHttp.js";
+import { shareConnections } from "./sharedConnections.js";
 import { useAuthorization } from "./useAuthorization.js";
 
 /** The cluster-facing half of the product: the two ports, bound to one API server. */
@@ -39,7 +43,11 @@ export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log:
   const config = new KubeConfig();
   if (cluster.access === "kubeconfig") config.loadFromFile(cluster.kubeconfig);
   else config.loadFromCluster();
-  if (!config.getCurrentCluster()) throw new Error(`the kubeconfig names no current cluster (${cluster.access})`);
+  const current = config.getCurrentCluster();
+  if (!current) throw new Error(`the kubeconfig names no current cluster (${cluster.access})`);
+  // Refused here, so that the instance never reports healthy and then fails every admission.
+  const problem = plainHttpProblem(current.server);
+  if (problem) throw new Error(cluster.access === "kubeconfig" ? `KUBECONFIG (${cluster.kubeconfig}) cannot be used: ${problem}` : `the in-cluster configuration cannot be used: ${problem}`);
   return config;
 }
 
@@ -51,11 +59,21 @@ function isEntra(config: KubeConfig): config is EntraKubeConfig {
   return typeof (config as Partial<EntraKubeConfig>).invalidateToken === "function";
 }
 
-/** The ports over one KubeConfig: direct reads behind the credential spec cache, answers behind the decision cache. */
+// Without a watch to clear it, "not found" is believed only briefly: a spec created a moment ago must be accepted.
+const unwatchedNotFoundTtlMs = 1_000;
+
+/**
+ * The ports over one KubeConfig: direct reads behind the credential spec cache, answers behind
+ * the decision cache, every call over one pool of kept-alive connections and within one cap on
+ * calls in flight.
+ */
 export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: ClusterLog = consoleLog): ClusterPorts {
   const entra = isEntra(config) ? config : undefined;
+  const connections = shareConnections(config);
   const bounds: ApiCallOptions = {
     timeoutMs: settings.apiTimeoutMs,
+    budgetMs: settings.admissionBudgetMs,
+    slots: apiSlots(settings.apiConcurrency),
     ...(entra
       ? {
           onUnauthorized: () => entra.invalidateToken(),
@@ -69,10 +87,13 @@ export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: C
     ? credSpecCache(config, { direct, log, ...(entra ? { onUnauthorized: () => entra.invalidateToken() } : {}) })
     : undefined;
   return {
-    credSpecs: cache ?? direct,
+    credSpecs: cache ?? rememberingNotFound(direct, notFoundMemory(), () => unwatchedNotFoundTtlMs),
     authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs }),
     server: config.getCurrentCluster()?.server ?? "",
     cacheStatus: () => cache?.status(),
-    stop: async () => void (await cache?.stop()),
+    stop: async () => {
+      await cache?.stop();
+      await connections.close();
+    },
   };
 }

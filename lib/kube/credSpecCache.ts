@@ -1,4 +1,5 @@
 import { CustomObjectsApi, makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
+import { notFoundMemory } from "../caching/notFoundMemory.js";
 import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
 import { countRequest } from "../observability/requestCounters.js";
@@ -9,14 +10,19 @@ import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
  * shared by all its admissions. Started by the first lookup; until the first list has arrived,
  * lookups go straight to the API server, so a cold start never waits for a full list. A name
  * the cache does not know is confirmed with one GET before it is called unknown: a spec created
- * a moment ago must not be refused. When the watch breaks, the cache keeps answering with what
- * it knows when the API server cannot answer, says it is stale, and reconnects with backoff.
+ * a moment ago must not be refused. A name the API server does not have either is remembered for
+ * a few seconds (a pod naming many unknown names costs one GET per name, not one per lookup) and
+ * forgotten the moment the watch brings a spec of that name. When the watch breaks, the cache
+ * keeps answering with what it knows when the API server cannot answer, says it is stale, and
+ * reconnects with backoff.
  */
 export interface CredSpecCacheStatus {
   readonly started: boolean;
   readonly synced: boolean;
   readonly stale: boolean;
   readonly size: number;
+  /** Names remembered as not found. */
+  readonly notFound: number;
 }
 
 export interface CredSpecCache extends CredSpecSource {
@@ -32,6 +38,12 @@ export interface CredSpecCacheOptions {
   readonly onUnauthorized?: () => void;
   readonly minBackoffMs?: number;
   readonly maxBackoffMs?: number;
+  /** How long "not found" is believed while the watch is up (it clears a name when the spec appears). Default 5 s. */
+  readonly notFoundTtlMs?: number;
+  /** The same before the first list and while the watch is broken, when nothing clears it. Default 1 s. */
+  readonly unwatchedNotFoundTtlMs?: number;
+  readonly maxNotFound?: number;
+  readonly now?: () => number;
 }
 
 type CredSpecObject = KubernetesObject & { credspec?: unknown };
@@ -42,6 +54,8 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
   const minBackoff = options.minBackoffMs ?? 500;
   const maxBackoff = options.maxBackoffMs ?? 30_000;
   const entries = new Map<string, CredSpecLookup>();
+  const notFound = notFoundMemory({ ...(options.maxNotFound !== undefined ? { maxEntries: options.maxNotFound } : {}), ...(options.now ? { now: options.now } : {}) });
+  const notFoundTtl = () => (synced && !stale ? (options.notFoundTtlMs ?? 5_000) : (options.unwatchedNotFoundTtlMs ?? 1_000));
   let informer: ReturnType<typeof makeInformer<CredSpecObject>> | undefined;
   let synced = false;
   let stale = false;
@@ -51,7 +65,9 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
 
   const remember = (object: CredSpecObject) => {
     const name = object.metadata?.name;
-    if (name) entries.set(name, lookupFromObject(object));
+    if (!name) return;
+    entries.set(name, lookupFromObject(object));
+    notFound.forget(name);
   };
   const forget = (object: CredSpecObject) => {
     const name = object.metadata?.name;
@@ -119,8 +135,21 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
         countRequest("cacheHits");
         return known;
       }
+      if (!known) {
+        if (notFound.recalls(name, notFoundTtl())) {
+          countRequest("cacheHits");
+          return { kind: "notFound" };
+        }
+        countRequest("cacheMisses");
+        const read = await options.direct.lookup(name, signal);
+        if (read.kind !== "notFound") return read;
+        // The watch may have brought the spec while the GET was on its way: believe the newer.
+        const arrived = entries.get(name);
+        if (arrived) return arrived;
+        notFound.remember(name);
+        return read;
+      }
       countRequest("cacheMisses");
-      if (!known) return options.direct.lookup(name, signal);
       // A stale cache may hold specs deleted or changed since: ask first, fall back to what it
       // knows only when the API server cannot answer.
       try {
@@ -130,7 +159,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
         return known;
       }
     },
-    status: () => ({ started: informer !== undefined, synced, stale, size: entries.size }),
+    status: () => ({ started: informer !== undefined, synced, stale, size: entries.size, notFound: notFound.size }),
     async stop() {
       stopped = true;
       clearTimeout(retry);

@@ -109,8 +109,38 @@ Cache("a deleted credential spec is refused, and one created a moment ago is acc
     credspec: credSpecFixture("webapp1-credspec").credspec,
   });
   assert.is(created.status, 201);
+  // `web` may use every spec (use-all): the name must resolve and its contents be inlined.
   const fresh = await admit(cluster, "/mutate", gmsaReview("brand-new", "web"));
   assert.is(fresh.allowed, true, JSON.stringify(fresh.status));
+  assert.ok(fresh.patch, "the contents were inlined");
+  assert.equal(JSON.parse(Buffer.from(fresh.patch, "base64").toString()), [
+    { op: "add", path: "/spec/containers/0/securityContext/windowsOptions/gmsaCredentialSpec", value: canonicalJson(credSpecFixture("webapp1-credspec").credspec) },
+  ]);
+});
+
+Cache("a name called unknown is accepted as soon as a spec of that name is created", async ({ cluster }) => {
+  const before = await admit(cluster, "/mutate", gmsaReview("created-later", "web"));
+  assert.is(before.patch, undefined, "nothing to inline yet");
+  for (let i = 0; i < 5; i++) await admit(cluster, "/mutate", gmsaReview("created-later", "web"));
+  const created = await kubeRequest(cluster.admin, "POST", "/apis/windows.k8s.io/v1/gmsacredentialspecs", {
+    apiVersion: "windows.k8s.io/v1",
+    kind: "GMSACredentialSpec",
+    metadata: { name: "created-later" },
+    credspec: credSpecFixture("payroll-gmsa").credspec,
+  });
+  assert.is(created.status, 201);
+  // "Not found" is remembered, but the watch forgets it as soon as the spec arrives: no need to
+  // wait out the memory.
+  const started = Date.now();
+  let answer = await admit(cluster, "/mutate", gmsaReview("created-later", "web"));
+  while (!answer.patch && Date.now() - started < 5000) answer = await admit(cluster, "/mutate", gmsaReview("created-later", "web"));
+  const elapsed = Date.now() - started;
+  assert.ok(answer.patch, "the contents were inlined");
+  assert.is(JSON.parse(Buffer.from(answer.patch, "base64").toString())[0].value, canonicalJson(credSpecFixture("payroll-gmsa").credspec));
+  console.log(`  a spec created after its name was called unknown was inlined after ${elapsed} ms`);
+  assert.ok(elapsed < 1000, `inlined after ${elapsed} ms`);
+  const validated = await admit(cluster, "/validate", gmsaReview("created-later", "web"));
+  assert.is(validated.allowed, true, JSON.stringify(validated.status));
 });
 
 Cache("when the watch breaks, the cache keeps serving what it knows and says it is stale", async ({ cluster }) => {

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer as createPlainServer, type IncomingMessage, type Server as PlainServer, type ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import { createCertificateAuthority, issueCertificate } from "../../controlplane/pki.js";
 import type { AddressInfo } from "node:net";
@@ -18,6 +18,8 @@ export interface FakeApiState {
   /** Answer requests with this status instead (every one, or the next `failTimes`). */
   failWith?: number;
   failTimes?: number;
+  /** Only requests whose path matches fail (default: every request). */
+  failPath?: RegExp;
   /** Sent with a failure, in seconds. */
   retryAfter?: number;
   /** Wait this long before answering. */
@@ -28,26 +30,51 @@ export interface FakeApiCall {
   readonly method: string;
   readonly path: string;
   readonly body?: unknown;
+  readonly authorization?: string;
 }
 
 export interface FakeApiServer {
   readonly url: string;
   readonly kubeconfig: string;
+  /** The CA that signed its serving certificate. */
+  readonly caPem: string;
   readonly state: FakeApiState;
   readonly calls: FakeApiCall[];
+  /** Connections opened to it: TLS handshakes completed (or TCP connections, for plain HTTP). */
+  readonly connections: { count: number };
+  /** Requests being answered now, and the most at once. */
+  readonly load: { now: number; most: number };
+  /** Stores a credential spec and tells every open watch (ADDED). */
+  addCredSpec(name: string, object: Record<string, unknown>): void;
   close(): Promise<void>;
 }
 
-export async function startFakeApiServer(): Promise<FakeApiServer> {
+export interface FakeApiServerOptions {
+  /** Serve plain HTTP, as kubectl proxy does. */
+  readonly plainHttp?: boolean;
+  /** The server written into the kubeconfig, when it is not the fake's own URL. */
+  readonly kubeconfigServer?: string;
+}
+
+export async function startFakeApiServer(options: FakeApiServerOptions = {}): Promise<FakeApiServer> {
   const state: FakeApiState = { credSpecs: new Map(), grants: new Set() };
   const calls: FakeApiCall[] = [];
+  const connections = { count: 0 };
+  const load = { now: 0, most: 0 };
+  const watchers = new Set<ServerResponse>();
+  let resourceVersion = 1;
   const ca = await createCertificateAuthority("fake API server CA");
   const serving = await issueCertificate(ca, { commonName: "127.0.0.1", ipAddresses: ["127.0.0.1"], usage: "server" });
-  const server: Server = createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
-    void answer(req, res, state, calls);
-  });
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    load.now += 1;
+    load.most = Math.max(load.most, load.now);
+    res.on("close", () => (load.now -= 1));
+    void answer(req, res, { state, calls, watchers, resourceVersion: () => resourceVersion });
+  };
+  const server: Server | PlainServer = options.plainHttp ? createPlainServer(handler) : createServer({ cert: serving.certPem, key: serving.keyPem }, handler);
+  server.on(options.plainHttp ? "connection" : "secureConnection", () => (connections.count += 1));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const url = `${options.plainHttp ? "http" : "https"}://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const dir = mkdtempSync(join(tmpdir(), "gmsa-fake-api-"));
   const kubeconfig = join(dir, "kubeconfig");
   writeFileSync(
@@ -55,7 +82,14 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
     JSON.stringify({
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name: "fake", cluster: { server: url, "certificate-authority-data": Buffer.from(ca.certPem).toString("base64") } }],
+      clusters: [
+        {
+          name: "fake",
+          cluster: options.plainHttp
+            ? { server: options.kubeconfigServer ?? url }
+            : { server: options.kubeconfigServer ?? url, "certificate-authority-data": Buffer.from(ca.certPem).toString("base64") },
+        },
+      ],
       users: [{ name: "webhook", user: { token: "fake-token" } }],
       contexts: [{ name: "fake", context: { cluster: "fake", user: "webhook" } }],
       "current-context": "fake",
@@ -64,8 +98,17 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
   return {
     url,
     kubeconfig,
+    caPem: ca.certPem,
     state,
     calls,
+    connections,
+    load,
+    addCredSpec(name, object) {
+      resourceVersion += 1;
+      const stored = { ...object, metadata: { name, resourceVersion: String(resourceVersion) } };
+      state.credSpecs.set(name, stored);
+      for (const watcher of watchers) watcher.write(`${JSON.stringify({ type: "ADDED", object: stored })}\n`);
+    },
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
@@ -73,21 +116,40 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
   };
 }
 
-async function answer(req: IncomingMessage, res: ServerResponse, state: FakeApiState, calls: FakeApiCall[]): Promise<void> {
+interface Served {
+  readonly state: FakeApiState;
+  readonly calls: FakeApiCall[];
+  readonly watchers: Set<ServerResponse>;
+  readonly resourceVersion: () => number;
+}
+
+async function answer(req: IncomingMessage, res: ServerResponse, { state, calls, watchers, resourceVersion }: Served): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
   const text = Buffer.concat(chunks).toString();
   const body: unknown = text ? JSON.parse(text) : undefined;
-  const path = new URL(req.url ?? "/", "http://x").pathname;
-  calls.push({ method: req.method ?? "GET", path, body });
+  const url = new URL(req.url ?? "/", "http://x");
+  const path = url.pathname;
+  calls.push({ method: req.method ?? "GET", path, body, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
   if (state.delayMs) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
   if (res.destroyed) return;
-  if (state.failWith && (state.failTimes === undefined || state.failTimes > 0)) {
+  if (state.failWith && (state.failTimes === undefined || state.failTimes > 0) && (!state.failPath || state.failPath.test(path))) {
     if (state.failTimes !== undefined) state.failTimes -= 1;
     if (state.retryAfter !== undefined) res.setHeader("retry-after", String(state.retryAfter));
     return send(res, state.failWith, status(state.failWith, "injected failure"));
   }
 
+  if (req.method === "GET" && path === "/apis/windows.k8s.io/v1/gmsacredentialspecs") {
+    if (url.searchParams.get("watch") !== "true") {
+      return send(res, 200, { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpecList", metadata: { resourceVersion: String(resourceVersion()) }, items: [...state.credSpecs.values()] });
+    }
+    // A watch stays open; events are written by addCredSpec.
+    res.writeHead(200, { "content-type": "application/json" });
+    res.flushHeaders();
+    watchers.add(res);
+    res.on("close", () => watchers.delete(res));
+    return;
+  }
   const credSpec = path.match(/^\/apis\/windows\.k8s\.io\/v1\/gmsacredentialspecs\/([^/]+)$/);
   if (req.method === "GET" && credSpec) {
     const name = decodeURIComponent(credSpec[1]!);

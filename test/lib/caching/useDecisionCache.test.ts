@@ -93,6 +93,75 @@ Cache("does not keep failures", async (context) => {
   assert.is(context.asked, 2);
 });
 
+/** A budget as an admission has one: a timer that keeps the process alive until it fires. */
+function budget(ms: number): AbortSignal {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(Object.assign(new Error(`budget of ${ms} ms spent`), { name: "TimeoutError" })), ms);
+  return controller.signal;
+}
+
+/** An authorizer that waits until its signal aborts, and says whether it saw the abort. */
+function stallingAuthorizer(context: Context, seen: { aborted: number }): UseAuthorizer {
+  return {
+    mayUse: (_principal, _namespace, _name, reviewSignal) => {
+      context.asked++;
+      return new Promise((_, reject) =>
+        reviewSignal.addEventListener("abort", () => {
+          seen.aborted++;
+          reject(new Error("review stopped"));
+        }),
+      );
+    },
+  };
+}
+
+Cache("a shared review is stopped when the last admission waiting on it gives up", async (context) => {
+  const seen = { aborted: 0 };
+  const cached = useDecisionCache(stallingAuthorizer(context, seen), { ttlMs: 5000 });
+  const first = new AbortController();
+  const second = new AbortController();
+  const waits = [first, second].map((c) => cached.mayUse(web, "apps", "spec", c.signal).then(() => "answered", () => "gave up"));
+  first.abort(new Error("first budget spent"));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.is(seen.aborted, 0, "still running for the admission that waits");
+  second.abort(new Error("second budget spent"));
+  assert.equal(await Promise.all(waits), ["gave up", "gave up"]);
+  assert.is(seen.aborted, 1, "stopped with its last waiter");
+  assert.is(context.asked, 1);
+});
+
+Cache("after a stalled review is given up, the next admission asks afresh", async (context) => {
+  let stall = true;
+  const seen = { aborted: 0 };
+  const stalling = stallingAuthorizer(context, seen);
+  const cached = useDecisionCache(
+    { mayUse: (p, n, c, s) => (stall ? stalling.mayUse(p, n, c, s) : (context.asked++, Promise.resolve({ allowed: true }))) },
+    { ttlMs: 5000 },
+  );
+  try {
+    await cached.mayUse(web, "apps", "spec", budget(30));
+    assert.unreachable("gave up");
+  } catch (error) {
+    assert.is((error as Error).name, "TimeoutError");
+  }
+  stall = false;
+  assert.equal(await cached.mayUse(web, "apps", "spec", budget(500)), { allowed: true });
+  assert.is(context.asked, 2);
+});
+
+Cache("an admission that joins a shared review keeps it alive, and gets its answer", async (context) => {
+  let open!: () => void;
+  context.gate = new Promise((resolve) => (open = resolve));
+  const early = new AbortController();
+  const first = context.cached.mayUse(web, "apps", "spec", early.signal).catch(() => "gave up");
+  const second = context.cached.mayUse(web, "apps", "spec", signal);
+  early.abort(new Error("budget spent"));
+  open();
+  assert.is(await first, "gave up");
+  assert.equal(await second, { allowed: true });
+  assert.is(context.asked, 1);
+});
+
 Cache("a TTL of 0 asks every time", async (context) => {
   const inner: UseAuthorizer = { mayUse: async () => (context.asked++, { allowed: true }) };
   const cached = useDecisionCache(inner, { ttlMs: 0 });

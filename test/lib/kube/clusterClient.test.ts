@@ -1,0 +1,298 @@
+import { ApiException, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { createAdmissionRuntime } from "../../../functions/runtime.js";
+import { entraKubeConfig } from "../../../lib/kube/entraAccess.js";
+import { clusterPorts, portsFor, type ClusterPorts } from "../../../lib/kube/clusterClient.js";
+import { shareConnections } from "../../../lib/kube/sharedConnections.js";
+import { ClusterUnavailableError, serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
+import { readAdmissionSettings } from "../../../lib/settings.js";
+import { fakeCredential } from "../../support/fakeCredential.js";
+import { startFakeApiServer, type FakeApiServer } from "../../support/fakeApiServer.js";
+import { credSpecFixture } from "../../support/fixtures.js";
+
+interface Context {
+  api: FakeApiServer;
+  ports: ClusterPorts[];
+}
+
+const noDeadline = new AbortController().signal;
+const web = serviceAccountPrincipal("apps", "web");
+
+function settings(api: FakeApiServer, env: Record<string, string> = {}) {
+  return readAdmissionSettings({ KUBECONFIG: api.kubeconfig, GMSA_CREDSPEC_CACHE: "false", GMSA_AUTH_CACHE_TTL_SECONDS: "0", ...env });
+}
+
+async function open(context: Context, env: Record<string, string> = {}): Promise<ClusterPorts> {
+  const ports = await clusterPorts(settings(context.api, env), () => {});
+  context.ports.push(ports);
+  return ports;
+}
+
+function getsOf(api: FakeApiServer, name: string): number {
+  return api.calls.filter((c) => c.method === "GET" && c.path === `/apis/windows.k8s.io/v1/gmsacredentialspecs/${name}`).length;
+}
+
+async function until(condition: () => boolean, what: string, ms = 3000): Promise<void> {
+  const started = Date.now();
+  while (!condition()) {
+    if (Date.now() - started > ms) assert.unreachable(`${what} within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const Connections = suite<Context>("one ClusterPorts keeps its connections to the API server alive");
+
+Connections.before.each(async (context) => {
+  context.api = await startFakeApiServer();
+  context.ports = [];
+});
+
+Connections.after.each(async (context) => {
+  for (const ports of context.ports) await ports.stop();
+  await context.api.close();
+});
+
+// A connection goes back to the pool a moment after its answer is read: a call made at once may
+// find none free and open a second one. "A few" is what matters; a handshake per call is the bug.
+
+Connections("40 lookups of unknown names, one after another, cost a TLS handshake or two, not 40", async (context) => {
+  const ports = await open(context);
+  for (let i = 0; i < 40; i++) assert.equal(await ports.credSpecs.lookup(`unknown-${i}`, noDeadline), { kind: "notFound" });
+  assert.is(context.api.calls.length, 40);
+  assert.ok(context.api.connections.count <= 2, `${context.api.connections.count} handshakes for 40 calls`);
+});
+
+Connections("credential spec reads and access reviews share the same connections", async (context) => {
+  context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
+  const ports = await open(context);
+  for (let i = 0; i < 10; i++) {
+    assert.is((await ports.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
+    assert.equal(await ports.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: false, reason: undefined });
+  }
+  assert.is(context.api.calls.length, 20);
+  assert.ok(context.api.connections.count <= 2, `${context.api.connections.count} handshakes for 20 calls`);
+});
+
+Connections("the informer's list and watch ride the same pool", async (context) => {
+  const ports = await open(context, { GMSA_CREDSPEC_CACHE: "true" });
+  await ports.credSpecs.lookup("first", noDeadline);
+  await until(() => ports.cacheStatus()?.synced === true, "the cache syncs");
+  for (let i = 0; i < 10; i++) await ports.authorizer.mayUse(web, "apps", `spec-${i}`, noDeadline);
+  // The watch holds one connection open; everything else reuses the others.
+  assert.ok(context.api.connections.count <= 3, `${context.api.connections.count} handshakes for a list, a watch, a GET and 10 reviews`);
+});
+
+Connections("an Entra token that is renewed is sent on the same connection", async (context) => {
+  const credential = fakeCredential([
+    { token: "first-token", lifetimeMs: 3_600_000 },
+    { token: "second-token", lifetimeMs: 3_600_000 },
+  ]);
+  const config = await entraKubeConfig({ credential, server: context.api.url, caPem: context.api.caPem });
+  const ports = portsFor(config, settings(context.api), () => {});
+  context.ports.push(ports);
+  await ports.credSpecs.lookup("a", noDeadline);
+  config.invalidateToken();
+  await ports.credSpecs.lookup("b", noDeadline);
+  assert.equal(
+    context.api.calls.map((c) => c.authorization),
+    ["Bearer first-token", "Bearer second-token"],
+  );
+  await ports.credSpecs.lookup("c", noDeadline);
+  assert.is(context.api.calls[2]?.authorization, "Bearer second-token");
+  assert.ok(context.api.connections.count <= 2, `${context.api.connections.count} handshakes for 3 calls`);
+});
+
+Connections.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const Concurrency = suite<Context>("calls in flight towards the API server are capped per instance");
+
+Concurrency.before.each(async (context) => {
+  context.api = await startFakeApiServer();
+  context.ports = [];
+});
+
+Concurrency.after.each(async (context) => {
+  for (const ports of context.ports) await ports.stop();
+  await context.api.close();
+});
+
+Concurrency("a burst of 200 distinct names never has more than the cap in flight", async (context) => {
+  context.api.state.delayMs = 20;
+  const ports = await open(context, { GMSA_API_CONCURRENCY: "4" });
+  const started = Date.now();
+  const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => ports.credSpecs.lookup(`burst-${i}`, noDeadline)));
+  console.log(`  200 unknown names, cap 4, 20 ms each: ${Date.now() - started} ms, ${context.api.connections.count} handshakes`);
+  assert.ok(answers.every((a) => a.kind === "notFound"));
+  assert.is(context.api.load.most, 4);
+  assert.ok(context.api.connections.count <= 4, `${context.api.connections.count} handshakes for 200 calls`);
+});
+
+Concurrency("a waiter whose admission gives up leaves the queue without calling the API server", async (context) => {
+  context.api.state.delayMs = 300;
+  const ports = await open(context, { GMSA_API_CONCURRENCY: "1" });
+  const first = ports.credSpecs.lookup("slow", noDeadline);
+  first.catch(() => {}); // awaited below; a failing assertion must not leave it unhandled
+  const started = Date.now();
+  try {
+    await ports.credSpecs.lookup("queued", AbortSignal.timeout(50));
+    assert.unreachable("the queued lookup gave up");
+  } catch (error) {
+    assert.instance(error, ClusterUnavailableError);
+    assert.is((error as ClusterUnavailableError).failure, "timeout");
+    assert.match((error as Error).message, /all 1 calls this instance makes at once were taken/);
+  }
+  assert.ok(Date.now() - started < 250, "gave up with its own budget, not the slow call's");
+  await first;
+  // The next call finds the slot free at once.
+  context.api.state.delayMs = 0;
+  await ports.credSpecs.lookup("next", AbortSignal.timeout(500));
+  assert.equal(
+    context.api.calls.map((c) => c.path.split("/").pop()),
+    ["slow", "next"],
+  );
+});
+
+Concurrency("a legitimate admission is answered quickly while another waits on 60 unknown names", async (context) => {
+  context.api.state.delayMs = 20;
+  context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
+  const ports = await open(context, { GMSA_API_CONCURRENCY: "2" });
+  const bigAdmission = AbortSignal.timeout(4000);
+  const big = Promise.all(Array.from({ length: 60 }, (_, i) => ports.credSpecs.lookup(`many-${i}`, bigAdmission)));
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  const started = Date.now();
+  const legitimate = await ports.credSpecs.lookup("webapp1-credspec", AbortSignal.timeout(300));
+  const elapsed = Date.now() - started;
+  assert.is(legitimate.kind, "found");
+  assert.ok(elapsed < 150, `answered after ${elapsed} ms`);
+  await big;
+});
+
+Concurrency.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const NotFound = suite<Context>("unknown credential spec names are remembered briefly");
+
+NotFound.before.each(async (context) => {
+  context.api = await startFakeApiServer();
+  context.ports = [];
+});
+
+NotFound.after.each(async (context) => {
+  for (const ports of context.ports) await ports.stop();
+  await context.api.close();
+});
+
+NotFound("without the cache, the same unknown name costs one GET per second at most", async (context) => {
+  const ports = await open(context);
+  for (let i = 0; i < 20; i++) assert.equal(await ports.credSpecs.lookup("missing", noDeadline), { kind: "notFound" });
+  assert.is(getsOf(context.api, "missing"), 1);
+  // Nothing tells this instance when the spec appears: it asks again within a second.
+  context.api.state.credSpecs.set("missing", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
+  await new Promise((resolve) => setTimeout(resolve, 1050));
+  assert.is((await ports.credSpecs.lookup("missing", noDeadline)).kind, "found");
+  assert.is(getsOf(context.api, "missing"), 2);
+});
+
+NotFound("with the cache, an unknown name is not asked again while the watch is up", async (context) => {
+  const ports = await open(context, { GMSA_CREDSPEC_CACHE: "true" });
+  await ports.credSpecs.lookup("warm-up", noDeadline);
+  await until(() => ports.cacheStatus()?.synced === true, "the cache syncs");
+  for (let i = 0; i < 20; i++) assert.equal(await ports.credSpecs.lookup("later", noDeadline), { kind: "notFound" });
+  assert.is(getsOf(context.api, "later"), 1);
+  assert.is(ports.cacheStatus()?.notFound, 2);
+});
+
+NotFound("a spec created after it was called unknown is accepted as soon as the watch brings it", async (context) => {
+  const ports = await open(context, { GMSA_CREDSPEC_CACHE: "true" });
+  await ports.credSpecs.lookup("warm-up", noDeadline);
+  await until(() => ports.cacheStatus()?.synced === true, "the cache syncs");
+  assert.equal(await ports.credSpecs.lookup("later", noDeadline), { kind: "notFound" });
+  context.api.addCredSpec("later", { credspec: credSpecFixture("webapp1-credspec").credspec });
+  await until(() => ports.cacheStatus()?.size === 1, "the watch brings the spec");
+  const found = await ports.credSpecs.lookup("later", noDeadline);
+  assert.is(found.kind, "found");
+  assert.is(ports.cacheStatus()?.notFound, 1, "the name was forgotten when the spec appeared");
+  assert.is(getsOf(context.api, "later"), 1);
+});
+
+NotFound.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const PlainHttp = suite<Context>("a kubeconfig whose server is plain HTTP");
+
+PlainHttp.before.each((context) => {
+  context.ports = [];
+});
+
+PlainHttp.after.each(async (context) => {
+  for (const ports of context.ports) await ports.stop();
+  await context.api.close();
+});
+
+PlainHttp("on loopback, as kubectl proxy serves it, reads, reviews and the watch all work", async (context) => {
+  context.api = await startFakeApiServer({ plainHttp: true });
+  context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
+  context.api.state.grants.add(`${web.user}|webapp1-credspec`);
+  const runtime = await createAdmissionRuntime(settings(context.api, { GMSA_CREDSPEC_CACHE: "true" }));
+  context.ports.push(runtime.cluster);
+  assert.is((await runtime.cluster.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
+  assert.equal(await runtime.cluster.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: true });
+  await until(() => runtime.cluster.cacheStatus()?.synced === true, "the watch over plain HTTP syncs");
+  assert.ok(context.api.connections.count <= 3, `${context.api.connections.count} connections`);
+});
+
+PlainHttp("to another host, start-up is refused naming KUBECONFIG and the reason", async (context) => {
+  context.api = await startFakeApiServer({ plainHttp: true, kubeconfigServer: "http://10.20.30.40:8001" });
+  try {
+    await createAdmissionRuntime(settings(context.api));
+    assert.unreachable("start-up was refused");
+  } catch (error) {
+    assert.instance(error, Error);
+    const message = (error as Error).message;
+    assert.match(message, `KUBECONFIG (${context.api.kubeconfig}) cannot be used`);
+    assert.match(message, /http:\/\/10\.20\.30\.40:8001 is plain HTTP on another host/);
+  }
+  assert.is(context.api.calls.length, 0);
+});
+
+PlainHttp.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const Rotation = suite("a pool is kept per TLS identity");
+
+Rotation("a new CA (a rotated cluster, or another one) gets its own pool and is trusted at once", async () => {
+  const [first, second] = [await startFakeApiServer(), await startFakeApiServer()];
+  const config = new KubeConfig();
+  const connections = shareConnections(config);
+  const point = (api: FakeApiServer) =>
+    config.loadFromClusterAndUser({ name: "cluster", server: api.url, caData: Buffer.from(api.caPem).toString("base64"), skipTLSVerify: false }, { name: "user", token: "t" });
+  try {
+    point(first);
+    await config.makeApiClient(CustomObjectsApi).getClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", name: "a" }).catch(() => {});
+    // Same names, another CA: a pool made for the first CA would refuse the second server.
+    point(second);
+    try {
+      await config.makeApiClient(CustomObjectsApi).getClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", name: "b" });
+      assert.unreachable("the fake answers 404");
+    } catch (error) {
+      assert.instance(error, ApiException);
+      assert.is((error as ApiException<unknown>).code, 404);
+    }
+    assert.is(first.calls.length, 1);
+    assert.is(second.calls.length, 1);
+  } finally {
+    await connections.close();
+    await first.close();
+    await second.close();
+  }
+});
+
+Rotation.run();
