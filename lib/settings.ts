@@ -59,6 +59,7 @@ const AdmissionEnvironment = t.type({
   GMSA_ADMISSION_BUDGET_MS: withDefault(integerSetting("GMSA_ADMISSION_BUDGET_MS", 100, 29_000), 4_000),
   GMSA_AUTH_CACHE_TTL_SECONDS: withDefault(integerSetting("GMSA_AUTH_CACHE_TTL_SECONDS", 0, 300), 5),
   GMSA_CREDSPEC_CACHE: withDefault(booleanSetting("GMSA_CREDSPEC_CACHE"), true),
+  GMSA_MAX_CREDSPECS_PER_POD: withDefault(integerSetting("GMSA_MAX_CREDSPECS_PER_POD", 1, 1_000), 16),
   GMSA_CLUSTER_ACCESS: t.union([oneOf("GMSA_CLUSTER_ACCESS", clusterAccessModes), t.undefined]),
   KUBECONFIG: t.union([t.string, t.undefined]),
   GMSA_AKS_RESOURCE_ID: t.union([t.string, t.undefined]),
@@ -78,6 +79,8 @@ export interface AdmissionSettings {
   readonly authCacheTtlMs: number;
   /** Keep every credential spec in memory with a list+watch instead of a GET per admission. */
   readonly credSpecCache: boolean;
+  /** The most distinct credential spec names one pod may carry; more is refused before any API call. */
+  readonly maxCredSpecsPerPod: number;
   readonly cluster:
     | { readonly access: "kubeconfig"; readonly kubeconfig: string }
     | { readonly access: "in-cluster" }
@@ -140,6 +143,7 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
     admissionBudgetMs: raw.GMSA_ADMISSION_BUDGET_MS,
     authCacheTtlMs: raw.GMSA_AUTH_CACHE_TTL_SECONDS * 1000,
     credSpecCache: raw.GMSA_CREDSPEC_CACHE,
+    maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD,
     cluster:
       access === "kubeconfig"
         ? { access, kubeconfig: raw.KUBECONFIG! }

@@ -13,6 +13,7 @@ Settings("defaults everything but the cluster", () => {
     admissionBudgetMs: 4000,
     authCacheTtlMs: 5000,
     credSpecCache: true,
+    maxCredSpecsPerPod: 16,
     cluster: { access: "kubeconfig", kubeconfig: "/k" },
   });
 });
@@ -26,7 +27,9 @@ Settings("reads every value", () => {
     GMSA_ADMISSION_BUDGET_MS: "3000",
     GMSA_AUTH_CACHE_TTL_SECONDS: "0",
     GMSA_CREDSPEC_CACHE: "false",
+    GMSA_MAX_CREDSPECS_PER_POD: "4",
   });
+  assert.is(settings.maxCredSpecsPerPod, 4);
   assert.is(settings.authCacheTtlMs, 0);
   assert.is(settings.credSpecCache, false);
   assert.is(settings.randomHostname, true);
@@ -57,6 +60,8 @@ const bad: Array<[Record<string, string>, RegExp]> = [
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "2s" }, /GMSA_API_TIMEOUT_MS must be a whole number from 50 to 30000, got "2s"/],
   [{ KUBECONFIG: "/k", GMSA_ADMISSION_BUDGET_MS: "60000" }, /GMSA_ADMISSION_BUDGET_MS must be a whole number from 100 to 29000/],
   [{ KUBECONFIG: "/k", GMSA_AUTH_CACHE_TTL_SECONDS: "-1" }, /GMSA_AUTH_CACHE_TTL_SECONDS must be a whole number from 0 to 300/],
+  [{ KUBECONFIG: "/k", GMSA_MAX_CREDSPECS_PER_POD: "0" }, /GMSA_MAX_CREDSPECS_PER_POD must be a whole number from 1 to 1000, got "0"/],
+  [{ KUBECONFIG: "/k", GMSA_MAX_CREDSPECS_PER_POD: "many" }, /GMSA_MAX_CREDSPECS_PER_POD must be a whole number from 1 to 1000/],
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "5000", GMSA_ADMISSION_BUDGET_MS: "1000" }, /must not exceed GMSA_ADMISSION_BUDGET_MS/],
   [{}, /no cluster to talk to/],
   [{ GMSA_CLUSTER_ACCESS: "kubeconfig" }, /needs KUBECONFIG/],
