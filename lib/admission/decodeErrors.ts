@@ -1,4 +1,4 @@
-import type * as t from "io-ts";
+import * as t from "io-ts";
 import { formatValidationErrors } from "io-ts-reporters";
 
 /**
@@ -8,9 +8,32 @@ import { formatValidationErrors } from "io-ts-reporters";
  * a value nested a hundred thousand levels deep must give a message, not a stack overflow.
  */
 export function describeDecodeErrors(errors: t.Errors, max = 3, width = 160): string {
-  const lines = formatValidationErrors(errors.map(withPreviews), { truncateLongTypes: true });
+  // The reporter is slow per error and a pod may fail in thousands of places: hand it only the
+  // first errors of the first few paths it reports (a path's errors together, so that a union
+  // reads as one line).
+  const paths = new Map<string, t.ValidationError[]>();
+  for (const error of errors) {
+    const path = reportedPath(error);
+    const same = paths.get(path);
+    if (same) same.push(error);
+    else paths.set(path, [error]);
+  }
+  const shownPaths = [...paths.values()].slice(0, max).map((same) => same.slice(0, errorsPerPath));
+  const lines = formatValidationErrors(shownPaths.flat().map(withPreviews), { truncateLongTypes: true });
   const shown = lines.slice(0, max).map((line) => (line.length > width ? `${line.slice(0, width)}…` : line));
-  return shown.join("; ") + (lines.length > max ? ` (and ${lines.length - max} more)` : "");
+  return shown.join("; ") + (paths.size > max ? ` (and ${paths.size - max} more)` : "");
+}
+
+const errorsPerPath = 12;
+
+/** The path the reporter files an error under: up to the first union, whose members it lists together. */
+function reportedPath(error: t.ValidationError): string {
+  const keys: string[] = [];
+  for (const entry of error.context) {
+    if (entry.key) keys.push(entry.key);
+    if (entry.type instanceof t.UnionType) break;
+  }
+  return keys.join(".");
 }
 
 function withPreviews(error: t.ValidationError): t.ValidationError {

@@ -113,6 +113,18 @@ Envelope("decodes tens of thousands of containers without trouble", async () => 
   assert.equal(ports.lookups, ["webapp1-credspec"]);
 });
 
+Envelope("explains a pod that fails to decode in 20 000 places quickly, naming a few", async () => {
+  const p = pod();
+  p.spec.containers = Array.from({ length: 20_000 }, (_, i) => ({ name: `c${i}`, securityContext: { windowsOptions: { gmsaCredentialSpecName: 3 as never } } }));
+  const started = performance.now();
+  const { review: answer } = await reviewed(review("CREATE", p));
+  const elapsed = performance.now() - started;
+  assert.is(answer.response.status?.code, 400);
+  assert.match(answer.response.status?.message ?? "", /^the request object is not a Pod: Expecting one of/);
+  assert.ok((answer.response.status?.message.length ?? 0) < 1000);
+  assert.ok(elapsed < 1000, `took ${elapsed.toFixed(0)} ms`);
+});
+
 Envelope("allows DELETE without an object", async () => {
   const body = review("DELETE", undefined, { oldObject: gmsaPod() });
   const { review: answer } = await reviewed(body);
