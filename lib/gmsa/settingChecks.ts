@@ -12,6 +12,11 @@ export function shapeProblem(
   settings: readonly GmsaSetting[],
   options: { readonly requireNames: boolean; readonly maxCredSpecs: number },
 ): Verdict | undefined {
+  const orphan = settings.find((s) => s.containerMissing);
+  if (orphan) {
+    const annotation = orphan.deprecatedAnnotations?.[0]?.annotation ?? orphan.nameField;
+    return denied(422, `${orphan.pod}: annotation ${truncate(annotation, 320)} names container "${truncate(orphan.containerName ?? "")}", which the pod does not have`);
+  }
   const names = namesOf(settings);
   if (names.length > options.maxCredSpecs) {
     return denied(
@@ -20,10 +25,6 @@ export function shapeProblem(
     );
   }
   for (const setting of settings) {
-    if (setting.containerMissing) {
-      const annotation = setting.deprecatedAnnotations?.[0]?.annotation ?? setting.nameField;
-      return denied(422, `${setting.pod}: annotation ${truncate(annotation, 320)} names container "${truncate(setting.containerName ?? "")}", which the pod does not have`);
-    }
     if (setting.name === undefined) {
       if (options.requireNames && setting.contents !== undefined) {
         return denied(
