@@ -141,4 +141,54 @@ Abuse("more distinct names than the cap, on containers the pod has, are refused 
   assert.is(await servedFor(cluster, "localsubjectaccessreviews"), reviewsBefore);
 });
 
+/**
+ * The handler's side of pods/binding, through the API server's own requests. The product's
+ * webhook configuration routes bindings in its own right; here a configuration of the test's
+ * sends every binding to /validate, so the test does not depend on that routing.
+ */
+Abuse("a binding that would copy GMSA annotations onto a pod is refused; other bindings pass", async ({ cluster }) => {
+  await cluster.apply([
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingWebhookConfiguration",
+      metadata: { name: "test-bindings-to-validate" },
+      webhooks: [
+        {
+          name: "bindings.test.gmsa-admission.windows.k8s.io",
+          clientConfig: { url: `${cluster.webhook.server.url}/validate`, caBundle: Buffer.from(cluster.webhook.caPem).toString("base64") },
+          admissionReviewVersions: ["v1"],
+          sideEffects: "None",
+          failurePolicy: "Fail",
+          timeoutSeconds: 5,
+          rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/binding", "bindings"], scope: "Namespaced" }],
+        },
+      ],
+    },
+  ]);
+  // No scheduler binds these: the test does.
+  const unscheduled = () => windowsPod((p) => Object.assign(p.spec, { schedulerName: "nobody" }));
+  const binding = (pod: string, annotations?: Record<string, string>) => ({
+    apiVersion: "v1",
+    kind: "Binding",
+    metadata: { name: pod, namespace: ns, ...(annotations ? { annotations } : {}) },
+    target: { apiVersion: "v1", kind: "Node", name: "node-1" },
+  });
+  const gmsaAnnotation = { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec" };
+
+  for (const path of [(pod: string) => `/api/v1/namespaces/${ns}/pods/${pod}/binding`, () => `/api/v1/namespaces/${ns}/bindings`]) {
+    const victim = unscheduled();
+    assert.is((await kubeRequest(cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods`, victim)).status, 201);
+    const refused = await kubeRequest(cluster.admin, "POST", path(victim.metadata.name!), binding(victim.metadata.name!, { ...gmsaAnnotation, team: "web" }));
+    assert.is(refused.status, 403, JSON.stringify(refused.body).slice(0, 500));
+    assert.match(refused.body.message, /binding of pod "pod-\d+": GMSA settings cannot be changed on an existing pod \(the binding would set the annotation pod\.alpha\.windows\.kubernetes\.io\/gmsa-credential-spec-name\)/);
+    const after = await kubeRequest(cluster.admin, "GET", `/api/v1/namespaces/${ns}/pods/${victim.metadata.name}`);
+    assert.is(after.body.metadata.annotations?.["pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name"], undefined);
+    assert.is(after.body.spec.nodeName, undefined);
+
+    const plain = await kubeRequest(cluster.admin, "POST", path(victim.metadata.name!), binding(victim.metadata.name!, { team: "web" }));
+    assert.is(plain.status, 201, JSON.stringify(plain.body).slice(0, 500));
+    assert.is((await kubeRequest(cluster.admin, "GET", `/api/v1/namespaces/${ns}/pods/${victim.metadata.name}`)).body.spec.nodeName, "node-1");
+  }
+});
+
 Abuse.run();
