@@ -77,6 +77,16 @@ for (const [what, body] of notReviews) {
   });
 }
 
+Envelope("answers a review whose request is malformed past its UID as an AdmissionReview with that UID", async () => {
+  const body = review("CREATE", gmsaPod());
+  (body.request as { operation: unknown }).operation = 7;
+  const { review: answer, record } = await reviewed(body);
+  assert.is(answer.response.uid, body.request.uid);
+  assert.is(answer.response.status?.code, 400);
+  assert.match(answer.response.status?.message ?? "", /^the admission request is malformed: /);
+  assert.is(record.decision, "denied");
+});
+
 const badPods: Array<[string, (r: ReturnType<typeof review>) => void, RegExp]> = [
   ["a Deployment", (r) => (r.request.kind = { group: "apps", version: "v1", kind: "Deployment" }), /expected a Pod or a Binding, got Deployment \(apps\)/],
   ["a CREATE without an object", (r) => delete (r.request as { object?: unknown }).object, /has no object/],
