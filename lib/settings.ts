@@ -60,6 +60,7 @@ const AdmissionEnvironment = t.type({
   GMSA_AUTH_CACHE_TTL_SECONDS: withDefault(integerSetting("GMSA_AUTH_CACHE_TTL_SECONDS", 0, 300), 5),
   GMSA_CREDSPEC_CACHE: withDefault(booleanSetting("GMSA_CREDSPEC_CACHE"), true),
   GMSA_API_CONCURRENCY: withDefault(integerSetting("GMSA_API_CONCURRENCY", 1, 256), 16),
+  GMSA_MAX_CREDSPECS_PER_POD: withDefault(integerSetting("GMSA_MAX_CREDSPECS_PER_POD", 1, 1_000), 16),
   GMSA_CLUSTER_ACCESS: t.union([oneOf("GMSA_CLUSTER_ACCESS", clusterAccessModes), t.undefined]),
   KUBECONFIG: t.union([t.string, t.undefined]),
   GMSA_AKS_RESOURCE_ID: t.union([t.string, t.undefined]),
@@ -81,6 +82,8 @@ export interface AdmissionSettings {
   readonly credSpecCache: boolean;
   /** The most calls one instance has in flight towards the API server; the rest wait their turn. */
   readonly apiConcurrency: number;
+  /** The most distinct credential spec names one pod may carry; more is refused before any API call. */
+  readonly maxCredSpecsPerPod: number;
   readonly cluster:
     | { readonly access: "kubeconfig"; readonly kubeconfig: string }
     | { readonly access: "in-cluster" }
@@ -182,6 +185,7 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
     authCacheTtlMs: raw.GMSA_AUTH_CACHE_TTL_SECONDS * 1000,
     credSpecCache: raw.GMSA_CREDSPEC_CACHE,
     apiConcurrency: raw.GMSA_API_CONCURRENCY,
+    maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD,
     cluster:
       access === "kubeconfig"
         ? { access, kubeconfig: raw.KUBECONFIG! }

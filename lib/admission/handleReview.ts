@@ -2,15 +2,16 @@ import { isLeft } from "fp-ts/Either";
 import { randomUUID } from "node:crypto";
 import { describeDecodeErrors } from "./decodeErrors.js";
 import { Pod } from "../gmsa/pod.js";
-import type { PodAdmission, PolicyDependencies, PolicySettings } from "../gmsa/podAdmission.js";
+import { Binding } from "../gmsa/binding.js";
+import type { Admission, BindingAdmission, PolicyDependencies, PolicySettings } from "../gmsa/podAdmission.js";
 import { ClusterUnavailableError, type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
 import { denied, type Verdict } from "../gmsa/verdict.js";
 import { withRequestCounters } from "../observability/requestCounters.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
-import { AdmissionReview, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
+import { AdmissionReview, AdmissionReviewEnvelope, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
 import { failedClosed, responseFor } from "./response.js";
 
-export type WebhookPolicy = (admission: PodAdmission, deps: PolicyDependencies) => Promise<Verdict>;
+export type WebhookPolicy = (admission: Admission, deps: PolicyDependencies) => Promise<Verdict>;
 
 export interface ReviewDependencies {
   readonly credSpecs: CredSpecSource;
@@ -30,7 +31,9 @@ const answerMarginMs = 250;
 /**
  * Decodes an AdmissionReview, runs a policy on the pod within the time the API server allows,
  * and encodes the answer in the version that was asked. Policy denials, malformed requests and
- * failures of the cluster stay three different things.
+ * failures of the cluster stay three different things. Once the body shows itself an
+ * AdmissionReview with a UID, whatever else is wrong with it is answered as an AdmissionReview
+ * with that UID, so the API server reports the reason instead of a failed call.
  */
 export async function handleReview(
   body: unknown,
@@ -38,17 +41,23 @@ export async function handleReview(
   deps: ReviewDependencies,
   apiServerTimeoutMs?: number,
 ): Promise<ReviewOutcome> {
+  const envelope = AdmissionReviewEnvelope.decode(body);
+  if (isLeft(envelope)) return { kind: "badRequest", message: `the body is not an AdmissionReview: ${describeDecodeErrors(envelope.left)}` };
+  const { apiVersion } = envelope.right;
+  const { uid } = envelope.right.request;
   const decoded = AdmissionReview.decode(body);
-  if (isLeft(decoded)) return { kind: "badRequest", message: `the body is not an AdmissionReview: ${describeDecodeErrors(decoded.left)}` };
-  const { apiVersion, request } = decoded.right;
+  const request = isLeft(decoded) ? undefined : decoded.right.request;
 
   const budget = Math.max(1, Math.min(deps.budgetMs, (apiServerTimeoutMs ?? Infinity) - answerMarginMs));
   // A timer of our own rather than AbortSignal.timeout: it must keep the process alive while
   // an admission waits on it.
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(new Error(`admission budget of ${budget} ms spent`)), budget);
-  const { result: answer, counters } = await withRequestCounters(() =>
-    respond(request, policy, { ...deps, signal: deadline.signal }, budget),
+  const { result: answer, counters } = await withRequestCounters(
+    async (): Promise<Answer> =>
+      isLeft(decoded)
+        ? { response: responseFor(uid, denied(400, `the admission request is malformed: ${describeDecodeErrors(decoded.left)}`)) }
+        : respond(decoded.right.request, policy, { ...deps, signal: deadline.signal }, budget),
   ).finally(() => clearTimeout(timer));
   const { response, failure } = answer;
   const code = response.status?.code ?? 200;
@@ -57,10 +66,10 @@ export async function handleReview(
     review: { apiVersion, kind: "AdmissionReview", response },
     record: {
       ...counters,
-      operation: request.operation,
-      uid: request.uid,
-      namespace: request.namespace ?? "",
-      pod: request.name ?? "",
+      operation: request?.operation ?? "",
+      uid,
+      namespace: request?.namespace ?? "",
+      pod: request?.name ?? "",
       decision: response.allowed ? (response.patch ? "patched" : "allowed") : code >= 500 ? "error" : "denied",
       code,
       reason: response.status?.reason ?? "",
@@ -88,10 +97,10 @@ async function respond(
   deps: PolicyDependencies,
   budgetMs: number,
 ): Promise<Answer> {
-  const admission = podAdmission(request);
-  if ("problem" in admission) return { response: responseFor(request.uid, denied(400, admission.problem)) };
-  if (!admission.admission) return { response: { uid: request.uid, allowed: true } };
   try {
+    const admission = admissionOf(request);
+    if ("problem" in admission) return { response: responseFor(request.uid, denied(400, admission.problem)) };
+    if (!admission.admission) return { response: { uid: request.uid, allowed: true } };
     // Whatever a port does with the signal, the answer leaves when the budget is spent.
     return { response: responseFor(request.uid, await Promise.race([policy(admission.admission, deps), whenAborted(deps.signal)])) };
   } catch (error) {
@@ -161,10 +170,11 @@ function reportUnexpected(error: unknown, correlationId: string): void {
   console.error(`GMSA admission: unexpected failure (correlation ID ${correlationId}): ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 }
 
-/** A pod admission, nothing to check (DELETE, CONNECT), or why the request is not one. */
-function podAdmission(request: AdmissionRequest): { admission?: PodAdmission } | { problem: string } {
+/** A pod or binding admission, nothing to check (DELETE, CONNECT), or why the request is not one. */
+function admissionOf(request: AdmissionRequest): { admission?: Admission } | { problem: string } {
   const { kind } = request;
-  if (kind.group !== "" || kind.kind !== "Pod") return { problem: `expected a Pod, got ${kind.kind || "no kind"}${kind.group ? ` (${kind.group})` : ""}` };
+  if (kind.group === "" && kind.kind === "Binding") return bindingAdmission(request);
+  if (kind.group !== "" || kind.kind !== "Pod") return { problem: `expected a Pod or a Binding, got ${kind.kind || "no kind"}${kind.group ? ` (${kind.group})` : ""}` };
   const operation = request.operation;
   if (operation === "DELETE" || operation === "CONNECT") return {};
   if (operation !== "CREATE" && operation !== "UPDATE") return { problem: `unknown operation "${operation}"` };
@@ -184,6 +194,26 @@ function podAdmission(request: AdmissionRequest): { admission?: PodAdmission } |
       name: request.name || pod.pod.metadata?.name || undefined,
       pod: pod.pod,
       oldPod,
+      userInfo: request.userInfo,
+    },
+  };
+}
+
+/**
+ * pods/binding (and the older bindings resource) CREATE: the binding's annotations are copied
+ * onto the pod, so the policy sees them. Nothing else is done to a Binding.
+ */
+function bindingAdmission(request: AdmissionRequest): { admission: BindingAdmission } | { problem: string } {
+  if (request.operation !== "CREATE") return { problem: `unexpected operation "${request.operation}" on a Binding` };
+  if (request.object === undefined || request.object === null) return { problem: "the request has no object" };
+  const decoded = Binding.decode(request.object);
+  if (isLeft(decoded)) return { problem: `the request object is not a Binding: ${describeDecodeErrors(decoded.left)}` };
+  return {
+    admission: {
+      operation: "CREATE",
+      namespace: request.namespace || decoded.right.metadata?.namespace || "default",
+      name: request.name || decoded.right.metadata?.name || undefined,
+      binding: decoded.right,
       userInfo: request.userInfo,
     },
   };

@@ -43,6 +43,13 @@ export const AdmissionReview = t.intersection([
 ]);
 export type AdmissionReview = t.TypeOf<typeof AdmissionReview>;
 
+/** Just enough to know a body is an AdmissionReview and whom to answer. */
+export const AdmissionReviewEnvelope = t.type({
+  apiVersion: t.keyof({ "admission.k8s.io/v1": null, "admission.k8s.io/v1beta1": null }),
+  kind: t.literal("AdmissionReview"),
+  request: t.type({ uid: t.string }),
+});
+
 /** metav1.Status, as much of it as an admission denial carries. */
 export interface Status {
   readonly status: "Failure";

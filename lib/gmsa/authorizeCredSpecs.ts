@@ -1,59 +1,46 @@
-import { canonicalJson, jsonEqual } from "./canonicalJson.js";
-import { serviceAccountOf, type GmsaSetting } from "./pod.js";
+import { contentsProblem } from "./credSpecContents.js";
+import type { GmsaSetting } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
-import { serviceAccountPrincipal, type Principal, type UseDecision } from "./ports.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { lookupProblem, namesOf, shapeProblem } from "./settingChecks.js";
+import { refusedUse, usePrincipals } from "./usePrincipals.js";
 import { allowed, denied, type Verdict } from "./verdict.js";
 
 /**
  * The CREATE checks of the validating webhook, for the given settings: every name is valid,
  * `use`-able by the pod's service account (and the requesting user when that is on), exists,
- * and any contents equal the named spec. Authorization is judged before existence, so nobody
- * learns which credential specs exist by naming ones they may not use.
+ * and any contents equal the named spec. Authorization is settled before anything is looked
+ * up, so nobody learns which credential specs exist by naming ones they may not use, and a
+ * refused name costs the API server no read.
  */
 export async function authorizeCredSpecs(
   admission: PodAdmission,
   settings: readonly GmsaSetting[],
   deps: PolicyDependencies,
 ): Promise<Verdict> {
-  const problem = shapeProblem(settings, true);
+  const problem = shapeProblem(settings, { requireNames: true, maxCredSpecs: deps.settings.maxCredSpecsPerPod });
   if (problem) return problem;
   const names = namesOf(settings);
   if (names.length === 0) return allowed();
 
-  const principals = [{ principal: serviceAccountPrincipal(admission.namespace, serviceAccountOf(admission.pod)), describe: describeServiceAccount }];
-  if (deps.settings.authorizeRequestingUser) {
-    const user = admission.userInfo;
-    if (!user?.username) {
-      return denied(403, `${settings[0]!.owner}: the request names no user to authorize for GMSACredentialSpec ${names.map((n) => `"${n}"`).join(", ")}`, { credSpecs: names });
+  const who = usePrincipals(admission, deps);
+  if ("problem" in who) {
+    return denied(403, `${settings[0]!.owner}: ${who.problem} for GMSACredentialSpec ${names.map((n) => `"${n}"`).join(", ")}`, { credSpecs: names });
+  }
+  const refused = await refusedUse(names, who.principals, admission.namespace, deps);
+  for (const setting of settings) {
+    const refusedBy = setting.name === undefined ? undefined : refused.get(setting.name);
+    if (refusedBy) {
+      return denied(403, `${setting.owner}: ${refusedBy.description} is not authorized to use GMSACredentialSpec "${setting.name}"`, {
+        credSpecs: [setting.name!],
+      });
     }
-    principals.push({
-      principal: { user: user.username, groups: user.groups ?? [], uid: user.uid, extra: user.extra },
-      describe: (p) => `user "${p.user}"`,
-    });
   }
 
-  const [decisions, lookups] = await Promise.all([
-    Promise.all(
-      names.map(async (name) => {
-        const answers = await Promise.all(principals.map((p) => deps.authorizer.mayUse(p.principal, admission.namespace, name, deps.signal)));
-        return [name, answers] as const;
-      }),
-    ).then((entries) => new Map<string, readonly UseDecision[]>(entries)),
-    resolveCredSpecs(deps.credSpecs, names, deps.signal),
-  ]);
-
+  const lookups = await resolveCredSpecs(deps.credSpecs, names, deps.signal);
   for (const setting of settings) {
     const name = setting.name;
     if (name === undefined) continue;
-    const refused = decisions.get(name)?.findIndex((d) => !d.allowed) ?? -1;
-    if (refused >= 0) {
-      const who = principals[refused]!;
-      return denied(403, `${setting.owner}: ${who.describe(who.principal)} is not authorized to use GMSACredentialSpec "${name}"`, {
-        credSpecs: [name],
-      });
-    }
     const lookup = lookups.get(name);
     const missing = lookupProblem(setting, name, lookup);
     if (missing) return missing;
@@ -63,21 +50,4 @@ export async function authorizeCredSpecs(
     }
   }
   return allowed({ credSpecs: names });
-}
-
-function describeServiceAccount(principal: Principal): string {
-  const account = principal.serviceAccount!;
-  return `service account "${account.name}" in namespace "${account.namespace}"`;
-}
-
-/** Cheap comparison first: contents this product inlined are byte-identical to the canonical form. */
-function contentsProblem(contents: string, credspec: Readonly<Record<string, unknown>>): string | undefined {
-  if (contents === canonicalJson(credspec)) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(contents);
-  } catch {
-    return "the GMSA credential spec contents are not valid JSON, so they cannot match";
-  }
-  return jsonEqual(parsed, credspec) ? undefined : "the GMSA credential spec contents do not match";
 }

@@ -25,7 +25,7 @@ function byUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
-function encode(value: unknown): string {
+function encodeScalar(value: unknown): string {
   if (value === null || value === undefined) return "null";
   switch (typeof value) {
     case "string":
@@ -35,30 +35,80 @@ function encode(value: unknown): string {
       return JSON.stringify(value);
     case "boolean":
       return value ? "true" : "false";
-    case "object":
-      if (Array.isArray(value)) return `[${value.map(encode).join(",")}]`;
-      return `{${Object.keys(value)
-        .sort(byUtf8)
-        .map((key) => `${encodeString(key)}:${encode((value as Record<string, unknown>)[key])}`)
-        .join(",")}}`;
     default:
       throw new TypeError(`cannot encode a ${typeof value} as JSON`);
   }
 }
 
-/** JSON equality as the domain defines it: key order and whitespace do not matter, array order does. */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((item, i) => jsonEqual(item, b[i]));
+/** One array or object being written: what is left of it, and what closes it. */
+interface Open {
+  readonly items: ReadonlyArray<readonly [key: string | undefined, value: unknown]>;
+  next: number;
+  readonly close: string;
+}
+
+// A loop with its own stack rather than recursion: a credential spec read from the cluster is
+// data, and no depth of it may overflow the call stack on the request path.
+function encode(root: unknown): string {
+  const out: string[] = [];
+  const stack: Open[] = [];
+  let pending: unknown = root;
+  let hasPending = true;
+  for (;;) {
+    if (hasPending) {
+      hasPending = false;
+      const value = pending;
+      if (Array.isArray(value)) {
+        out.push("[");
+        stack.push({ items: value.map((item) => [undefined, item] as const), next: 0, close: "]" });
+      } else if (typeof value === "object" && value !== null) {
+        out.push("{");
+        const record = value as Record<string, unknown>;
+        stack.push({ items: Object.keys(record).sort(byUtf8).map((key) => [key, record[key]] as const), next: 0, close: "}" });
+      } else {
+        out.push(encodeScalar(value));
+      }
+    }
+    const top = stack.at(-1);
+    if (!top) return out.join("");
+    if (top.next >= top.items.length) {
+      out.push(top.close);
+      stack.pop();
+      continue;
+    }
+    const [key, value] = top.items[top.next]!;
+    if (top.next > 0) out.push(",");
+    if (key !== undefined) out.push(`${encodeString(key)}:`);
+    top.next += 1;
+    pending = value;
+    hasPending = true;
   }
-  const left = a as Record<string, unknown>;
-  const right = b as Record<string, unknown>;
-  const keys = Object.keys(left);
-  return (
-    keys.length === Object.keys(right).length &&
-    keys.every((key) => Object.hasOwn(right, key) && jsonEqual(left[key], right[key]))
-  );
+}
+
+/**
+ * JSON equality as the domain defines it: key order and whitespace do not matter, array order
+ * does. Walks pairs with its own stack, like the encoder.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  const pairs: Array<[unknown, unknown]> = [[a, b]];
+  while (pairs.length > 0) {
+    const [left, right] = pairs.pop()!;
+    if (left === right) continue;
+    if (typeof left !== "object" || typeof right !== "object" || left === null || right === null) return false;
+    if (Array.isArray(left) !== Array.isArray(right)) return false;
+    if (Array.isArray(left) && Array.isArray(right)) {
+      if (left.length !== right.length) return false;
+      left.forEach((item, i) => pairs.push([item, right[i]]));
+      continue;
+    }
+    const l = left as Record<string, unknown>;
+    const r = right as Record<string, unknown>;
+    const keys = Object.keys(l);
+    if (keys.length !== Object.keys(r).length) return false;
+    for (const key of keys) {
+      if (!Object.hasOwn(r, key)) return false;
+      pairs.push([l[key], r[key]]);
+    }
+  }
+  return true;
 }

@@ -2,28 +2,32 @@ import { randomInt } from "node:crypto";
 import { canonicalJson } from "./canonicalJson.js";
 import { addOperation, type PatchOperation } from "./jsonPatch.js";
 import { gmsaSettings, type GmsaSetting, type Pod } from "./pod.js";
-import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
+import { isBinding, type Admission, type PodAdmission, type PolicyDependencies } from "./podAdmission.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { namesOf, shapeProblem } from "./settingChecks.js";
+import { refusedUse, usePrincipals } from "./usePrincipals.js";
 import { allowed, type Verdict } from "./verdict.js";
 
 /**
  * The mutating webhook: wherever a pod names a credential spec and carries no contents, inline
- * the spec's contents. Contents already present are left for validation to compare. A name that
- * does not resolve is left alone too: validation, which runs after every mutation, judges `use`
- * before existence, so nobody learns from this webhook which credential specs exist.
+ * the spec's contents, but only where every principal that must hold `use` holds it. Anyone who
+ * can reach this endpoint can send a made-up review, so a name the pod's service account may not
+ * use is never looked up: it is left alone, exactly like a name that does not exist, and
+ * validation refuses the pod. Contents already present are left for validation to compare.
  */
-export async function expandCredSpecs(admission: PodAdmission, deps: PolicyDependencies): Promise<Verdict> {
+export async function expandCredSpecs(admission: Admission, deps: PolicyDependencies): Promise<Verdict> {
+  // Bindings are the validating webhook's business; they carry nothing to inline.
+  if (isBinding(admission)) return allowed();
   const settings = settingsToExpand(admission);
   if (settings.length === 0) return allowed();
 
-  const warnings = settings.flatMap(deprecationWarning);
-  const problem = shapeProblem(settings, false);
+  const warnings = fewWarnings(settings.flatMap(deprecationWarning));
+  const problem = shapeProblem(settings, { requireNames: false, maxCredSpecs: deps.settings.maxCredSpecsPerPod });
   if (problem) return { ...problem, warnings };
 
   const missing = settings.filter((s) => s.name !== undefined && s.contents === undefined);
   const names = namesOf(settings);
-  const lookups = await resolveCredSpecs(deps.credSpecs, namesOf(missing), deps.signal);
+  const lookups = await resolveCredSpecs(deps.credSpecs, await usableNames(admission, namesOf(missing), deps), deps.signal);
   const patch: PatchOperation[] = [];
   for (const setting of missing) {
     const lookup = lookups.get(setting.name!);
@@ -34,6 +38,15 @@ export async function expandCredSpecs(admission: PodAdmission, deps: PolicyDepen
     patch.push(addOperation(["spec", "hostname"], randomHostname()));
   }
   return allowed({ patch, warnings, credSpecs: names });
+}
+
+/** The names every principal may `use`; none when a principal cannot even be named. */
+async function usableNames(admission: PodAdmission, names: readonly string[], deps: PolicyDependencies): Promise<string[]> {
+  if (names.length === 0) return [];
+  const who = usePrincipals(admission, deps);
+  if ("problem" in who) return [];
+  const refused = await refusedUse(names, who.principals, admission.namespace, deps);
+  return names.filter((name) => !refused.has(name));
 }
 
 /** CREATE: the whole pod. UPDATE: only ephemeral containers the update adds. */
@@ -47,6 +60,15 @@ function settingsToExpand(admission: PodAdmission): GmsaSetting[] {
 export function settingsOfNewEphemeralContainers(settings: readonly GmsaSetting[], oldPod: Pod): GmsaSetting[] {
   const existing = new Set((oldPod.spec?.ephemeralContainers ?? []).map((c) => c.name));
   return settings.filter((s) => s.source === "field" && s.containerKind === "ephemeralContainer" && !existing.has(s.containerName!));
+}
+
+// The API server passes warnings on to the client as headers: a pod with thousands of alpha
+// annotations must not turn into thousands of them.
+const maxWarnings = 10;
+
+function fewWarnings(warnings: string[]): string[] {
+  if (warnings.length <= maxWarnings) return warnings;
+  return [...warnings.slice(0, maxWarnings), `and ${warnings.length - maxWarnings} more deprecated GMSA annotations`];
 }
 
 function deprecationWarning(setting: GmsaSetting): string[] {

@@ -68,6 +68,8 @@ const contentsKey = "gmsa-credential-spec";
 export interface GmsaSetting {
   readonly key: string;
   readonly source: "field" | "annotation";
+  /** The pod, as it reads in messages: `pod "web"`. */
+  readonly pod: string;
   /** Who the setting belongs to, as it reads in messages: `pod "web"`, `init container "setup"`. */
   readonly owner: string;
   readonly containerKind?: ContainerKind;
@@ -78,6 +80,8 @@ export interface GmsaSetting {
   readonly contentsPath: ReadonlyArray<string | number>;
   /** Where the name lives, for messages: `spec.initContainers[0].securityContext...`. */
   readonly nameField: string;
+  /** A container's alpha annotations that name a container the pod does not have. */
+  readonly containerMissing?: boolean;
   /** For annotations: each alpha annotation present, with the field that replaces it. */
   readonly deprecatedAnnotations?: ReadonlyArray<{ readonly annotation: string; readonly replacedBy: string }>;
 }
@@ -106,6 +110,7 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
     settings.push({
       key: "field:pod",
       source: "field",
+      pod: pod_,
       owner: pod_,
       name: present(podOptions.gmsaCredentialSpecName),
       contents: present(podOptions.gmsaCredentialSpec),
@@ -122,6 +127,7 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
       settings.push({
         key: `field:${list.kind}/${container.name}`,
         source: "field",
+        pod: pod_,
         owner: `${list.label} "${container.name}" of ${pod_}`,
         containerKind: list.kind,
         containerName: container.name,
@@ -140,6 +146,7 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
       settings.push({
         key: "annotation:pod",
         source: "annotation",
+        pod: pod_,
         owner: pod_,
         name,
         contents,
@@ -154,7 +161,9 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
     settings.push({
       key: `annotation:container/${containerName}`,
       source: "annotation",
+      pod: pod_,
       owner: `${containerLists.find((l) => l.kind === field?.kind)?.label ?? "container"} "${containerName}" of ${pod_}`,
+      ...(field ? { containerKind: field.kind } : { containerMissing: true }),
       containerName,
       name,
       contents,
@@ -179,17 +188,29 @@ function replacements(annotations: Record<string, string>, prefix: string, windo
     .map(({ key, field }) => ({ annotation: key, replacedBy: `${windowsOptions}.${field}` }));
 }
 
+/** The prefix (pod or `<container>.container...`) of a GMSA alpha annotation key, if it is one. */
+function gmsaAnnotationPrefix(key: string): string | undefined {
+  for (const suffix of [nameKey, contentsKey]) {
+    if (!key.endsWith(suffix)) continue;
+    const prefix = key.slice(0, -suffix.length);
+    if (prefix === podAnnotationPrefix || (prefix.endsWith(containerAnnotationSuffix) && prefix.length > containerAnnotationSuffix.length)) {
+      return prefix;
+    }
+  }
+  return undefined;
+}
+
+/** The keys among `annotations` that this policy reads as GMSA settings, pod or container. */
+export function gmsaAnnotationKeys(annotations: Readonly<Record<string, string>>): string[] {
+  return Object.keys(annotations).filter((key) => gmsaAnnotationPrefix(key) !== undefined);
+}
+
 /** The distinct annotation prefixes (pod or `<container>.container...`) that carry GMSA keys. */
 function annotationPrefixes(annotations: Record<string, string>): string[] {
   const prefixes = new Set<string>();
   for (const key of Object.keys(annotations).sort()) {
-    for (const suffix of [nameKey, contentsKey]) {
-      if (!key.endsWith(suffix)) continue;
-      const prefix = key.slice(0, -suffix.length);
-      if (prefix === podAnnotationPrefix || (prefix.endsWith(containerAnnotationSuffix) && prefix.length > containerAnnotationSuffix.length)) {
-        prefixes.add(prefix);
-      }
-    }
+    const prefix = gmsaAnnotationPrefix(key);
+    if (prefix !== undefined) prefixes.add(prefix);
   }
   // The pod's own annotations first, then containers by name.
   return [...prefixes].sort((a, b) => Number(b === podAnnotationPrefix) - Number(a === podAnnotationPrefix));

@@ -1,3 +1,4 @@
+import type { Binding } from "./binding.js";
 import type { Pod } from "./pod.js";
 import type { CredSpecSource, UseAuthorizer } from "./ports.js";
 
@@ -13,6 +14,23 @@ export interface PodAdmission {
   readonly userInfo?: RequestingUser;
 }
 
+/** A pod bound to a node: the only admission of a Binding, always a CREATE. */
+export interface BindingAdmission {
+  readonly operation: "CREATE";
+  readonly namespace: string;
+  /** The pod being bound. */
+  readonly name?: string;
+  readonly binding: Binding;
+  readonly userInfo?: RequestingUser;
+}
+
+/** What a webhook policy is handed: a pod, or a binding of one. */
+export type Admission = PodAdmission | BindingAdmission;
+
+export function isBinding(admission: Admission): admission is BindingAdmission {
+  return "binding" in admission;
+}
+
 export interface RequestingUser {
   readonly username?: string;
   readonly uid?: string;
@@ -25,6 +43,8 @@ export interface PolicySettings {
   readonly randomHostname: boolean;
   /** Require the requesting user, not only the pod's service account, to hold `use`. */
   readonly authorizeRequestingUser: boolean;
+  /** The most distinct credential spec names one pod (or one update) may carry. */
+  readonly maxCredSpecsPerPod: number;
 }
 
 export interface PolicyDependencies {

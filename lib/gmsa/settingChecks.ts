@@ -5,12 +5,28 @@ import { denied, type Verdict } from "./verdict.js";
 
 /**
  * Checks that need no API call, in the order the user would fix them. Names that fail here are
- * never sent to the API server.
+ * never sent to the API server, and a pod that names more credential specs than any workload
+ * needs is refused before a single one is looked up: each name costs the API server a request.
  */
-export function shapeProblem(settings: readonly GmsaSetting[], requireNames: boolean): Verdict | undefined {
+export function shapeProblem(
+  settings: readonly GmsaSetting[],
+  options: { readonly requireNames: boolean; readonly maxCredSpecs: number },
+): Verdict | undefined {
+  const orphan = settings.find((s) => s.containerMissing);
+  if (orphan) {
+    const annotation = orphan.deprecatedAnnotations?.[0]?.annotation ?? orphan.nameField;
+    return denied(422, `${orphan.pod}: annotation ${truncate(annotation, 320)} names container "${truncate(orphan.containerName ?? "")}", which the pod does not have`);
+  }
+  const names = namesOf(settings);
+  if (names.length > options.maxCredSpecs) {
+    return denied(
+      422,
+      `${settings[0]!.pod}: names ${names.length} distinct GMSA credential specs; at most ${options.maxCredSpecs} are allowed in one pod`,
+    );
+  }
   for (const setting of settings) {
     if (setting.name === undefined) {
-      if (requireNames && setting.contents !== undefined) {
+      if (options.requireNames && setting.contents !== undefined) {
         return denied(
           422,
           `${setting.owner}: GMSA credential spec contents are set without a credential spec name; set ${setting.nameField} instead`,

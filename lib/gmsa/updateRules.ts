@@ -16,6 +16,11 @@ export async function checkUpdate(admission: PodAdmission, deps: PolicyDependenc
   const added = settingsOfNewEphemeralContainers(after, admission.oldPod);
   const addedKeys = new Set(added.map((s) => s.key));
 
+  // Settings are compared place by place; a place given twice (two containers of one name, which
+  // the API server itself never accepts) would let one copy hide a change in the other.
+  const repeated = repeatedPlace(before) ?? repeatedPlace(after);
+  if (repeated) return denied(422, `${repeated.owner}: appears more than once, so its GMSA settings cannot be compared`);
+
   const beforeByKey = new Map(before.map((s) => [s.key, s]));
   const afterByKey = new Map(after.filter((s) => !addedKeys.has(s.key)).map((s) => [s.key, s]));
   for (const key of new Set([...beforeByKey.keys(), ...afterByKey.keys()])) {
@@ -30,6 +35,15 @@ export async function checkUpdate(admission: PodAdmission, deps: PolicyDependenc
   }
   if (added.length === 0) return allowed();
   return authorizeCredSpecs(admission, added, deps);
+}
+
+function repeatedPlace(settings: readonly GmsaSetting[]): GmsaSetting | undefined {
+  const seen = new Set<string>();
+  for (const setting of settings) {
+    if (seen.has(setting.key)) return setting;
+    seen.add(setting.key);
+  }
+  return undefined;
 }
 
 function describeChange(before: GmsaSetting | undefined, after: GmsaSetting | undefined): string | undefined {

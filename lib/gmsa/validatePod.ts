@@ -1,11 +1,16 @@
 import { authorizeCredSpecs } from "./authorizeCredSpecs.js";
+import { checkBinding } from "./bindingRules.js";
 import { gmsaSettings } from "./pod.js";
-import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
+import { isBinding, type Admission, type PolicyDependencies } from "./podAdmission.js";
 import { checkUpdate } from "./updateRules.js";
 import { allowed, type Verdict } from "./verdict.js";
 
-/** The validating webhook: CREATE gets the use/existence/contents checks, UPDATE the freeze. */
-export async function validatePod(admission: PodAdmission, deps: PolicyDependencies): Promise<Verdict> {
+/**
+ * The validating webhook: CREATE gets the use/existence/contents checks, UPDATE the freeze, and
+ * a binding may not carry GMSA annotations onto the pod it binds.
+ */
+export async function validatePod(admission: Admission, deps: PolicyDependencies): Promise<Verdict> {
+  if (isBinding(admission)) return checkBinding(admission);
   switch (admission.operation) {
     case "CREATE":
       return authorizeCredSpecs(admission, gmsaSettings(admission.pod, admission.name), deps);

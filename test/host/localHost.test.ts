@@ -55,12 +55,23 @@ async function post(context: Context, path: string, body: unknown) {
   return JSON.parse(reply.text).response;
 }
 
-Host("mutate inlines the credential spec's canonical bytes with one GET for the distinct name", async (context) => {
+Host("mutate asks whether the service account may use the spec, then inlines its canonical bytes with one GET", async (context) => {
   const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
   const ops = JSON.parse(Buffer.from(response.patch, "base64").toString());
   const expected = canonicalJson(credSpecFixtures().find((c) => c.metadata.name === "webapp1-credspec")!.credspec);
   assert.equal(ops.map((o: { value: string }) => o.value), [expected, expected]);
-  assert.equal(context.api.calls.map((c) => `${c.method} ${c.path}`), ["GET /apis/windows.k8s.io/v1/gmsacredentialspecs/webapp1-credspec"]);
+  assert.equal(context.api.calls.map((c) => `${c.method} ${c.path}`), [
+    "POST /apis/authorization.k8s.io/v1/namespaces/apps/localsubjectaccessreviews",
+    "GET /apis/windows.k8s.io/v1/gmsacredentialspecs/webapp1-credspec",
+  ]);
+});
+
+Host("mutate neither reads nor inlines a spec the service account may not use", async (context) => {
+  context.api.state.grants.clear();
+  const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
+  assert.equal(response.allowed, true);
+  assert.is(response.patch, undefined);
+  assert.equal(context.api.calls.map((c) => c.method), ["POST"]);
 });
 
 Host("validate sends a LocalSubjectAccessReview for the service account, with its groups", async (context) => {
@@ -117,7 +128,7 @@ Host("tries a transient failure again within the budget", async (context) => {
   context.api.state.failTimes = 1;
   const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
   assert.is(response.allowed, true);
-  assert.is(context.api.calls.length, 2, "one failed call, one retry");
+  assert.is(context.api.calls.length, 3, "one failed call, one retry, then the read");
 });
 
 Host("honours Retry-After only as far as the budget allows", async (context) => {
@@ -157,7 +168,7 @@ Host("writes one structured log line per admission, without credential spec cont
   assert.is(record.webhook, "mutate");
   assert.is(record.decision, "patched");
   assert.equal(record.credSpecs, ["webapp1-credspec"]);
-  assert.is(record.apiCalls, 1);
+  assert.is(record.apiCalls, 2);
   assert.not.match(lines[0]!, /WebApplication1/);
 });
 

@@ -14,6 +14,7 @@ Settings("defaults everything but the cluster", () => {
     authCacheTtlMs: 5000,
     credSpecCache: true,
     apiConcurrency: 16,
+    maxCredSpecsPerPod: 16,
     cluster: { access: "kubeconfig", kubeconfig: "/k" },
   });
 });
@@ -28,8 +29,10 @@ Settings("reads every value", () => {
     GMSA_AUTH_CACHE_TTL_SECONDS: "0",
     GMSA_CREDSPEC_CACHE: "false",
     GMSA_API_CONCURRENCY: "4",
+    GMSA_MAX_CREDSPECS_PER_POD: "3",
   });
   assert.is(settings.apiConcurrency, 4);
+  assert.is(settings.maxCredSpecsPerPod, 3);
   assert.is(settings.authCacheTtlMs, 0);
   assert.is(settings.credSpecCache, false);
   assert.is(settings.randomHostname, true);
@@ -61,6 +64,8 @@ const bad: Array<[Record<string, string>, RegExp]> = [
   [{ KUBECONFIG: "/k", GMSA_ADMISSION_BUDGET_MS: "60000" }, /GMSA_ADMISSION_BUDGET_MS must be a whole number from 100 to 29000/],
   [{ KUBECONFIG: "/k", GMSA_AUTH_CACHE_TTL_SECONDS: "-1" }, /GMSA_AUTH_CACHE_TTL_SECONDS must be a whole number from 0 to 300/],
   [{ KUBECONFIG: "/k", GMSA_API_CONCURRENCY: "0" }, /GMSA_API_CONCURRENCY must be a whole number from 1 to 256/],
+  [{ KUBECONFIG: "/k", GMSA_MAX_CREDSPECS_PER_POD: "0" }, /GMSA_MAX_CREDSPECS_PER_POD must be a whole number from 1 to 1000, got "0"/],
+  [{ KUBECONFIG: "/k", GMSA_MAX_CREDSPECS_PER_POD: "many" }, /GMSA_MAX_CREDSPECS_PER_POD must be a whole number from 1 to 1000/],
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "5000", GMSA_ADMISSION_BUDGET_MS: "1000" }, /must not exceed GMSA_ADMISSION_BUDGET_MS/],
   [{}, /no cluster to talk to/],
   [{ GMSA_CLUSTER_ACCESS: "kubeconfig" }, /needs KUBECONFIG/],

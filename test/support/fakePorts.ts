@@ -18,17 +18,12 @@ export interface FakePorts extends PolicyDependencies {
 export function fakePorts(overrides: { settings?: Partial<PolicySettings>; decide?: (p: Principal, name: string) => UseDecision; lookup?: (name: string) => CredSpecLookup } = {}): FakePorts {
   const lookups: string[] = [];
   const reviews: FakePorts["reviews"] = [];
-  const known = new Map(credSpecFixtures().map((c) => [c.metadata.name, c]));
-  const defaultLookup = (name: string): CredSpecLookup => {
-    const object = known.get(name);
-    if (!object) return { kind: "notFound" };
-    return object.credspec ? { kind: "found", credspec: object.credspec } : { kind: "noCredspec" };
-  };
+  const defaultLookup = fixtureLookup();
   return {
     lookups,
     reviews,
     signal: new AbortController().signal,
-    settings: { randomHostname: false, authorizeRequestingUser: false, ...overrides.settings },
+    settings: { randomHostname: false, authorizeRequestingUser: false, maxCredSpecsPerPod: 16, ...overrides.settings },
     credSpecs: {
       async lookup(name) {
         lookups.push(name);
@@ -41,6 +36,16 @@ export function fakePorts(overrides: { settings?: Partial<PolicySettings>; decid
         return overrides.decide ? overrides.decide(principal, name) : { allowed: true };
       },
     },
+  };
+}
+
+/** What the example credential specs answer: found, not found, or found without a credspec. */
+export function fixtureLookup(): (name: string) => CredSpecLookup {
+  const known = new Map(credSpecFixtures().map((c) => [c.metadata.name, c]));
+  return (name) => {
+    const object = known.get(name);
+    if (!object) return { kind: "notFound" };
+    return object.credspec ? { kind: "found", credspec: object.credspec } : { kind: "noCredspec" };
   };
 }
 

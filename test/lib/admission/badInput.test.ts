@@ -3,8 +3,15 @@ import * as assert from "uvu/assert";
 import { exchangeAdmission, type HttpCall } from "../../../lib/admission/httpExchange.js";
 import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
-import { fakePorts } from "../../support/fakePorts.js";
-import { gmsa, pod, review } from "../../support/reviews.js";
+import { fakePorts, fixtureLookup } from "../../support/fakePorts.js";
+import { canonicalJson } from "../../../lib/gmsa/canonicalJson.js";
+import { mutateViolations, validateViolations } from "../../support/admissionOracle.js";
+import { credSpecFixture } from "../../support/fixtures.js";
+import { gmsa, pod, review, type PodSpec } from "../../support/reviews.js";
+
+const webapp = canonicalJson(credSpecFixture("webapp1-credspec").credspec);
+const payroll = canonicalJson(credSpecFixture("payroll-gmsa").credspec);
+
 
 /**
  * Whatever arrives, the answer is well-formed: an HTTP error, or a review that carries the UID.
@@ -40,29 +47,57 @@ function call(body: string): HttpCall {
 
 const BadInput = suite("bad input");
 
-BadInput("1 000 randomly broken reviews each get a well-formed answer", async () => {
-  const random = generator(689);
+// The pod's service account may use webapp1-credspec only: payroll-gmsa exists but is not its.
+const mayUse = (name: string) => name === "webapp1-credspec";
+
+function gmsaBase(): PodSpec {
   const base = pod();
   base.spec.securityContext = gmsa("webapp1-credspec");
-  base.spec.initContainers = [{ name: "setup", securityContext: gmsa("payroll-gmsa", "{}") }];
-  base.metadata.annotations = { "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec" };
-  const ports = fakePorts();
+  base.spec.containers.push({ name: "payroll", securityContext: gmsa("payroll-gmsa") });
+  base.spec.initContainers = [{ name: "setup", securityContext: gmsa("webapp1-credspec", webapp) }];
+  base.spec.ephemeralContainers = [{ name: "debug", securityContext: gmsa("webapp1-credspec", "{}") }];
+  base.metadata.annotations = {
+    "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec",
+    "payroll.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa",
+    "payroll.container.alpha.windows.kubernetes.io/gmsa-credential-spec": payroll,
+  };
+  return base;
+}
+
+BadInput("1 000 randomly broken reviews each get a well-formed answer, and none admits unchecked contents", async () => {
+  const random = generator(689);
+  const ports = fakePorts({ decide: (_, name) => ({ allowed: mayUse(name) }) });
+  const world = { lookup: fixtureLookup(), mayUse };
   const deps = { credSpecs: ports.credSpecs, authorizer: ports.authorizer, settings: ports.settings, budgetMs: 1000 };
-  const counts: Record<number, number> = {};
+  const counts: Record<string, number> = {};
   for (let i = 0; i < 1000; i++) {
-    const original = review(random() < 0.5 ? "CREATE" : "UPDATE", base, { oldObject: base });
-    const broken = mutate(original, random);
-    const { reply } = await exchangeAdmission(call(JSON.stringify(broken)), random() < 0.5 ? expandCredSpecs : validatePod, deps);
-    counts[reply.status] = (counts[reply.status] ?? 0) + 1;
+    const base = gmsaBase();
+    const original = review(random() < 0.5 ? "CREATE" : "UPDATE", base, { oldObject: mutate(gmsaBase(), random) });
+    const broken = mutate(original, random) as { request?: { operation?: unknown; object?: unknown; oldObject?: unknown } };
+    const webhook = random() < 0.5 ? "mutate" : "validate";
+    const { reply } = await exchangeAdmission(call(JSON.stringify(broken)), webhook === "mutate" ? expandCredSpecs : validatePod, deps);
     assert.ok(reply.status === 200 || reply.status === 400, `case ${i}: status ${reply.status}`);
-    if (reply.status === 200) {
-      const answer = JSON.parse(reply.body).response;
-      assert.type(answer.uid, "string", `case ${i}`);
-      assert.type(answer.allowed, "boolean", `case ${i}`);
-      if (!answer.allowed) assert.type(answer.status.message, "string");
+    if (reply.status !== 200) {
+      counts[reply.status] = (counts[reply.status] ?? 0) + 1;
+      continue;
     }
+    const answer = JSON.parse(reply.body).response;
+    assert.type(answer.uid, "string", `case ${i}`);
+    assert.type(answer.allowed, "boolean", `case ${i}`);
+    if (!answer.allowed) assert.type(answer.status.message, "string");
+    const key = `${webhook} ${answer.allowed ? (answer.patch ? "patched" : "allowed") : "refused"}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+    if (!answer.allowed) continue;
+    const request = broken.request!;
+    const violations =
+      webhook === "validate"
+        ? validateViolations(String(request.operation), request.object, request.oldObject, world)
+        : mutateViolations(request.object, answer.patch ? JSON.parse(Buffer.from(answer.patch, "base64").toString()) : [], world);
+    assert.equal(violations, [], `case ${i}: ${webhook} allowed ${JSON.stringify(request).slice(0, 2000)}`);
   }
-  assert.ok((counts[200] ?? 0) > 100 && (counts[400] ?? 0) > 100, `both kinds of answer were exercised: ${JSON.stringify(counts)}`);
+  for (const kind of ["400", "mutate patched", "validate allowed", "validate refused"]) {
+    assert.ok((counts[kind] ?? 0) > 20, `every kind of answer was exercised: ${JSON.stringify(counts)}`);
+  }
 });
 
 BadInput("random bytes never crash the exchange", async () => {

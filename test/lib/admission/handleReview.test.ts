@@ -1,6 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { handleReview, type ReviewDependencies } from "../../../lib/admission/handleReview.js";
+import { exchangeAdmission } from "../../../lib/admission/httpExchange.js";
 import { parseGoDurationMs } from "../../../lib/admission/goDuration.js";
 import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
 import { ClusterUnavailableError } from "../../../lib/gmsa/ports.js";
@@ -76,8 +77,18 @@ for (const [what, body] of notReviews) {
   });
 }
 
+Envelope("answers a review whose request is malformed past its UID as an AdmissionReview with that UID", async () => {
+  const body = review("CREATE", gmsaPod());
+  (body.request as { operation: unknown }).operation = 7;
+  const { review: answer, record } = await reviewed(body);
+  assert.is(answer.response.uid, body.request.uid);
+  assert.is(answer.response.status?.code, 400);
+  assert.match(answer.response.status?.message ?? "", /^the admission request is malformed: /);
+  assert.is(record.decision, "denied");
+});
+
 const badPods: Array<[string, (r: ReturnType<typeof review>) => void, RegExp]> = [
-  ["a Deployment", (r) => (r.request.kind = { group: "apps", version: "v1", kind: "Deployment" }), /expected a Pod, got Deployment \(apps\)/],
+  ["a Deployment", (r) => (r.request.kind = { group: "apps", version: "v1", kind: "Deployment" }), /expected a Pod or a Binding, got Deployment \(apps\)/],
   ["a CREATE without an object", (r) => delete (r.request as { object?: unknown }).object, /has no object/],
   ["an object whose kind is not Pod", (r) => ((r.request as { object: unknown }).object = { kind: "Secret" }), /object is not a Pod/],
   ["containers that are not a list", (r) => ((r.request as { object: unknown }).object = { kind: "Pod", spec: { containers: "iis" } }), /object is not a Pod/],
@@ -110,6 +121,18 @@ Envelope("decodes tens of thousands of containers without trouble", async () => 
   const { review: answer } = await reviewed(review("CREATE", p), deps({ credSpecs: ports.credSpecs }));
   assert.is(JSON.parse(Buffer.from(answer.response.patch!, "base64").toString()).length, 20);
   assert.equal(ports.lookups, ["webapp1-credspec"]);
+});
+
+Envelope("explains a pod that fails to decode in 20 000 places quickly, naming a few", async () => {
+  const p = pod();
+  p.spec.containers = Array.from({ length: 20_000 }, (_, i) => ({ name: `c${i}`, securityContext: { windowsOptions: { gmsaCredentialSpecName: 3 as never } } }));
+  const started = performance.now();
+  const { review: answer } = await reviewed(review("CREATE", p));
+  const elapsed = performance.now() - started;
+  assert.is(answer.response.status?.code, 400);
+  assert.match(answer.response.status?.message ?? "", /^the request object is not a Pod: Expecting one of/);
+  assert.ok((answer.response.status?.message.length ?? 0) < 1000);
+  assert.ok(elapsed < 1000, `took ${elapsed.toFixed(0)} ms`);
 });
 
 Envelope("allows DELETE without an object", async () => {
@@ -170,6 +193,115 @@ Envelope("answers within the budget even when a port ignores the signal", async 
 });
 
 Envelope.run();
+
+/** pods/binding CREATE, as the API server sends it: the binding's annotations land on the pod. */
+function bindingReview(annotations?: Record<string, string>, operation = "CREATE") {
+  const body = review("CREATE", undefined);
+  return {
+    ...body,
+    request: {
+      ...body.request,
+      operation,
+      kind: { group: "", version: "v1", kind: "Binding" },
+      resource: { group: "", version: "v1", resource: "pods" },
+      subResource: "binding",
+      requestKind: { group: "", version: "v1", kind: "Binding" },
+      name: "web-0",
+      namespace: "apps",
+      object: {
+        apiVersion: "v1",
+        kind: "Binding",
+        metadata: { name: "web-0", namespace: "apps", ...(annotations ? { annotations } : {}) },
+        target: { apiVersion: "v1", kind: "Node", name: "node-1" },
+      },
+    },
+  };
+}
+
+const Bindings = suite("handleReview: pods/binding");
+
+for (const key of [
+  "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name",
+  "pod.alpha.windows.kubernetes.io/gmsa-credential-spec",
+  "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name",
+  "ghost.container.alpha.windows.kubernetes.io/gmsa-credential-spec",
+]) {
+  Bindings(`validate refuses with 403 a binding that would set ${key}`, async () => {
+    const body = bindingReview({ "team": "web", [key]: "webapp1-credspec" });
+    const ports = fakePorts();
+    const { review: answer } = await reviewed(body, deps({ credSpecs: ports.credSpecs, authorizer: ports.authorizer }), undefined, validatePod);
+    assert.is(answer.response.uid, body.request.uid);
+    assert.is(answer.response.allowed, false);
+    assert.is(answer.response.status?.code, 403);
+    assert.match(answer.response.status?.message ?? "", `binding of pod "web-0": GMSA settings cannot be changed on an existing pod (the binding would set the annotation ${key})`);
+    assert.equal(ports.lookups.length + ports.reviews.length, 0);
+  });
+}
+
+Bindings("validate allows a binding without GMSA annotations", async () => {
+  for (const annotations of [undefined, { team: "web", "example.com/gmsa-credential-spec-name": "x" }]) {
+    const body = bindingReview(annotations);
+    const { review: answer } = await reviewed(body, deps(), undefined, validatePod);
+    assert.equal(answer.response, { uid: body.request.uid, allowed: true });
+  }
+});
+
+Bindings("mutate allows any binding without a patch", async () => {
+  const body = bindingReview({ "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec" });
+  const { review: answer } = await reviewed(body, deps(), undefined, expandCredSpecs);
+  assert.equal(answer.response, { uid: body.request.uid, allowed: true });
+});
+
+Bindings("refuses with 400 a binding that is not one, or not a CREATE", async () => {
+  const notBinding = bindingReview();
+  (notBinding.request as { object: unknown }).object = { kind: "Binding", metadata: { annotations: { a: 7 } } };
+  const update = bindingReview({}, "UPDATE");
+  for (const [body, message] of [[notBinding, /object is not a Binding/], [update, /unexpected operation "UPDATE" on a Binding/]] as const) {
+    const { review: answer } = await reviewed(body, deps(), undefined, validatePod);
+    assert.is(answer.response.status?.code, 400);
+    assert.match(answer.response.status?.message ?? "", message);
+  }
+});
+
+Bindings.run();
+
+const Deep = suite("handleReview: deeply nested input");
+
+// JSON.stringify itself recurses: the deep part is spliced into the text in place of a marker.
+const deepMarker = "\u0000deep";
+const nested = (_levels: 100_000): unknown => deepMarker;
+const deepText = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+const deepPlaces: Array<[string, (r: any) => void]> = [
+  ["an annotation value", (r) => (r.request.object.metadata.annotations = { note: nested(100_000) })],
+  ["a credential spec name", (r) => (r.request.object.spec.securityContext = { windowsOptions: { gmsaCredentialSpecName: nested(100_000) } })],
+  ["a container", (r) => (r.request.object.spec.containers = [nested(100_000)])],
+  ["a field the policy does not read", (r) => (r.request.object.spec.overhead = nested(100_000))],
+  ["the requesting user's extra", (r) => (r.request.userInfo = { username: "alice", extra: { a: nested(100_000) } })],
+  ["the old object", (r) => ((r.request.operation = "UPDATE"), (r.request.oldObject = { kind: "Pod", spec: { containers: nested(100_000) } }))],
+  ["a Binding's annotations", (r) => ((r.request.kind = { group: "", version: "v1", kind: "Binding" }), (r.request.object = { kind: "Binding", metadata: { annotations: nested(100_000) } }))],
+  ["credential spec contents", (r) => (r.request.object.spec.securityContext = gmsa("webapp1-credspec", `{"a":${"[".repeat(100_000)}${"]".repeat(100_000)}}`))],
+  ["annotated contents", (r) => (r.request.object.metadata.annotations = { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec", "pod.alpha.windows.kubernetes.io/gmsa-credential-spec": `${"{\"a\":".repeat(50_000)}1${"}".repeat(50_000)}` })],
+];
+for (const [where, edit] of deepPlaces) {
+  for (const [webhook, policy] of [["mutate", expandCredSpecs], ["validate", validatePod]] as const) {
+    Deep(`${webhook}: 100 000 levels in ${where} get an AdmissionReview with the UID, not a crash`, async () => {
+      const body: any = review("CREATE", gmsaPod(), { oldObject: gmsaPod() });
+      edit(body);
+      const text = JSON.stringify(body).replace(JSON.stringify(deepMarker), deepText);
+      const { reply } = await exchangeAdmission(
+        { method: "POST", contentType: "application/json", contentLength: null, timeout: "10s", readBody: async () => Buffer.from(text) },
+        policy,
+        deps(),
+      );
+      assert.is(reply.status, 200, reply.body.slice(0, 300));
+      const answer = JSON.parse(reply.body).response;
+      assert.is(answer.uid, body.request.uid);
+      assert.ok(answer.status === undefined || answer.status.code < 500, JSON.stringify(answer.status));
+    });
+  }
+}
+
+Deep.run();
 
 const Durations = suite("parseGoDurationMs");
 const durations: Array<[string | null, number | undefined]> = [

@@ -23,6 +23,13 @@ Canonical("replaces an unpaired surrogate with U+FFFD", () => {
   assert.is(canonicalJson("a\ud800b"), '"a\ufffdb"');
 });
 
+Canonical("encodes a value nested 100 000 levels deep without overflowing the stack", () => {
+  const deep = JSON.parse(`${'{"a":['.repeat(100_000)}1${"]}".repeat(100_000)}`);
+  assert.is(canonicalJson(deep), `${'{"a":['.repeat(100_000)}1${"]}".repeat(100_000)}`);
+  assert.ok(jsonEqual(deep, JSON.parse(canonicalJson(deep))));
+  assert.not.ok(jsonEqual(deep, JSON.parse(`${'{"a":['.repeat(100_000)}2${"]}".repeat(100_000)}`)));
+});
+
 Canonical("sorts keys by their UTF-8 bytes", () => {
   // U+FF21 is a single UTF-16 unit above the surrogate range but sorts below an astral character in UTF-8.
   assert.is(canonicalJson({ "\u{1F600}": 1, "\uFF21": 2, Z: 3, a: 4 }), '{"Z":3,"a":4,"\uFF21":2,"\u{1F600}":1}');

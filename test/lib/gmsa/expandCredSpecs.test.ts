@@ -3,6 +3,7 @@ import * as assert from "uvu/assert";
 import { canonicalJson } from "../../../lib/gmsa/canonicalJson.js";
 import { expandCredSpecs, randomHostname } from "../../../lib/gmsa/expandCredSpecs.js";
 import type { PatchOperation } from "../../../lib/gmsa/jsonPatch.js";
+import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import { admission, fakePorts } from "../../support/fakePorts.js";
 import { credSpecFixture } from "../../support/fixtures.js";
 import { gmsa, pod, type PodSpec } from "../../support/reviews.js";
@@ -202,4 +203,103 @@ Expand("random hostnames differ from one another", () => {
   assert.is(names.size, 200);
 });
 
+const Use = suite("expandCredSpecs: only for principals that may use the spec");
+
+const onlyFor = (allowedName: string) => (_: unknown, name: string) => ({ allowed: name === allowedName });
+
+Use("asks about the pod's service account, as validation does, before looking anything up", async () => {
+  const ports = fakePorts();
+  const p = withPlaces((p) => {
+    p.spec.serviceAccountName = "web";
+    p.spec.securityContext = gmsa("webapp1-credspec");
+  });
+  await expandCredSpecs(admission("CREATE", p), ports);
+  assert.equal(ports.reviews, [
+    {
+      namespace: "apps",
+      name: "webapp1-credspec",
+      principal: {
+        user: "system:serviceaccount:apps:web",
+        groups: ["system:serviceaccounts", "system:serviceaccounts:apps", "system:authenticated"],
+        serviceAccount: { namespace: "apps", name: "web" },
+      },
+    },
+  ]);
+});
+
+Use("inlines nothing, and looks nothing up, for a name the service account may not use", async () => {
+  const ports = fakePorts({ decide: onlyFor("webapp1-credspec") });
+  const p = withPlaces((p) => {
+    p.spec.securityContext = gmsa("webapp1-credspec");
+    p.spec.containers[0]!.securityContext = gmsa("payroll-gmsa");
+  });
+  const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, [{ op: "add", path: "/spec/securityContext/windowsOptions/gmsaCredentialSpec", value: webapp }]);
+  assert.equal(ports.lookups, ["webapp1-credspec"]);
+});
+
+Use("answers a principal without use the same for a spec that exists and one that does not", async () => {
+  const answers = [];
+  for (const name of ["payroll-gmsa", "no-such-spec"]) {
+    const ports = fakePorts({ decide: () => ({ allowed: false }) });
+    const p = withPlaces((p) => (p.spec.securityContext = gmsa(name)));
+    const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+    assert.equal(ports.lookups, []);
+    answers.push({ ...verdict, credSpecs: [] });
+  }
+  assert.equal(answers[0], answers[1]);
+  assert.equal(answers[0], { kind: "allowed", patch: [], warnings: [], credSpecs: [] });
+});
+
+Use("with the requesting-user check on, inlines only what the requesting user may use too", async () => {
+  const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p, name) => ({ allowed: p.user !== "alice" || name === "webapp1-credspec" }) });
+  const p = withPlaces((p) => {
+    p.spec.securityContext = gmsa("webapp1-credspec");
+    p.spec.initContainers = [{ name: "setup", securityContext: gmsa("payroll-gmsa") }];
+  });
+  const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch.map((o) => o.path), ["/spec/securityContext/windowsOptions/gmsaCredentialSpec"]);
+  assert.ok(ports.reviews.some((r) => r.principal.user === "alice" && r.principal.serviceAccount === undefined));
+  assert.equal(ports.lookups, ["webapp1-credspec"]);
+});
+
+Use("with the requesting-user check on, a request that names no user gets nothing inlined", async () => {
+  const ports = fakePorts({ settings: { authorizeRequestingUser: true } });
+  const p = withPlaces((p) => (p.spec.securityContext = gmsa("webapp1-credspec")));
+  const verdict = await expandCredSpecs(admission("CREATE", p, { userInfo: {} }), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, []);
+  assert.equal(ports.lookups, []);
+});
+
+Use("an ephemeral container added by an UPDATE gets contents only if the service account may use them", async () => {
+  const ports = fakePorts({ decide: () => ({ allowed: false }) });
+  const after = withPlaces((p) => (p.spec.ephemeralContainers = [{ name: "debug", securityContext: gmsa("payroll-gmsa") }]));
+  const verdict = await expandCredSpecs(admission("UPDATE", after, { oldPod: pod() as never, subResource: "ephemeralcontainers" }), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, []);
+  assert.equal(ports.lookups, []);
+});
+
+Use("a decision the cache already holds costs validation no second review", async () => {
+  const asked: string[] = [];
+  const ports = fakePorts();
+  const cached = new Map<string, boolean>();
+  ports.authorizer = {
+    async mayUse(principal, namespace, name) {
+      const key = `${principal.user}|${namespace}|${name}`;
+      if (!cached.has(key)) {
+        asked.push(key);
+        cached.set(key, true);
+      }
+      return { allowed: cached.get(key)! };
+    },
+  };
+  const p = withPlaces((p) => (p.spec.securityContext = gmsa("webapp1-credspec")));
+  const mutated = await expandCredSpecs(admission("CREATE", p), ports);
+  const contents = mutated.kind === "allowed" ? String(mutated.patch[0]?.value) : "";
+  p.spec.securityContext = gmsa("webapp1-credspec", contents);
+  assert.is((await validatePod(admission("CREATE", p), ports)).kind, "allowed");
+  assert.equal(asked, ["system:serviceaccount:apps:default|apps|webapp1-credspec"]);
+});
+
 Expand.run();
+Use.run();

@@ -92,6 +92,13 @@ Update("an existing ephemeral container cannot change its settings", async () =>
   assert.is(verdict.kind === "denied" && verdict.code, 403);
 });
 
+Update("refuses a container name given twice, which could hide a change behind an unchanged copy", async () => {
+  const after = changed((p) => p.spec.containers.splice(1, 0, { name: "sidecar", securityContext: gmsa("webapp1-credspec", webapp) }));
+  const verdict = await validatePod(admission("UPDATE", after, { oldPod: running() as never }), fakePorts());
+  assert.is(verdict.kind === "denied" && verdict.code, 422);
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /container "sidecar" of pod "web-0": appears more than once/);
+});
+
 Update("refuses an UPDATE without the old object", async () => {
   const verdict = await validatePod(admission("UPDATE", running()), fakePorts());
   assert.is(verdict.kind === "denied" && verdict.code, 400);

@@ -123,6 +123,48 @@ Create("judges authorization before existence, so a refused user learns nothing 
   assert.is(verdict.kind === "denied" && verdict.code, 403);
 });
 
+Create("looks nothing up for a principal without use, so refusals cost the API server no read", async () => {
+  const ports = fakePorts({ decide: (_, name) => ({ allowed: name === "webapp1-credspec" }) });
+  const verdict = await validatePod(
+    admission("CREATE", podWith((p) => {
+      p.spec.securityContext = gmsa("webapp1-credspec");
+      p.spec.containers[0]!.securityContext = gmsa("payroll-gmsa");
+    })),
+    ports,
+  );
+  assert.is(verdict.kind === "denied" && verdict.code, 403);
+  assert.equal(ports.lookups, []);
+});
+
+const duplicated = [
+  ['a top-level key', '{"CmsPlugins":["ActiveDirectory"],"CmsPlugins":["ActiveDirectory"]}', "CmsPlugins"],
+  ["a nested key", JSON.stringify(webappSpec).replace('"DomainJoinConfig":{', '"DomainJoinConfig":{"Sid":"S-1-5-21-0",'), "Sid"],
+  ["a key spelled with an escape", '{"a":1,"\\u0061":1}', "a"],
+] as const;
+for (const [what, contents, key] of duplicated) {
+  Create(`refuses with 422 contents that give ${what} twice`, async () => {
+    const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec", contents)))), fakePorts());
+    assert.is(verdict.kind === "denied" && verdict.code, 422);
+    assert.match(verdict.kind === "denied" ? verdict.message : "", `give the key "${key}" more than once`);
+  });
+}
+
+Create("refuses with 422 contents whose last duplicate would make them match", async () => {
+  const { ActiveDirectoryConfig, ...rest } = webappSpec as Record<string, unknown>;
+  const sneaky = `${JSON.stringify({ ...rest, ActiveDirectoryConfig: { GroupManagedServiceAccounts: [{ Name: "DomainAdmins", Scope: "CONTOSO" }] } }).slice(0, -1)},"ActiveDirectoryConfig":${JSON.stringify(ActiveDirectoryConfig)}}`;
+  assert.equal(JSON.parse(sneaky), webappSpec, "JSON.parse alone would take it for the spec");
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.metadata.annotations = { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec", "pod.alpha.windows.kubernetes.io/gmsa-credential-spec": sneaky }))), fakePorts());
+  assert.is(verdict.kind === "denied" && verdict.code, 422);
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /give the key "ActiveDirectoryConfig" more than once/);
+});
+
+Create("refuses with 422, without overflowing, contents nested 100 000 levels deep", async () => {
+  const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec", deep)))), fakePorts());
+  assert.is(verdict.kind === "denied" && verdict.code, 422);
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /nested more than 64 levels/);
+});
+
 Create("makes no API call for a name that is not valid", async () => {
   const ports = fakePorts();
   await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("UPPER")))), ports);

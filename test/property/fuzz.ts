@@ -1,0 +1,67 @@
+import fc from "fast-check";
+import { admissionCases, type AdmissionCase } from "./admissionCases.js";
+import { checkAdmissionCase } from "./admissionProperty.js";
+
+/**
+ * `npm run fuzz [runs] [seed]`: the admission properties for a long run (FUZZ_RUNS and
+ * FUZZ_SEED work too). Prints the rate as it goes and, on a failure, the shrunk counterexample
+ * with the seed and path that replay it.
+ */
+function options(): { runs: number; seed: number } | undefined {
+  const runs = Number(process.argv[2] ?? process.env.FUZZ_RUNS ?? 100_000);
+  const seedText = process.argv[3] ?? process.env.FUZZ_SEED;
+  const seed = seedText === undefined ? Date.now() ^ (Math.random() * 2 ** 31) : Number(seedText);
+  return Number.isInteger(runs) && runs >= 1 && Number.isInteger(seed) ? { runs, seed } : undefined;
+}
+
+// Long strings and lists make a counterexample unreadable: show their start and size.
+function compact(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === "string" && v.length > 80) return `${v.slice(0, 60)}… (${v.length} characters)`;
+    if (Array.isArray(v) && v.length > 6) return [...v.slice(0, 3), `… (${v.length} items)`];
+    return v;
+  }, 1);
+}
+
+async function fuzz(runs: number, seed: number): Promise<void> {
+  let done = 0;
+  const started = performance.now();
+  let lastReport = started;
+  const report = (final = false) => {
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`${final ? "ran" : "…"} ${done} cases in ${seconds.toFixed(1)} s: ${(done / seconds).toFixed(0)} cases per second`);
+  };
+  console.log(`fuzzing ${runs} admissions, seed ${seed}`);
+  const out = await fc.check(
+    fc.asyncProperty(admissionCases, async (c: AdmissionCase) => {
+      done++;
+      if (performance.now() - lastReport > 10_000) {
+        lastReport = performance.now();
+        report();
+      }
+      await checkAdmissionCase(c);
+    }),
+    { numRuns: runs, seed },
+  );
+  report(true);
+  if (!out.failed) {
+    console.log(`all ${out.numRuns} cases kept every property`);
+    return;
+  }
+  const error = out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance);
+  console.log(`FAILED after ${out.numRuns} cases, shrunk ${out.numShrinks} times: ${error}`);
+  console.log(`replay: npm run fuzz ${runs} ${out.seed}   (path ${out.counterexamplePath})`);
+  console.log(`counterexample: ${compact(out.counterexample?.[0])}`);
+  process.exitCode = 1;
+}
+
+// Only when run as a program: a test runner that loads every file of the folder must not start it.
+if (require.main === module) {
+  const chosen = options();
+  if (!chosen) {
+    console.error("usage: npm run fuzz [runs] [seed]  (whole numbers; or FUZZ_RUNS, FUZZ_SEED)");
+    process.exitCode = 2;
+  } else {
+    void fuzz(chosen.runs, chosen.seed);
+  }
+}
