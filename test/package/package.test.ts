@@ -27,6 +27,8 @@ Package.before(async (context) => {
     context.api = await startFakeApiServer();
     const spec = credSpecFixture("webapp1-credspec");
     context.api.state.credSpecs.set(spec.metadata.name, spec as unknown as Record<string, unknown>);
+    // Mutate inlines contents only for a service account that may use them.
+    context.api.state.grants = new Set([`system:serviceaccount:apps:default|${spec.metadata.name}`]);
   } catch (error) {
     console.error("package set-up failed:", error);
     throw error;
