@@ -1,0 +1,126 @@
+import { randomUUID } from "node:crypto";
+import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
+import { credSpecFixtures } from "../support/fixtures.js";
+import { postReview } from "../support/httpsClient.js";
+import { startLocalWebhook, type LocalWebhook } from "../support/localWebhook.js";
+import { gmsa, pod, review } from "../support/reviews.js";
+
+/**
+ * Real admission log lines: AdmissionReviews posted to the local host, which runs the same
+ * Functions handlers (functions/webhook.ts) with the same InvocationContext logging as the
+ * Function App, against a fake API server over HTTPS with the real Kubernetes client. Each
+ * line is then shaped as the Functions host stores a user log in Application Insights.
+ */
+
+/** What `context.info/warn/error` handed the host, for one admission. */
+export interface WrittenLine {
+  readonly level: string;
+  readonly message: string;
+  readonly functionName: string;
+}
+
+/**
+ * One row of the classic `traces` table as the Functions host writes it for a log call made in
+ * function code (a "user" log). The host passes the text through unchanged as `message`, maps
+ * the level to `severityLevel` (Verbose 0, Information 1, Warning 2, Error 3, Critical 4), and
+ * adds its own properties to `customDimensions`: the logger category
+ * `Function.<function name>.User`, the level name, the invocation and host instance IDs and the
+ * worker's process ID. The function name also becomes `operation_Name`, and the app name
+ * `cloud_RoleName`.
+ */
+export interface TraceRow {
+  readonly timestamp: string;
+  readonly message: string;
+  readonly severityLevel: number;
+  readonly itemType: "trace";
+  readonly itemCount: number;
+  readonly operation_Name: string;
+  readonly cloud_RoleName: string;
+  readonly customDimensions: Readonly<Record<string, string>>;
+}
+
+const severities: Readonly<Record<string, { level: number; name: string }>> = {
+  trace: { level: 0, name: "Trace" },
+  debug: { level: 0, name: "Debug" },
+  information: { level: 1, name: "Information" },
+  warning: { level: 2, name: "Warning" },
+  error: { level: 3, name: "Error" },
+};
+
+export function asTraceRow(line: WrittenLine, hostInstanceId: string): TraceRow {
+  const severity = severities[line.level];
+  if (severity === undefined) throw new Error(`unknown log level ${line.level}`);
+  return {
+    timestamp: new Date().toISOString(),
+    message: line.message,
+    severityLevel: severity.level,
+    itemType: "trace",
+    itemCount: 1,
+    operation_Name: line.functionName,
+    cloud_RoleName: "func-gmsa-example",
+    customDimensions: {
+      Category: `Function.${line.functionName}.User`,
+      LogLevel: severity.name,
+      InvocationId: randomUUID(),
+      HostInstanceId: hostInstanceId,
+      ProcessId: String(process.pid),
+    },
+  };
+}
+
+/** A local host on a fake API server, and what it wrote per admission. */
+export interface AdmissionRun {
+  readonly api: FakeApiServer;
+  /** Resets the fake to the happy path: every example credential spec, one grant. */
+  reset(): void;
+  /** Posts one review and returns the lines the host wrote for it. */
+  admit(webhook: "mutate" | "validate", credSpecName?: string): Promise<WrittenLine[]>;
+  close(): Promise<void>;
+}
+
+export const runSettings = {
+  GMSA_API_TIMEOUT_MS: "300",
+  GMSA_ADMISSION_BUDGET_MS: "800",
+  GMSA_CREDSPEC_CACHE: "false",
+  GMSA_AUTH_CACHE_TTL_SECONDS: "0",
+} as const;
+
+export async function startAdmissionRun(settings: Record<string, string> = runSettings): Promise<AdmissionRun> {
+  const api = await startFakeApiServer();
+  let webhook: LocalWebhook;
+  try {
+    webhook = await startLocalWebhook({ KUBECONFIG: api.kubeconfig, ...settings });
+  } catch (error) {
+    await api.close();
+    throw error;
+  }
+  const reset = () => {
+    api.state.credSpecs = new Map(credSpecFixtures().map((c) => [c.metadata.name, { ...c }]));
+    api.state.grants = new Set(["system:serviceaccount:apps:default|webapp1-credspec"]);
+    api.state.failWith = undefined;
+    api.state.failTimes = undefined;
+    api.state.retryAfter = undefined;
+    api.state.delayMs = undefined;
+    api.calls.length = 0;
+  };
+  reset();
+  return {
+    api,
+    reset,
+    async admit(functionName, credSpecName = "webapp1-credspec") {
+      const candidate = pod();
+      candidate.spec.containers[0]!.securityContext = gmsa(credSpecName);
+      const before = webhook.logs.length;
+      const reply = await postReview(`${webhook.server.url}/${functionName}`, webhook.caPem, review("CREATE", candidate));
+      if (reply.status !== 200) throw new Error(`/${functionName} answered ${reply.status}: ${reply.text}`);
+      return webhook.logs.slice(before).map((entry) => {
+        const space = entry.indexOf(" ");
+        return { level: entry.slice(0, space), message: entry.slice(space + 1), functionName };
+      });
+    },
+    async close() {
+      await webhook.close();
+      await api.close();
+    },
+  };
+}
