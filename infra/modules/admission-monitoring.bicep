@@ -14,7 +14,7 @@ param latencyAlertThresholdMs int
 @description('Email address for the alerts; empty sends none.')
 param alertEmail string = ''
 
-@description('API-server errors in 5 minutes that raise an alert.')
+@description('Admissions refused in 5 minutes because the Kubernetes API server failed, that raise an alert.')
 param apiErrorThreshold int = 5
 
 @description('Denials in the last 10 minutes below which no spike is reported.')
@@ -29,6 +29,7 @@ param busyClusterMinimum int = 30
 var admissionLog = loadJsonContent('../../lib/observability/admission-log.json')
 var field = admissionLog.fields
 var decisionDenied = 'denied'
+var decisionError = 'error'
 
 // One row per admission, with the JSON fields as typed columns. The webhook writes the JSON
 // object as the whole trace message. The Functions host samples traces when they come fast
@@ -66,7 +67,9 @@ var cacheQuery = '${admissions}\n| summarize Hits = sum(CacheHits * ItemCount), 
 var coldStartQuery = '${admissions}\n| summarize ColdStarts = sumif(ItemCount, ColdStart), Admissions = sum(ItemCount) by bin(timestamp, 15m)'
 
 // Each alert query returns a row only when its condition holds; the rules fire on any row.
-var apiErrorAlertQuery = '${admissions}\n| summarize Errors = sum(ApiErrors * ItemCount)\n| where Errors >= ${apiErrorThreshold}'
+// Only admissions that failed: ApiErrors also counts answers such as 404 for a credential spec
+// that does not exist, which end in a denial, not in an outage.
+var apiErrorAlertQuery = '${admissions}\n| where Decision == "${decisionError}" and ApiErrors > 0\n| summarize Refused = sum(ItemCount)\n| where Refused >= ${apiErrorThreshold}'
 var latencyAlertQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95), Admissions = sum(ItemCount)\n| where Admissions >= 10 and P95 > ${latencyAlertThresholdMs}'
 var denialSpikeAlertQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Recent = sumif(ItemCount, timestamp > ago(10m)), Earlier = sumif(ItemCount, timestamp <= ago(10m))\n| where Recent >= ${denialSpikeMinimum} and Recent > ${denialSpikeFactor} * (Earlier / 5.0)'
 var noTrafficAlertQuery = '${admissions}\n| summarize Recent = sumif(ItemCount, timestamp > ago(30m)), Earlier = sumif(ItemCount, timestamp <= ago(30m))\n| where Recent == 0 and Earlier >= ${busyClusterMinimum}'
@@ -245,7 +248,7 @@ var alertRules = [
   {
     name: 'api-server-errors'
     displayName: 'GMSA admission: API-server errors (${environmentName})'
-    description: 'The webhooks failed calls to the Kubernetes API server; admissions fail closed while this lasts.'
+    description: 'Admissions were refused because calls to the Kubernetes API server failed (errors, timeouts, unreachable); GMSA pods fail closed while this lasts.'
     severity: 1
     evaluationFrequency: 'PT5M'
     windowSize: 'PT5M'

@@ -237,7 +237,7 @@ portal("four log alert rules: API-server errors, latency near the timeout, denia
     ["api-server-errors", "latency-near-timeout", "denial-spike", "no-traffic"],
   );
   const byName = new Map(rules.map((rule) => [String(rule["name"]), String(rule["query"])]));
-  assert.match(byName.get("api-server-errors") ?? "", /sum\(ApiErrors \* ItemCount\)[\s\S]*where Errors >= 5$/);
+  assert.match(byName.get("api-server-errors") ?? "", /where Decision == "error" and ApiErrors > 0\n\| summarize Refused = sum\(ItemCount\)\n\| where Refused >= 5$/);
   assert.match(byName.get("latency-near-timeout") ?? "", /percentilew\(LatencyMs, ItemCount, 95\)[\s\S]*P95 > 4000$/);
   assert.match(byName.get("denial-spike") ?? "", /ago\(10m\)[\s\S]*Recent >= 20/);
   assert.match(byName.get("no-traffic") ?? "", /Recent == 0 and Earlier >= 30$/);

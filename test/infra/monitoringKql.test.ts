@@ -261,10 +261,19 @@ Alerts("api-server-errors: while the API server hangs, every admission's line co
   assert.ok(total >= threshold, `${total} API errors from ${threshold} admissions`);
 });
 
-Alerts("api-server-errors: an API server that answers 500 is counted too", async ({ run }) => {
+Alerts("api-server-errors: an API server that answers 500 refuses the admission and is counted too", async ({ run }) => {
   run.api.state.failWith = 500;
   const [entry] = entries(await run.admit("mutate"));
+  assert.is(entry?.[f("decision")], "error");
   assert.ok(Number(entry?.[f("apiErrors")]) >= 1, JSON.stringify(entry));
+});
+
+Alerts("api-server-errors: a credential spec that does not exist counts an API error but is a denial, so the alert selects failed admissions", async ({ run, file }) => {
+  run.api.state.grants.add("system:serviceaccount:apps:default|not-there");
+  const [entry] = entries(await run.admit("validate", "not-there"));
+  assert.is(entry?.[f("decision")], "denied");
+  assert.is(entry?.[f("apiErrors")], 1, "the 404 is counted as an API error");
+  assert.match(String(valueOf(file, "apiErrorAlertQuery")), `| where Decision == "${String(valueOf(file, "decisionError"))}" and ApiErrors > 0`);
 });
 
 Alerts("latency-near-timeout: when the API server hangs, the lines' latency passes the deployed threshold, scaled to this run's budget", async ({ run, main, functionApp }) => {
