@@ -21,12 +21,16 @@ export interface WrittenLine {
 
 /**
  * One row of the classic `traces` table as the Functions host writes it for a log call made in
- * function code (a "user" log). The host passes the text through unchanged as `message`, maps
- * the level to `severityLevel` (Verbose 0, Information 1, Warning 2, Error 3, Critical 4), and
- * adds its own properties to `customDimensions`: the logger category
- * `Function.<function name>.User`, the level name, the invocation and host instance IDs and the
- * worker's process ID. The function name also becomes `operation_Name`, and the app name
- * `cloud_RoleName`.
+ * function code (a "user" log). The Node.js worker sends the text to the host, which logs it
+ * under the category `Function.<function name>.User` (the category table in "How to configure
+ * monitoring for Azure Functions",
+ * https://learn.microsoft.com/azure/azure-functions/configure-monitoring#configure-categories).
+ * Its Application Insights logger keeps the text as `message`, maps the level to `severityLevel`
+ * (Verbose 0, Information 1, Warning 2, Error 3, Critical 4, the trace data model's levels) and
+ * puts its own keys in `customDimensions` (names from the WebJobs SDK's logging constants:
+ * `Category`, `LogLevel`, `InvocationId`, plus `HostInstanceId` and `ProcessId`). The function
+ * name becomes `operation_Name`, the app `cloud_RoleName`. With sampling, a kept row carries
+ * the number of rows it stands for in `itemCount`; here every row is kept.
  */
 export interface TraceRow {
   readonly timestamp: string;
