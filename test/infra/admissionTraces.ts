@@ -77,8 +77,10 @@ export interface AdmissionRun {
   readonly api: FakeApiServer;
   /** Resets the fake to the happy path: every example credential spec, one grant. */
   reset(): void;
-  /** Posts one review and returns the lines the host wrote for it. */
+  /** Posts one review and returns the lines the host wrote while it ran. */
   admit(webhook: "mutate" | "validate", credSpecName?: string): Promise<WrittenLine[]>;
+  /** Posts reviews at the same time; each one's lines are those naming its UID. */
+  admitTogether(webhooks: readonly ("mutate" | "validate")[]): Promise<WrittenLine[][]>;
   close(): Promise<void>;
 }
 
@@ -108,19 +110,31 @@ export async function startAdmissionRun(settings: Record<string, string> = runSe
     api.calls.length = 0;
   };
   reset();
+  const post = async (functionName: "mutate" | "validate", credSpecName: string): Promise<string> => {
+    const candidate = pod();
+    candidate.spec.containers[0]!.securityContext = gmsa(credSpecName);
+    const body = review("CREATE", candidate);
+    const reply = await postReview(`${webhook.server.url}/${functionName}`, webhook.caPem, body);
+    if (reply.status !== 200) throw new Error(`/${functionName} answered ${reply.status}: ${reply.text}`);
+    return body.request.uid;
+  };
+  const written = (entry: string, functionName: string): WrittenLine => {
+    const space = entry.indexOf(" ");
+    return { level: entry.slice(0, space), message: entry.slice(space + 1), functionName };
+  };
   return {
     api,
     reset,
     async admit(functionName, credSpecName = "webapp1-credspec") {
-      const candidate = pod();
-      candidate.spec.containers[0]!.securityContext = gmsa(credSpecName);
       const before = webhook.logs.length;
-      const reply = await postReview(`${webhook.server.url}/${functionName}`, webhook.caPem, review("CREATE", candidate));
-      if (reply.status !== 200) throw new Error(`/${functionName} answered ${reply.status}: ${reply.text}`);
-      return webhook.logs.slice(before).map((entry) => {
-        const space = entry.indexOf(" ");
-        return { level: entry.slice(0, space), message: entry.slice(space + 1), functionName };
-      });
+      await post(functionName, credSpecName);
+      return webhook.logs.slice(before).map((entry) => written(entry, functionName));
+    },
+    async admitTogether(functionNames) {
+      const before = webhook.logs.length;
+      const uids = await Promise.all(functionNames.map((name) => post(name, "webapp1-credspec")));
+      const logs = webhook.logs.slice(before);
+      return uids.map((uid, index) => logs.filter((entry) => entry.includes(`"uid":"${uid}"`)).map((entry) => written(entry, functionNames[index]!)));
     },
     async close() {
       await webhook.close();

@@ -258,9 +258,9 @@ const f = (key: string): string => {
 Alerts("api-server-errors: while the API server hangs, every admission's line counts API errors, and a few reach the threshold", async ({ run, file }) => {
   const threshold = Number(valueOf(file, "apiErrorThreshold"));
   run.api.state.delayMs = 5_000;
-  const lines: WrittenLine[] = [];
-  for (let i = 0; i < threshold; i += 1) lines.push(...(await run.admit(i % 2 === 0 ? "mutate" : "validate")));
-  const written = entries(lines);
+  const perAdmission = await run.admitTogether(Array.from({ length: threshold }, (_, i) => (i % 2 === 0 ? "mutate" : "validate")));
+  assert.equal(perAdmission.map((lines) => lines.length), perAdmission.map(() => 1));
+  const written = entries(perAdmission.flat());
   assert.is(written.length, threshold);
   for (const entry of written) {
     assert.is(entry[f("decision")], "error");
@@ -305,9 +305,7 @@ Alerts("denial-spike: each refused pod writes a line with the decision the alert
   const minimum = Number(valueOf(file, "denialSpikeMinimum"));
   const denied = String(valueOf(file, "decisionDenied"));
   run.api.state.grants.clear();
-  const lines: WrittenLine[] = [];
-  for (let i = 0; i < minimum; i += 1) lines.push(...(await run.admit("validate")));
-  const written = entries(lines);
+  const written = entries((await run.admitTogether(Array.from({ length: minimum }, () => "validate" as const))).flat());
   assert.is(written.filter((entry) => entry[f("decision")] === denied).length, minimum);
 });
 
