@@ -1,4 +1,4 @@
-import { dirname, resolve } from "node:path";
+import { dirname, relative, resolve } from "node:path";
 import type { Node } from "web-tree-sitter";
 import {
   type BicepFile,
@@ -10,6 +10,7 @@ import {
   kids,
   loadInfra,
   property,
+  repoRoot,
   resourcesOfType,
 } from "./bicepTree.js";
 
@@ -44,6 +45,22 @@ function isRecord(value: Value | undefined): value is { readonly [key: string]: 
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * The resource type behind an ID a caller passes: `resource.id`, or `module.outputs.name` where
+ * the module's output is `resource.id`. Resource IDs are only known in Azure, but their type is
+ * known here, and it says which tables a query scoped to that resource sees.
+ */
+function resourceTypeOfId(file: BicepFile, expression: string, infra: Map<string, BicepFile>): string | undefined {
+  const direct = /^([A-Za-z_][A-Za-z0-9_]*)\.id$/.exec(expression);
+  if (direct) return declarationsOf(file, "resource").get(direct[1]!)?.target?.split("@")[0];
+  const output = /^([A-Za-z_][A-Za-z0-9_]*)\.outputs\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(expression);
+  const module = output ? declarationsOf(file, "module").get(output[1]!) : undefined;
+  if (output === null || module?.target === undefined) return undefined;
+  const callee = infra.get(relative(repoRoot, resolve(dirname(file.absolutePath), module.target)).split("\\").join("/"));
+  const value = callee ? declarationsOf(callee, "output").get(output[2]!)?.value : undefined;
+  return callee && value ? resourceTypeOfId(callee, value.text, infra) : undefined;
+}
+
 /** Values for a file's parameters: its caller's, when static, or a placeholder of the declared type. */
 export function parameterBindings(file: BicepFile, infra: Map<string, BicepFile>): Record<string, Value> {
   const bindings: Record<string, Value> = {};
@@ -62,6 +79,10 @@ export function parameterBindings(file: BicepFile, infra: Map<string, BicepFile>
         bound = evaluate(caller, passed);
       } catch (error) {
         if (!(error instanceof NotStatic)) throw error;
+        const resourceType = resourceTypeOfId(caller, passed.text, infra);
+        if (resourceType !== undefined) {
+          bound = `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-example/providers/${resourceType}/${parameter.name}`;
+        }
       }
     }
     bindings[parameter.name] = bound ?? placeholder(parameter);
@@ -72,9 +93,7 @@ export function parameterBindings(file: BicepFile, infra: Map<string, BicepFile>
 function placeholder(parameter: Declaration): Value {
   switch (parameter.type) {
     case "string":
-      return parameter.name.toLowerCase().endsWith("id")
-        ? `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-example/providers/Microsoft.Insights/components/${parameter.name}`
-        : `example-${parameter.name}`;
+      return `example-${parameter.name}`;
     case "object":
       return {};
     case "array":
@@ -118,7 +137,7 @@ function alertScope(file: BicepFile, scopes: Node | undefined, bindings: Record<
   if (scopes === undefined) throw new Error(`${file.path}: an alert rule without scopes`);
   const values = evaluate(file, scopes, { bindings });
   if (!Array.isArray(values) || values.length === 0) throw new Error(`${file.path}: an alert rule with no scope`);
-  const types = new Set(values.map((id: Value) => /\/providers\/([^/]+\/[^/]+)\//i.exec(String(id))?.[1] ?? String(id)));
+  const types = new Set(values.map((id: Value) => /\/providers\/([^/]+\/[^/]+)\/[^/]+$/i.exec(String(id))?.[1] ?? `an unknown resource (${String(id)})`));
   if (types.size !== 1) throw new Error(`${file.path}: an alert rule over several kinds of resource`);
   return scopeOfResourceType([...types][0]!);
 }
