@@ -14,7 +14,7 @@ param latencyAlertThresholdMs int
 @description('Email address for the alerts; empty sends none.')
 param alertEmail string = ''
 
-@description('API-server errors in 5 minutes that raise an alert.')
+@description('Admissions refused in 5 minutes because the Kubernetes API server failed, that raise an alert.')
 param apiErrorThreshold int = 5
 
 @description('Denials in the last 10 minutes below which no spike is reported.')
@@ -29,9 +29,12 @@ param busyClusterMinimum int = 30
 var admissionLog = loadJsonContent('../../lib/observability/admission-log.json')
 var field = admissionLog.fields
 var decisionDenied = 'denied'
+var decisionError = 'error'
 
 // One row per admission, with the JSON fields as typed columns. The webhook writes the JSON
-// object as the whole trace message.
+// object as the whole trace message. The Functions host samples traces when they come fast
+// (adaptive sampling is on by default): a kept row stands for itemCount admissions, so every
+// count and sum below is weighted by ItemCount, never a count of rows.
 var admissions = join(
   [
     'traces'
@@ -39,6 +42,7 @@ var admissions = join(
     '| extend entry = parse_json(message)'
     '| where tostring(entry["${field.event}"]) == "${admissionLog.event}"'
     '| project timestamp'
+    ', ItemCount = itemCount'
     ', Webhook = tostring(entry["${field.webhook}"])'
     ', Operation = tostring(entry["${field.operation}"])'
     ', Namespace = tostring(entry["${field.namespace}"])'
@@ -55,18 +59,20 @@ var admissions = join(
   '\n'
 )
 
-var admissionsPerMinuteQuery = '${admissions}\n| summarize Admissions = count() by Decision, bin(timestamp, 1m)'
-var denialsQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Denials = count() by Reason, Namespace\n| order by Denials desc'
-var latencyQuery = '${admissions}\n| summarize p50 = percentile(LatencyMs, 50), p95 = percentile(LatencyMs, 95), p99 = percentile(LatencyMs, 99) by bin(timestamp, 5m)'
-var apiServerQuery = '${admissions}\n| summarize Calls = sum(ApiCalls), Errors = sum(ApiErrors) by bin(timestamp, 1m)'
-var cacheQuery = '${admissions}\n| summarize Hits = sum(CacheHits), Misses = sum(CacheMisses) by bin(timestamp, 5m)\n| extend HitRatio = iff(Hits + Misses == 0, real(null), todouble(Hits) / (Hits + Misses))\n| project timestamp, HitRatio'
-var coldStartQuery = '${admissions}\n| summarize ColdStarts = countif(ColdStart), Admissions = count() by bin(timestamp, 15m)'
+var admissionsPerMinuteQuery = '${admissions}\n| summarize Admissions = sum(ItemCount) by Decision, bin(timestamp, 1m)'
+var denialsQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Denials = sum(ItemCount) by Reason, Namespace\n| order by Denials desc'
+var latencyQuery = '${admissions}\n| summarize percentilesw(LatencyMs, ItemCount, 50, 95, 99) by bin(timestamp, 5m)\n| project timestamp, p50 = percentile_LatencyMs_50, p95 = percentile_LatencyMs_95, p99 = percentile_LatencyMs_99'
+var apiServerQuery = '${admissions}\n| summarize Calls = sum(ApiCalls * ItemCount), Errors = sum(ApiErrors * ItemCount) by bin(timestamp, 1m)'
+var cacheQuery = '${admissions}\n| summarize Hits = sum(CacheHits * ItemCount), Misses = sum(CacheMisses * ItemCount) by bin(timestamp, 5m)\n| extend HitRatio = iff(Hits + Misses == 0, real(null), todouble(Hits) / (Hits + Misses))\n| project timestamp, HitRatio'
+var coldStartQuery = '${admissions}\n| summarize ColdStarts = sumif(ItemCount, ColdStart), Admissions = sum(ItemCount) by bin(timestamp, 15m)'
 
 // Each alert query returns a row only when its condition holds; the rules fire on any row.
-var apiErrorAlertQuery = '${admissions}\n| summarize Errors = sum(ApiErrors)\n| where Errors >= ${apiErrorThreshold}'
-var latencyAlertQuery = '${admissions}\n| summarize P95 = percentile(LatencyMs, 95), Admissions = count()\n| where Admissions >= 10 and P95 > ${latencyAlertThresholdMs}'
-var denialSpikeAlertQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Recent = countif(timestamp > ago(10m)), Earlier = countif(timestamp <= ago(10m))\n| where Recent >= ${denialSpikeMinimum} and Recent > ${denialSpikeFactor} * (Earlier / 5.0)'
-var noTrafficAlertQuery = '${admissions}\n| summarize Recent = countif(timestamp > ago(30m)), Earlier = countif(timestamp <= ago(30m))\n| where Recent == 0 and Earlier >= ${busyClusterMinimum}'
+// Only admissions that failed: ApiErrors also counts answers such as 404 for a credential spec
+// that does not exist, which end in a denial, not in an outage.
+var apiErrorAlertQuery = '${admissions}\n| where Decision == "${decisionError}" and ApiErrors > 0\n| summarize Refused = sum(ItemCount)\n| where Refused >= ${apiErrorThreshold}'
+var latencyAlertQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95), Admissions = sum(ItemCount)\n| where Admissions >= 10 and P95 > ${latencyAlertThresholdMs}'
+var denialSpikeAlertQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Recent = sumif(ItemCount, timestamp > ago(10m)), Earlier = sumif(ItemCount, timestamp <= ago(10m))\n| where Recent >= ${denialSpikeMinimum} and Recent > ${denialSpikeFactor} * (Earlier / 5.0)'
+var noTrafficAlertQuery = '${admissions}\n| summarize Recent = sumif(ItemCount, timestamp > ago(30m)), Earlier = sumif(ItemCount, timestamp <= ago(30m))\n| where Recent == 0 and Earlier >= ${busyClusterMinimum}'
 
 var componentsType = 'microsoft.insights/components'
 
@@ -242,7 +248,7 @@ var alertRules = [
   {
     name: 'api-server-errors'
     displayName: 'GMSA admission: API-server errors (${environmentName})'
-    description: 'The webhooks failed calls to the Kubernetes API server; admissions fail closed while this lasts.'
+    description: 'Admissions were refused because calls to the Kubernetes API server failed (errors, timeouts, unreachable); GMSA pods fail closed while this lasts.'
     severity: 1
     evaluationFrequency: 'PT5M'
     windowSize: 'PT5M'

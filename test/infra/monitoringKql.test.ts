@@ -1,0 +1,324 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { appTraces, traces, type KustoTable } from "./applicationInsightsTables.js";
+import { asTraceRow, runSettings, startAdmissionRun, type AdmissionRun, type TraceRow, type WrittenLine } from "./admissionTraces.js";
+import { type BicepFile, declared, evaluate, infraFile, property, repoRoot, valueOf } from "./bicepTree.js";
+import { type AssumedType, type CompiledQuery, compileQuery, fieldReads, globalsWith, kustoLanguage } from "./kustoLanguage.js";
+import { type DeployedQuery, type QueryScope, deployedQueries } from "./monitoringQueries.js";
+
+interface LogSchema {
+  event: string;
+  fields: Record<string, string>;
+  decisions: string[];
+}
+
+const schema: LogSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observability", "admission-log.json"), "utf8"));
+
+const tablesFor: Readonly<Record<QueryScope, readonly KustoTable[]>> = {
+  applicationInsights: [traces],
+  workspace: [appTraces],
+};
+
+interface Compiled {
+  readonly query: DeployedQuery;
+  readonly compiled: CompiledQuery;
+}
+
+function compileAll(queries: readonly DeployedQuery[]): Compiled[] {
+  const globals = { applicationInsights: globalsWith(tablesFor.applicationInsights), workspace: globalsWith(tablesFor.workspace) };
+  return queries.map((query) => ({ query, compiled: compileQuery(query.text, globals[query.scope]) }));
+}
+
+function errorsOf(all: readonly Compiled[]): string[] {
+  return all.flatMap(({ query, compiled }) =>
+    compiled.diagnostics
+      .filter((diagnostic) => diagnostic.severity === "Error")
+      .map((d) => `${query.name}, line ${d.line} column ${d.column}: ${d.code} ${d.message} (in: ${d.excerpt})`),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const Compile = suite<{ queries: DeployedQuery[]; compiled: Compiled[] }>("the deployed KQL compiles with the Kusto language service");
+
+Compile.before(async (context) => {
+  context.queries = await deployedQueries();
+  context.compiled = compileAll(context.queries);
+});
+
+Compile("every workbook chart and every alert rule under infra/ is found, with interpolation resolved", ({ queries }) => {
+  const workbook = queries.filter((q) => q.kind === "workbook").map((q) => q.name.replace(/.*item /, ""));
+  const alerts = queries.filter((q) => q.kind === "alert");
+  assert.equal(workbook.sort(), ["admissions-per-minute", "api-server", "cache", "cold-starts", "denials", "latency"]);
+  assert.is(alerts.length, 4);
+  for (const query of queries) {
+    assert.not.match(query.text, /\$\{/, `${query.name} still holds Bicep interpolation`);
+    assert.ok(query.text.includes(`"${schema.event}"`), `${query.name} does not select the admission event`);
+  }
+  // main.bicep's threshold (80% of the 5000 ms webhook budget) is what the deployed alert uses.
+  assert.match(alerts.map((q) => q.text).join("\n"), /P95 > 4000$/m);
+});
+
+Compile("every query compiles without an error against the table its scope sees; warnings are listed", ({ compiled }) => {
+  for (const { query, compiled: result } of compiled) {
+    for (const warning of result.diagnostics.filter((d) => d.severity !== "Error")) {
+      console.log(`  ${warning.severity}: ${query.name}, line ${warning.line} column ${warning.column}: ${warning.code} ${warning.message}`);
+    }
+  }
+  const errors = errorsOf(compiled);
+  assert.equal(errors, [], `\n${errors.join("\n")}`);
+});
+
+Compile("the check catches a misspelled column, a wrong type and a misspelled function, naming the query and the place", ({ queries }) => {
+  const base = queries[0]!;
+  const broken: DeployedQuery[] = [
+    { ...base, name: "misspelled column", text: base.text.replace("project timestamp", "project timestmp") },
+    { ...base, name: "string compared with a number", text: `${base.text}\n| where Decision > 3` },
+    { ...base, name: "misspelled function", text: base.text.replace("parse_json(", "parse_jsn(") },
+    { ...base, name: "workspace table on an Application Insights scope", text: base.text.replace(/^traces/, "AppTraces") },
+  ];
+  const errors = errorsOf(compileAll(broken));
+  assert.equal(
+    broken.map((q) => errors.some((e) => e.startsWith(`${q.name}, line `))),
+    broken.map(() => true),
+    errors.join("\n"),
+  );
+  assert.match(errors.join("\n"), /misspelled column, line \d+ column \d+: KS\d+ .*timestmp/);
+});
+
+Compile("counts, sums and percentiles weigh each row by itemCount: the Functions host samples traces", ({ compiled }) => {
+  const language = kustoLanguage();
+  // Aggregates whose answer changes when a kept row stands for several admissions.
+  const rowAggregates = new Set(["count", "countif", "dcount", "dcountif", "sum", "sumif", "avg", "avgif", "percentile", "percentiles", "percentilew", "percentilesw"]);
+  const weight = new Set(["itemCount", "ItemCount"]);
+  const unweighted: string[] = [];
+  let aggregates = 0;
+  for (const { query, compiled: result } of compiled) {
+    result.code.Syntax?.WalkNodes((node) => {
+      if (!(node instanceof language.Syntax.FunctionCallExpression) || !rowAggregates.has(node.Name?.SimpleName ?? "")) return;
+      aggregates += 1;
+      let weighted = false;
+      node.ArgumentList?.WalkNodes((inner) => {
+        if (inner instanceof language.Syntax.NameReference && weight.has(inner.SimpleName ?? "")) weighted = true;
+      });
+      if (!weighted) unweighted.push(`${query.name}: ${node.toString()?.trim()}`);
+    });
+  }
+  assert.equal(unweighted, []);
+  assert.ok(aggregates >= 15, `only ${aggregates} aggregates seen`);
+});
+
+// ---------------------------------------------------------------------------------------------
+
+interface RealRun {
+  run: AdmissionRun;
+  rows: TraceRow[];
+  compiled: Compiled[];
+  file: BicepFile;
+}
+
+const Fields = suite<RealRun>("the queries read what the webhooks write");
+
+const hostInstanceId = "8a2f6c1e-0000-4000-8000-000000000001";
+
+function rowsOf(lines: readonly WrittenLine[]): TraceRow[] {
+  return lines.map((line) => asTraceRow(line, hostInstanceId));
+}
+
+Fields.before(async (context) => {
+  context.compiled = compileAll(await deployedQueries());
+  context.file = await infraFile("infra/modules/admission-monitoring.bicep");
+  context.run = await startAdmissionRun();
+  const { run } = context;
+  const lines: WrittenLine[] = [];
+  lines.push(...(await run.admit("mutate")), ...(await run.admit("validate")));
+  run.api.state.grants.clear();
+  lines.push(...(await run.admit("validate")));
+  run.reset();
+  run.api.state.failWith = 500;
+  lines.push(...(await run.admit("mutate")));
+  run.reset();
+  run.api.state.delayMs = 5_000;
+  lines.push(...(await run.admit("validate")));
+  run.reset();
+  context.rows = rowsOf(lines);
+});
+
+Fields.after(async ({ run }) => {
+  await run.close();
+});
+
+function jsonType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  return typeof value;
+}
+
+function fits(value: unknown, assumed: AssumedType): boolean {
+  const actual = jsonType(value);
+  return assumed === "number" ? actual === "number" || actual === "integer" : actual === assumed;
+}
+
+function messageObject(row: TraceRow): Record<string, unknown> {
+  const parsed: unknown = JSON.parse(row.message);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error(`not a JSON object: ${row.message}`);
+  return Object.fromEntries(Object.entries(parsed));
+}
+
+Fields("the run covers every decision, and each admission wrote one line, a warning when it failed", ({ rows }) => {
+  assert.is(rows.length, 5);
+  const decisions = rows.map((row) => String(messageObject(row)[schema.fields["decision"]!]));
+  assert.equal(decisions, ["patched", "allowed", "denied", "error", "error"]);
+  assert.equal(new Set(decisions), new Set(schema.decisions));
+  assert.equal(rows.map((row) => row.customDimensions["LogLevel"]), ["Information", "Information", "Information", "Warning", "Warning"]);
+  assert.equal(rows.map((row) => row.severityLevel), [1, 1, 1, 2, 2]);
+});
+
+Fields("the line is the whole message, and carries exactly the fields of admission-log.json", ({ rows }) => {
+  for (const row of rows) {
+    assert.ok(row.message.startsWith("{"), row.message);
+    const entry = messageObject(row);
+    assert.equal(Object.keys(entry).sort(), Object.values(schema.fields).sort());
+    assert.is(entry[schema.fields["event"]!], schema.event);
+  }
+});
+
+Fields("every field a query takes from a trace is in every real line, with the type the query converts it to", ({ rows, compiled }) => {
+  const problems: string[] = [];
+  let checked = 0;
+  for (const { query, compiled: result } of compiled) {
+    const reads = fieldReads(result);
+    if (reads.length === 0) problems.push(`${query.name} reads no field of the line`);
+    for (const read of reads) {
+      if (read.assumed === undefined) {
+        problems.push(`${query.name}: ${read.text.trim()} is used without a conversion, so its type is whatever the row holds`);
+        continue;
+      }
+      if (read.source === "message" && !Object.values(schema.fields).includes(read.name)) {
+        problems.push(`${query.name}: ${read.name} is not a field of admission-log.json`);
+      }
+      for (const row of rows) {
+        const holder: Record<string, unknown> = read.source === "message" ? messageObject(row) : row.customDimensions;
+        if (!(read.name in holder)) problems.push(`${query.name}: ${read.source} has no ${read.name} in ${row.message}`);
+        else if (!fits(holder[read.name], read.assumed)) {
+          problems.push(`${query.name}: ${read.name} is ${jsonType(holder[read.name])}, the query takes it as ${read.assumed}`);
+        }
+        checked += 1;
+      }
+    }
+  }
+  const distinct = [...new Set(problems)];
+  assert.equal(distinct, [], distinct.join("\n"));
+  assert.ok(checked >= 10 * 13 * rows.length, `only ${checked} checks`);
+});
+
+Fields("the field check fails on a name the line does not carry and on a wrong conversion", ({ rows, compiled }) => {
+  const globals = globalsWith([traces]);
+  const base = compiled[0]!.query.text;
+  const decision = schema.fields["decision"]!;
+  const latency = schema.fields["latencyMs"]!;
+  const misspelled = fieldReads(compileQuery(base.replace(`entry["${decision}"]`, `entry["decisoin"]`), globals));
+  assert.ok(misspelled.some((read) => read.name === "decisoin" && rows.every((row) => !("decisoin" in messageObject(row)))));
+  const wrongType = fieldReads(compileQuery(base.replace(`todouble(entry["${latency}"])`, `tobool(entry["${latency}"])`), globals));
+  const read = wrongType.find((r) => r.name === latency);
+  assert.is(read?.assumed, "boolean");
+  assert.not.ok(rows.every((row) => fits(messageObject(row)[latency], "boolean")));
+});
+
+// ---------------------------------------------------------------------------------------------
+
+const Alerts = suite<{ run: AdmissionRun; file: BicepFile; main: BicepFile; functionApp: BicepFile }>("each alert counts lines that its condition writes");
+
+Alerts.before(async (context) => {
+  context.file = await infraFile("infra/modules/admission-monitoring.bicep");
+  context.main = await infraFile("infra/main.bicep");
+  context.functionApp = await infraFile("infra/modules/function-app.bicep");
+  context.run = await startAdmissionRun();
+});
+
+Alerts.before.each(({ run }) => run.reset());
+
+Alerts.after(async ({ run }) => {
+  await run.close();
+});
+
+function entries(lines: readonly WrittenLine[]): Record<string, unknown>[] {
+  return rowsOf(lines).map(messageObject);
+}
+
+const f = (key: string): string => {
+  const name = schema.fields[key];
+  if (name === undefined) throw new Error(`admission-log.json has no field ${key}`);
+  return name;
+};
+
+Alerts("api-server-errors: while the API server hangs, every admission's line counts API errors, and a few reach the threshold", async ({ run, file }) => {
+  const threshold = Number(valueOf(file, "apiErrorThreshold"));
+  run.api.state.delayMs = 5_000;
+  const perAdmission = await run.admitTogether(Array.from({ length: threshold }, (_, i) => (i % 2 === 0 ? "mutate" : "validate")));
+  assert.equal(perAdmission.map((lines) => lines.length), perAdmission.map(() => 1));
+  const written = entries(perAdmission.flat());
+  assert.is(written.length, threshold);
+  for (const entry of written) {
+    assert.is(entry[f("decision")], "error");
+    assert.ok(Number(entry[f("apiErrors")]) >= 1, JSON.stringify(entry));
+  }
+  const total = written.reduce((sum, entry) => sum + Number(entry[f("apiErrors")]), 0);
+  assert.ok(total >= threshold, `${total} API errors from ${threshold} admissions`);
+});
+
+Alerts("api-server-errors: an API server that answers 500 refuses the admission and is counted too", async ({ run }) => {
+  run.api.state.failWith = 500;
+  const [entry] = entries(await run.admit("mutate"));
+  assert.is(entry?.[f("decision")], "error");
+  assert.ok(Number(entry?.[f("apiErrors")]) >= 1, JSON.stringify(entry));
+});
+
+Alerts("api-server-errors: a credential spec that does not exist counts an API error but is a denial, so the alert selects failed admissions", async ({ run, file }) => {
+  run.api.state.grants.add("system:serviceaccount:apps:default|not-there");
+  const [entry] = entries(await run.admit("validate", "not-there"));
+  assert.is(entry?.[f("decision")], "denied");
+  assert.is(entry?.[f("apiErrors")], 1, "the 404 is counted as an API error");
+  assert.match(String(valueOf(file, "apiErrorAlertQuery")), `| where Decision == "${String(valueOf(file, "decisionError"))}" and ApiErrors > 0`);
+});
+
+Alerts("latency-near-timeout: when the API server hangs, the lines' latency passes the deployed threshold, scaled to this run's budget", async ({ run, main, functionApp }) => {
+  // Deployed: the threshold is latencyAlertPercent of the webhook timeout (main.bicep), the
+  // admission budget is the Function App's GMSA_ADMISSION_BUDGET_MS. Same ratio here.
+  const threshold = property(declared(main, "module", "admissionMonitoring").body?.object, "params", "latencyAlertThresholdMs");
+  assert.ok(threshold !== undefined);
+  const deployedThreshold = Number(evaluate(main, threshold));
+  const deployedBudget = Number(valueOf(functionApp, "admissionBudgetMs"));
+  const runThreshold = (Number(runSettings.GMSA_ADMISSION_BUDGET_MS) * deployedThreshold) / deployedBudget;
+  run.api.state.delayMs = 5_000;
+  const [slow] = entries(await run.admit("validate"));
+  assert.ok(Number(slow?.[f("latencyMs")]) > runThreshold, `${JSON.stringify(slow)} against ${runThreshold} ms`);
+  run.reset();
+  const [fast] = entries(await run.admit("validate"));
+  assert.ok(Number(fast?.[f("latencyMs")]) < runThreshold, JSON.stringify(fast));
+});
+
+Alerts("denial-spike: each refused pod writes a line with the decision the alert selects", async ({ run, file }) => {
+  const minimum = Number(valueOf(file, "denialSpikeMinimum"));
+  const denied = String(valueOf(file, "decisionDenied"));
+  run.api.state.grants.clear();
+  const written = entries((await run.admitTogether(Array.from({ length: minimum }, () => "validate" as const))).flat());
+  assert.is(written.filter((entry) => entry[f("decision")] === denied).length, minimum);
+});
+
+Alerts("no-traffic: every admission reaching the webhooks writes a line, whatever its outcome, so silence means none arrived", async ({ run }) => {
+  const outcomes: WrittenLine[][] = [];
+  outcomes.push(await run.admit("mutate"));
+  run.api.state.grants.clear();
+  outcomes.push(await run.admit("validate"));
+  run.api.state.failWith = 500;
+  outcomes.push(await run.admit("mutate"));
+  assert.equal(outcomes.map((lines) => entries(lines).filter((entry) => entry[f("event")] === schema.event).length), [1, 1, 1]);
+});
+
+Compile.run();
+Fields.run();
+Alerts.run();
