@@ -96,11 +96,15 @@ interface Held {
 function hold(relay: RelayProcess, caPem: string, send: Buffer): Promise<Held> {
   return new Promise((resolve, reject) => {
     let answer = "";
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error("the relay did not complete a TLS handshake in 10 s"));
+    }, 10_000);
     const socket = connect({ host: "127.0.0.1", port: relay.port, ca: caPem, servername: "relay" }, () => {
+      clearTimeout(timer);
       socket.write(send);
       resolve({ socket, answer: () => answer });
     });
-    socket.setTimeout(10_000, () => reject(new Error("the relay did not complete a TLS handshake in 10 s")));
     socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")));
     socket.on("error", () => {});
   });
@@ -112,9 +116,16 @@ Limits("connections holding large bodies keep nginx under its memory budget; pas
   const before = relayProcess.residentBytes();
   const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 
-  // Connections stuck in their headers, each with its large header buffers full...
+  // Admissions in flight, each holding a connection to a function that takes its whole budget...
+  context.api.state.delayMs = 15_000;
+  const slowPod = pod();
+  slowPod.spec.securityContext = gmsa("webapp1-credspec");
+  const inFlight = 30;
+  const slow = Array.from({ length: inFlight }, () => postReview(`${relayProcess.url}/mutate?timeout=5s`, context.relayCertificate.caPem, review("CREATE", slowPod)));
+  // (Together they stay under worker_connections: past it nginx accepts nothing more until one ends.)
+  // ...connections stuck in their headers, each with its large header buffers full...
   const headers = Buffer.from(`POST /mutate HTTP/1.1\r\n${Array.from({ length: 4 }, (_, i) => `X-Padding-${i}: ${"p".repeat(relayLimits.largeHeaderBuffers.bytes - 100)}\r\n`).join("")}`);
-  const stalled = await Promise.all(Array.from({ length: 150 }, () => hold(relayProcess, context.relayCertificate.caPem, headers)));
+  const stalled = await Promise.all(Array.from({ length: 60 }, () => hold(relayProcess, context.relayCertificate.caPem, headers)));
   // ...and connections sending bodies just under the function's limit, never finishing them.
   const bodyBytes = relayLimits.maxBodyBytes - 100_000;
   const request = Buffer.concat([
@@ -123,17 +134,21 @@ Limits("connections holding large bodies keep nginx under its memory budget; pas
   ]);
   const bodies = 80;
   const holding = await Promise.all(Array.from({ length: bodies }, () => hold(relayProcess, context.relayCertificate.caPem, request)));
-  // Long enough for nginx to read what it accepts; shorter than its body timeout.
+  // Long enough for nginx to read what it accepts; shorter than its body timeout and the function's budget.
   await sleep(2000);
   const during = relayProcess.residentBytes();
   const refused = holding.filter((h) => /^HTTP\/1\.1 429 /.test(h.answer())).length;
   for (const h of [...stalled, ...holding]) h.socket.destroy();
+  const answered = await Promise.all(slow);
+  context.api.state.delayMs = 0;
 
-  const report = `nginx: ${mib(before)} MiB at rest, ${mib(during)} MiB with ${stalled.length} stalled connections and ${bodies} bodies of ${mib(bodyBytes)} MiB (budget ${budget.nginxMiB} MiB; limit ${relayLimits.memoryLimitMiB} MiB with the temp directory)`;
+  const report = `nginx: ${mib(before)} MiB at rest, ${mib(during)} MiB with ${inFlight} admissions in flight, ${stalled.length} stalled connections and ${bodies} bodies of ${mib(bodyBytes)} MiB (budget ${budget.nginxMiB} MiB; limit ${relayLimits.memoryLimitMiB} MiB with the temp directory)`;
   console.log(`    ${report}`);
   assert.ok(during <= budget.nginxMiB * 1024 * 1024, report);
   // One client address may hold only so many requests; the rest are told so at once.
-  assert.ok(refused >= bodies - relayLimits.requestsInFlightPerClient, `${refused} of ${bodies} refused with 429`);
+  assert.ok(refused >= bodies - (relayLimits.requestsInFlightPerClient - inFlight), `${refused} of ${bodies} refused with 429`);
+  // The admissions in flight got the function's own answer.
+  assert.ok(answered.every((reply) => reply.status === 200 && JSON.parse(reply.text).response.status.code === 504), answered.map((r) => r.status).join(" "));
 
   // And the relay still serves once they are gone.
   await sleep(200);
