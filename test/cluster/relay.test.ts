@@ -1,7 +1,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { clusterManifests, type KubernetesObject } from "../../cluster/manifests.js";
-import { relayChecksumAnnotation, relayDefaultImage, relayName, relayUpstreamTimeouts, type RelayWiring } from "../../cluster/relay.js";
+import { relayChecksumAnnotation, relayDefaultImage, relayName, type RelayWiring } from "../../cluster/relay.js";
+import { relayUpstreamTimeouts } from "../../cluster/relayNginxConf.js";
 import { relayLimits, relayMemoryBudget } from "../../cluster/relayLimits.js";
 import { answerMarginMs } from "../../lib/admission/handleReview.js";
 import { maxBodyBytes } from "../../lib/admission/httpExchange.js";

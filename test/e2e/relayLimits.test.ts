@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { connect, type TLSSocket } from "node:tls";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { relayUpstreamTimeouts } from "../../cluster/relay.js";
+import { relayUpstreamTimeouts } from "../../cluster/relayNginxConf.js";
 import { relayLimits, relayMemoryBudget } from "../../cluster/relayLimits.js";
 import { createCertificateAuthority, issueCertificate } from "../../controlplane/pki.js";
 import { startDnsResponder, type DnsResponder } from "../support/dnsResponder.js";

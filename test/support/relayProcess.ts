@@ -4,7 +4,8 @@ import { request } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { functionKeyInclude, relayNginxConf, type FunctionEndpoint, type RelayCertificate } from "../../cluster/relay.js";
+import type { RelayCertificate } from "../../cluster/relay.js";
+import { functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "../../cluster/relayNginxConf.js";
 
 /**
  * The relay's nginx.conf, rendered by the same function as the ConfigMap's, run by a real nginx
