@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "./manifests.js";
 import { relayDefaultImage, relayDefaultNamespace } from "./relay.js";
+import { networkPolicyPeer, relayIngressRule } from "./relayNetworkPolicy.js";
 
 /**
  * The Bicep module infra/modules/cluster-wiring.bicep, generated from the same renderer as the
@@ -12,7 +13,7 @@ export const bicepWiringPath = "infra/modules/cluster-wiring.bicep";
 
 interface BicepParam {
   readonly name: string;
-  readonly type: "string" | "bool";
+  readonly type: "string" | "bool" | "array";
   readonly secure?: boolean;
   readonly defaultValue?: string;
   readonly allowed?: readonly string[];
@@ -36,7 +37,36 @@ const params: readonly BicepParam[] = [
   { name: "relayCaCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the CA of the relay's serving certificate (npm run wire -- --certificate-out DIR writes ca.crt)." },
   { name: "relayTlsCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the relay's serving certificate, for <relay service>.<relayNamespace>.svc (tls.crt)." },
   { name: "relayTlsKey", type: "string", secure: true, defaultValue: "''", description: "relay mode: PEM of the key of the relay's serving certificate (tls.key)." },
+  {
+    name: "relayAllowKonnectivity",
+    type: "bool",
+    defaultValue: "true",
+    description: "relay mode: the konnectivity agents (kube-system, app: konnectivity-agent) may reach the relay: how a standard AKS API server calls into the cluster.",
+  },
+  {
+    name: "relayAllowFromCidrs",
+    type: "array",
+    defaultValue: "[]",
+    description: "relay mode: subnets that may reach the relay as well, as network addresses (e.g. the API server subnet with API Server VNet Integration: '10.224.0.0/28').",
+  },
 ];
+
+/** The relay's NetworkPolicy takes its rules from these variables, built from the two parameters above. */
+function allowFromVariables(): string {
+  const konnectivity = bicepValue(networkPolicyPeer({ kind: "konnectivity" }), "  ");
+  const cidr = bicepValue(networkPolicyPeer({ kind: "cidr", cidr: placeholder("cidr") }), "");
+  const rule = bicepValue(relayIngressRule(placeholder("relayAllowFromPeers"), "https"), "  ");
+  return `// Who may reach the relay (its NetworkPolicy). No source at all admits nobody: an ingress rule
+// without sources would admit everyone.
+// (A for-expression may only be a declaration's value, not a function's argument.)
+var relayAllowFromSubnets = [for cidr in relayAllowFromCidrs: ${cidr}]
+var relayAllowFromPeers = concat(relayAllowKonnectivity ? [
+  ${konnectivity}
+] : [], relayAllowFromSubnets)
+var relayIngress = empty(relayAllowFromPeers) ? [] : [
+  ${rule}
+]`;
+}
 
 const placeholder = (name: string) => `{{${name}}}`;
 const placeholderPattern = /\{\{([A-Za-z][A-Za-z0-9]*)\}\}/g;
@@ -55,7 +85,11 @@ function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
           podTemplateChecksum: placeholder("relayChecksum"),
         } as const)
       : ({ kind: "url", baseUrl: `https://${placeholder("functionHost")}` } as const);
-  return clusterManifests({ target, subject, timeoutSeconds: defaultTimeoutSeconds });
+  const objects = clusterManifests({ target, subject, timeoutSeconds: defaultTimeoutSeconds });
+  // The NetworkPolicy's rules come from parameters (allowFromVariables), not from the template.
+  return objects.map((object) =>
+    object.kind === "NetworkPolicy" ? { ...object, spec: { ...(isRecord(object.spec) ? object.spec : {}), ingress: placeholder("relayIngress") } } : object,
+  );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -168,7 +202,7 @@ function resources(): { list: Resource[]; templateHash: string } {
   const url = templateObjects("url");
   const relay = templateObjects("relay");
   const urlByKey = new Map(url.map((object) => [key(object), object]));
-  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum"]);
+  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayAllowFromSubnets", "relayAllowFromPeers", "relayIngress", "cidr"]);
   const list = relay.map((object): Resource => {
     const inUrl = urlByKey.get(key(object));
     const fields = Object.keys(object)
@@ -223,6 +257,8 @@ var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
 var relayChecksum = uniqueString('${templateHash}', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+
+${allowFromVariables()}
 
 extension kubernetes with {
   namespace: relayNamespace

@@ -14,10 +14,17 @@ export const relayDefaultAllowFrom: readonly RelayAllowedSource[] = [{ kind: "ko
 
 export class AllowFromError extends Error {}
 
-const konnectivityPeer = {
-  namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
-  podSelector: { matchLabels: { app: "konnectivity-agent" } },
-};
+/** The NetworkPolicy peer that stands for an allowed source. */
+export function networkPolicyPeer(source: RelayAllowedSource) {
+  return source.kind === "konnectivity"
+    ? { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { app: "konnectivity-agent" } } }
+    : { ipBlock: { cidr: source.cidr } };
+}
+
+/** The one ingress rule: these peers (or whatever stands for them), this port only. */
+export function relayIngressRule(from: unknown, port: string) {
+  return { from, ports: [{ protocol: "TCP", port }] };
+}
 
 function bitsOf(address: string): { bits: bigint; width: number } {
   if (isIPv4(address)) {
@@ -82,12 +89,8 @@ export function relayNetworkPolicy(options: {
     spec: {
       podSelector: { matchLabels: options.podSelector },
       policyTypes: ["Ingress"],
-      ingress: [
-        {
-          from: options.allowFrom.map((source) => (source.kind === "konnectivity" ? konnectivityPeer : { ipBlock: { cidr: source.cidr } })),
-          ports: [{ protocol: "TCP", port: options.port }],
-        },
-      ],
+      // An ingress rule without sources would admit everyone: no source admits nobody.
+      ingress: options.allowFrom.length === 0 ? [] : [relayIngressRule(options.allowFrom.map(networkPolicyPeer), options.port)],
     },
   };
 }

@@ -114,6 +114,12 @@ param relayTlsCertificate string = ''
 @description('Cluster wiring, relay mode: PEM of the relay certificate\'s key (tls.key from the same command).')
 param relayTlsKey string = ''
 
+@description('Cluster wiring, relay mode: the konnectivity agents may reach the relay (how a standard AKS API server calls into the cluster).')
+param relayAllowKonnectivity bool = true
+
+@description('Cluster wiring, relay mode: subnets that may reach the relay as well, e.g. the API server subnet with API Server VNet Integration (\'10.224.0.0/28\').')
+param relayAllowFromCidrs array = []
+
 var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var allTags = union(tags, { 'azd-env-name': environmentName })
 var privateMode = networkMode == 'private'
@@ -229,6 +235,8 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
     relayCaCertificate: relayCaCertificate
     relayTlsCertificate: relayTlsCertificate
     relayTlsKey: relayTlsKey
+    relayAllowKonnectivity: relayAllowKonnectivity
+    relayAllowFromCidrs: relayAllowFromCidrs
   }
 }
 

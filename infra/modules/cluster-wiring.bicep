@@ -45,10 +45,50 @@ param relayTlsCertificate string = ''
 @description('relay mode: PEM of the key of the relay\'s serving certificate (tls.key).')
 param relayTlsKey string = ''
 
+@description('relay mode: the konnectivity agents (kube-system, app: konnectivity-agent) may reach the relay: how a standard AKS API server calls into the cluster.')
+param relayAllowKonnectivity bool = true
+
+@description('relay mode: subnets that may reach the relay as well, as network addresses (e.g. the API server subnet with API Server VNet Integration: \'10.224.0.0/28\').')
+param relayAllowFromCidrs array = []
+
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('e142ca07a938c715', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('f6c88bd6e3cfd4e1', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+
+// Who may reach the relay (its NetworkPolicy). No source at all admits nobody: an ingress rule
+// without sources would admit everyone.
+// (A for-expression may only be a declaration's value, not a function's argument.)
+var relayAllowFromSubnets = [for cidr in relayAllowFromCidrs: {
+  ipBlock: {
+    cidr: cidr
+  }
+}]
+var relayAllowFromPeers = concat(relayAllowKonnectivity ? [
+  {
+    namespaceSelector: {
+      matchLabels: {
+        'kubernetes.io/metadata.name': 'kube-system'
+      }
+    }
+    podSelector: {
+      matchLabels: {
+        app: 'konnectivity-agent'
+      }
+    }
+  }
+] : [], relayAllowFromSubnets)
+var relayIngress = empty(relayAllowFromPeers) ? [] : [
+  {
+    from: relayAllowFromPeers
+    ports: [
+      {
+        protocol: 'TCP'
+        port: 'https'
+      }
+    ]
+  }
+]
 
 extension kubernetes with {
   namespace: relayNamespace
@@ -587,30 +627,7 @@ resource networkPolicy 'networking.k8s.io/NetworkPolicy@v1' = if (relay) {
     policyTypes: [
       'Ingress'
     ]
-    ingress: [
-      {
-        from: [
-          {
-            namespaceSelector: {
-              matchLabels: {
-                'kubernetes.io/metadata.name': 'kube-system'
-              }
-            }
-            podSelector: {
-              matchLabels: {
-                app: 'konnectivity-agent'
-              }
-            }
-          }
-        ]
-        ports: [
-          {
-            protocol: 'TCP'
-            port: 'https'
-          }
-        ]
-      }
-    ]
+    ingress: relayIngress
   }
   dependsOn: [
     namespace

@@ -220,6 +220,13 @@ Relay("the NetworkPolicy admits the API server's subnet when asked, with or with
   assert.equal(onlySubnet.spec.ingress[0].from, [{ ipBlock: { cidr: "10.224.0.0/28" } }]);
 });
 
+Relay("a NetworkPolicy with no allowed source admits nobody, never everybody", () => {
+  // An ingress rule whose `from` is empty matches every source.
+  const policy = find(render({ allowFrom: [] }), "NetworkPolicy");
+  assert.equal(policy.spec.policyTypes, ["Ingress"]);
+  assert.equal(policy.spec.ingress, []);
+});
+
 Relay("a new certificate, key or function changes the pod template's checksum; the same inputs keep it", () => {
   const checksum = (objects: KubernetesObject[]) => find(objects, "Deployment").spec.template.metadata.annotations[relayChecksumAnnotation];
   const base = checksum(render());
