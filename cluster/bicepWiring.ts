@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "./manifests.js";
 import { relayDefaultImage, relayDefaultNamespace, relayName } from "./relay.js";
+import { networkPolicyPeer, relayIngressRule } from "./relayNetworkPolicy.js";
 
 /**
  * The Bicep module infra/modules/cluster-wiring.bicep, generated from the same renderer as the
@@ -12,7 +13,7 @@ export const bicepWiringPath = "infra/modules/cluster-wiring.bicep";
 
 interface BicepParam {
   readonly name: string;
-  readonly type: "string" | "bool";
+  readonly type: "string" | "bool" | "array";
   readonly secure?: boolean;
   readonly defaultValue?: string;
   readonly allowed?: readonly string[];
@@ -43,7 +44,36 @@ const params: readonly BicepParam[] = [
     description:
       "relay mode, while rotating the relay's certificate: PEM of the CA the relay's pods served under until now. The webhook configurations trust it besides relayCaCertificate, and are applied before the new Secret and Deployment, so pods of either certificate are trusted during the rollout. Once the rollout is done (kubectl rollout status), deploy again with this empty.",
   },
+  {
+    name: "relayAllowKonnectivity",
+    type: "bool",
+    defaultValue: "true",
+    description: "relay mode: the konnectivity agents (kube-system, app: konnectivity-agent) may reach the relay: how a standard AKS API server calls into the cluster.",
+  },
+  {
+    name: "relayAllowFromCidrs",
+    type: "array",
+    defaultValue: "[]",
+    description: "relay mode: subnets that may reach the relay as well, as network addresses (e.g. the API server subnet with API Server VNet Integration: '10.224.0.0/28').",
+  },
 ];
+
+/** The relay's NetworkPolicy takes its rules from these variables, built from the two parameters above. */
+function allowFromVariables(): string {
+  const konnectivity = bicepValue(networkPolicyPeer({ kind: "konnectivity" }), "  ");
+  const cidr = bicepValue(networkPolicyPeer({ kind: "cidr", cidr: placeholder("cidr") }), "");
+  const rule = bicepValue(relayIngressRule(placeholder("relayAllowFromPeers"), "https"), "  ");
+  return `// Who may reach the relay (its NetworkPolicy). No source at all admits nobody: an ingress rule
+// without sources would admit everyone.
+// (A for-expression may only be a declaration's value, not a function's argument.)
+var relayAllowFromSubnets = [for cidr in relayAllowFromCidrs: ${cidr}]
+var relayAllowFromPeers = concat(relayAllowKonnectivity ? [
+  ${konnectivity}
+] : [], relayAllowFromSubnets)
+var relayIngress = empty(relayAllowFromPeers) ? [] : [
+  ${rule}
+]`;
+}
 
 const placeholder = (name: string) => `{{${name}}}`;
 const placeholderPattern = /\{\{([A-Za-z][A-Za-z0-9]*)\}\}/g;
@@ -62,12 +92,16 @@ function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
           podTemplateChecksum: placeholder("relayChecksum"),
         } as const)
       : ({ kind: "url", baseUrl: `https://${placeholder("functionHost")}` } as const);
-  return clusterManifests({
+  const objects = clusterManifests({
     target,
     subject,
     timeoutSeconds: defaultTimeoutSeconds,
     ...(mode === "relay" ? { relayCaBundlePem: placeholder("relayCaBundle") } : {}),
   });
+  // The NetworkPolicy's rules come from parameters (allowFromVariables), not from the template.
+  return objects.map((object) =>
+    object.kind === "NetworkPolicy" ? { ...object, spec: { ...(isRecord(object.spec) ? object.spec : {}), ingress: placeholder("relayIngress") } } : object,
+  );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -190,7 +224,7 @@ function resources(): { list: Resource[]; templateHash: string } {
   const url = templateObjects("url");
   const relay = templateObjects("relay");
   const urlByKey = new Map(url.map((object) => [key(object), object]));
-  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayCaBundle"]);
+  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayCaBundle", "relayAllowFromSubnets", "relayAllowFromPeers", "relayIngress", "cidr"]);
   const list = relay.map((object): Resource => {
     const inUrl = urlByKey.get(key(object));
     const fields = Object.keys(object)
@@ -263,6 +297,7 @@ var relayChecksum = uniqueString('${templateHash}', functionHost, functionKey, r
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '\${relayCaCertificate}\\n\${relayPreviousCaCertificate}'
+${allowFromVariables()}
 
 extension kubernetes with {
   namespace: relayNamespace

@@ -3,7 +3,7 @@ import { isNotFound, readLive } from "./clusterState.js";
 import { objectRef } from "./changePlan.js";
 import type { KubernetesObject } from "./manifests.js";
 import { namespaceOwnership } from "./namespaceOwnership.js";
-import { relayName } from "./relay.js";
+import { relayName, relayPriorityClassName } from "./relay.js";
 import { webhookConfigurationName } from "./webhookConfigurations.js";
 import { webhookClusterRoleName } from "./webhookRbac.js";
 
@@ -22,12 +22,14 @@ export function uninstallOrder(namespace: string): ObjectHeader[] {
     { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", metadata: { name: webhookConfigurationName } },
     inRelay("policy/v1", "PodDisruptionBudget"),
     inRelay("apps/v1", "Deployment"),
+    inRelay("networking.k8s.io/v1", "NetworkPolicy"),
     inRelay("v1", "Service"),
     inRelay("v1", "Secret", `${relayName}-function-key`),
     inRelay("v1", "Secret", `${relayName}-tls`),
     inRelay("v1", "ConfigMap"),
     inRelay("v1", "ServiceAccount"),
     { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+    { apiVersion: "scheduling.k8s.io/v1", kind: "PriorityClass", metadata: { name: relayPriorityClassName } },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: webhookClusterRoleName } },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: webhookClusterRoleName } },
   ];

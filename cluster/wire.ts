@@ -74,6 +74,7 @@ export function renderWiring(request: Install, includeCrd: boolean, certificate:
           namespace: request.namespace,
           image: request.image,
           resolver: request.resolver,
+          allowFrom: request.relayAllowFrom,
         } as const)
       : ({ kind: "url", baseUrl: request.functionUrl, ...(request.caBundlePem === undefined ? {} : { caBundlePem: request.caBundlePem }) } as const);
   return clusterManifests({

@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { ApiServerEndpointError, caBundlePem as certificatesOnly } from "../lib/kube/apiServerEndpoint.js";
 import { defaultTimeoutSeconds } from "./manifests.js";
 import { relayDefaultImage, relayDefaultNamespace, relayDefaultResolver, type FunctionEndpoint } from "./relay.js";
+import { AllowFromError, parseRelayAllowFrom, relayDefaultAllowFrom, type RelayAllowedSource } from "./relayNetworkPolicy.js";
 
 /** What `npm run wire` was asked to do, checked before anything touches a cluster. */
 export type WireRequest =
@@ -22,6 +23,7 @@ export type WireRequest =
       readonly namespace: string;
       readonly image: string;
       readonly resolver: string;
+      readonly relayAllowFrom: readonly RelayAllowedSource[];
       readonly outDir?: string;
       readonly certificateOutDir?: string;
       readonly apply: boolean;
@@ -58,6 +60,10 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
   --namespace NS            the relay's namespace (default ${relayDefaultNamespace})
   --relay-image IMAGE       the relay's image (default ${relayDefaultImage})
   --relay-resolver ADDRESS  the DNS server the relay asks (default ${relayDefaultResolver})
+  --relay-allow-from LIST   who may connect to the relay (its NetworkPolicy), comma-separated:
+                            konnectivity (the API server's agents in kube-system on AKS) and/or
+                            CIDRs such as the API server subnet with API Server VNet
+                            Integration (default konnectivity)
   --no-crd                  leave the GMSACredentialSpec CRD out (with --apply this is
                             detected: a CRD installed by someone else is never touched)
   --rotate-certificate      relay mode with --apply: issue a new relay certificate even if
@@ -92,6 +98,7 @@ const options = {
   namespace: { type: "string" },
   "relay-image": { type: "string" },
   "relay-resolver": { type: "string" },
+  "relay-allow-from": { type: "string" },
   "no-crd": { type: "boolean" },
   "rotate-certificate": { type: "boolean" },
   "rollout-timeout-seconds": { type: "string" },
@@ -215,7 +222,7 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
     caBundle = readCaBundle(values["ca-bundle-file"]);
   }
   if (mode === "url") {
-    for (const name of ["rotate-certificate", "certificate-out", "relay-image", "relay-resolver", "rollout-timeout-seconds", "adopt-namespace"] as const) {
+    for (const name of ["rotate-certificate", "certificate-out", "relay-image", "relay-resolver", "relay-allow-from", "rollout-timeout-seconds", "adopt-namespace"] as const) {
       if (values[name] !== undefined) throw new UsageError(`--${name} is for relay mode`);
     }
   }
@@ -224,6 +231,15 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
   const resolver = values["relay-resolver"] ?? relayDefaultResolver;
   if (!/^[A-Za-z0-9.:[\]-]+$/.test(resolver)) throw new UsageError(`--relay-resolver: ${JSON.stringify(resolver)} is not a host name or address`);
   if (values["adopt-namespace"] && !values.apply) throw new UsageError("--adopt-namespace goes with --apply: it records the namespace as the wiring's own in the cluster");
+  let relayAllowFrom = relayDefaultAllowFrom;
+  if (values["relay-allow-from"] !== undefined) {
+    try {
+      relayAllowFrom = parseRelayAllowFrom(values["relay-allow-from"]);
+    } catch (error) {
+      if (error instanceof AllowFromError) throw new UsageError(`--relay-allow-from: ${error.message}`);
+      throw error;
+    }
+  }
   if (values["rotate-certificate"] && !values.apply) throw new UsageError("--rotate-certificate goes with --apply (without it every rendering issues a new certificate)");
 
   return {
@@ -238,6 +254,7 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
     namespace,
     image,
     resolver,
+    relayAllowFrom,
     ...(values.out === undefined ? {} : { outDir: values.out }),
     ...(values["certificate-out"] === undefined ? {} : { certificateOutDir: values["certificate-out"] }),
     apply: Boolean(values.apply),

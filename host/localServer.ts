@@ -17,6 +17,8 @@ export interface LocalServerOptions {
 export interface LocalServer {
   readonly url: string;
   readonly port: number;
+  /** The HTTPS server itself, for whoever wants to watch its connections (tests count handshakes). */
+  readonly server: Server;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   return {
     url: `https://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
     port,
+    server,
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

@@ -126,6 +126,12 @@ param relayTlsKey string = ''
 @description('Cluster wiring, relay mode, while rotating the relay certificate: PEM of the CA deployed until now. The webhooks trust it too until you deploy again with this empty, once the relay\'s rollout is done (docs/wiring.md).')
 param relayPreviousCaCertificate string = ''
 
+@description('Cluster wiring, relay mode: the konnectivity agents may reach the relay (how a standard AKS API server calls into the cluster).')
+param relayAllowKonnectivity bool = true
+
+@description('Cluster wiring, relay mode: subnets that may reach the relay as well, e.g. the API server subnet with API Server VNet Integration (\'10.224.0.0/28\').')
+param relayAllowFromCidrs array = []
+
 var resourceToken = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var allTags = union(tags, { 'azd-env-name': environmentName })
 var privateMode = networkMode == 'private'
@@ -262,6 +268,8 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
     relayTlsCertificate: relayTlsCertificate
     relayTlsKey: relayTlsKey
     relayPreviousCaCertificate: relayPreviousCaCertificate
+    relayAllowKonnectivity: relayAllowKonnectivity
+    relayAllowFromCidrs: relayAllowFromCidrs
   }
 }
 

@@ -25,8 +25,9 @@ export type ReviewOutcome =
   | { readonly kind: "badRequest"; readonly message: string }
   | { readonly kind: "reviewed"; readonly review: AdmissionReviewResponse; readonly record: Omit<AdmissionRecord, "webhook" | "latencyMs" | "coldStart"> };
 
-// Leave the API server time to receive the answer before it gives up on the webhook.
-const answerMarginMs = 250;
+// Leave the API server time to receive the answer before it gives up on the webhook (the relay
+// sizes its own timeout from it: cluster/relay.ts).
+export const answerMarginMs = 250;
 
 /**
  * Decodes an AdmissionReview, runs a policy on the pod within the time the API server allows,

@@ -2,6 +2,10 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { clusterManifests, type KubernetesObject } from "../../cluster/manifests.js";
 import { relayChecksumAnnotation, relayDefaultImage, relayName, type RelayWiring } from "../../cluster/relay.js";
+import { relayUpstreamTimeouts } from "../../cluster/relayNginxConf.js";
+import { relayLimits, relayMemoryBudget } from "../../cluster/relayLimits.js";
+import { answerMarginMs } from "../../lib/admission/handleReview.js";
+import { maxBodyBytes } from "../../lib/admission/httpExchange.js";
 import { issueRelayCertificate, reusableRelayCertificate } from "../../cluster/relayCertificate.js";
 
 /** The relay's objects as the renderer makes them: what runs in the cluster, and how safely. */
@@ -30,12 +34,14 @@ Relay("are rendered in relay mode only, before the webhook configurations that p
     "CustomResourceDefinition",
     "ClusterRole",
     "ClusterRoleBinding",
+    "PriorityClass",
     "Namespace",
     "ServiceAccount",
     "ConfigMap",
     "Secret",
     "Secret",
     "Service",
+    "NetworkPolicy",
     "Deployment",
     "PodDisruptionBudget",
     "MutatingWebhookConfiguration",
@@ -89,18 +95,40 @@ Relay("the relay runs locked down: non-root, read-only root, no capabilities, Ru
   assert.ok(pod.volumes.find((v: any) => v.name === "run").emptyDir);
 });
 
-Relay("nginx forwards only /mutate and /validate, to the function by name, verifying it, with the key from the Secret", () => {
+Relay("nginx forwards exactly /mutate and /validate, to the function by name, verifying it, with the key from the Secret", () => {
   const conf = nginxConf(render());
-  assert.match(conf, /location ~ \^\/\(mutate\|validate\)\$ \{/);
+  // Exact locations match the normalised path; the upstream path is written out, never the client's.
+  assert.match(conf, /location = \/mutate \{[^}]*proxy_pass https:\/\/gmsa_function\/mutate\$function_query;/);
+  assert.match(conf, /location = \/validate \{[^}]*proxy_pass https:\/\/gmsa_function\/validate\$function_query;/);
+  assert.not.match(conf, /\$request_uri|\$uri\b[^"]*;\s*$|location ~/m);
   assert.match(conf, /location \/ \{\s*return 404;/);
-  assert.match(conf, /proxy_pass https:\/\/\$function_upstream\$request_uri;/);
-  assert.match(conf, /set \$function_upstream "func-gmsa\.azurewebsites\.net:443";/);
+  assert.equal(conf.match(/proxy_pass .*/g), ["proxy_pass https://gmsa_function/mutate$function_query;", "proxy_pass https://gmsa_function/validate$function_query;"]);
+  assert.match(conf, /map \$arg_timeout \$function_query \{\s*"~\^[^"]+" "\?timeout=\$arg_timeout";\s*default "";\s*\}/);
+  assert.match(conf, /upstream gmsa_function \{\s*zone gmsa_function 64k;\s*server func-gmsa\.azurewebsites\.net:443 max_fails=0 resolve;\s*keepalive \d+;/);
   assert.match(conf, /proxy_set_header Host "func-gmsa\.azurewebsites\.net";/);
   assert.match(conf, /proxy_ssl_server_name on;/);
   assert.match(conf, /proxy_ssl_name func-gmsa\.azurewebsites\.net;/);
   assert.match(conf, /proxy_ssl_verify on;/);
   assert.match(conf, /proxy_ssl_trusted_certificate \/etc\/ssl\/certs\/ca-certificates\.crt;/);
   assert.match(conf, /include \/etc\/nginx\/relay-function-key\/function-key\.conf;/);
+});
+
+Relay("only the headers the function needs are sent on: the client's are not passed", () => {
+  const conf = nginxConf(render());
+  assert.match(conf, /proxy_pass_request_headers off;/);
+  const sent = [...conf.matchAll(/proxy_set_header (\S+) /g)].map((m) => m[1]);
+  assert.equal(sent, ["Host", "Connection", "Content-Type"]);
+  // Keep-alive to the function needs HTTP/1.1 without "Connection: close".
+  assert.match(conf, /proxy_http_version 1\.1;/);
+  assert.match(conf, /proxy_set_header Connection "";/);
+});
+
+Relay("the ?timeout= passed on is a Go duration or nothing", () => {
+  const pattern = /"~(\^[^"]+)" "\?timeout=/.exec(nginxConf(render()))?.[1];
+  assert.ok(pattern);
+  const goDuration = new RegExp(pattern.replace(/\\\\/g, "\\"));
+  for (const ok of ["5s", "30s", "1m0s", "500ms", "1.5s", "10s"]) assert.ok(goDuration.test(ok), ok);
+  for (const bad of ["", "5", "5s&x=1", "5s%26x", "1s/../metrics", "5s ", "-5s", "5s\n", "5%73"]) assert.not.ok(goDuration.test(bad), bad);
 });
 
 Relay("the function key is in a Secret, never in the ConfigMap or the Deployment", () => {
@@ -110,18 +138,93 @@ Relay("the function key is in a Secret, never in the ConfigMap or the Deployment
   assert.is(Buffer.from(secret.data["function-key.conf"], "base64").toString(), `proxy_set_header x-functions-key "${relay.functionKey}";\n`);
 });
 
-Relay("timeouts sit a little under the webhook's timeoutSeconds", () => {
-  for (const [seconds, connect, readSend] of [
-    [5, 2000, 4500],
-    [1, 500, 500],
-    [30, 2000, 29500],
-  ] as const) {
-    const conf = nginxConf(render({}, seconds));
-    assert.match(conf, new RegExp(`proxy_connect_timeout ${connect}ms;`));
-    assert.match(conf, new RegExp(`proxy_read_timeout ${readSend}ms;`));
-    assert.match(conf, new RegExp(`proxy_send_timeout ${readSend}ms;`));
-    assert.is(find(render({}, seconds), "MutatingWebhookConfiguration", "gmsa-admission").webhooks[0].timeoutSeconds, seconds);
+Relay("for every timeoutSeconds the relay waits longer than the function's budget and less than the API server", () => {
+  for (let seconds = 1; seconds <= 30; seconds++) {
+    const apiServerMs = seconds * 1000;
+    // What the function allows itself for the API server's ?timeout=<seconds>s (handleReview.ts).
+    const functionBudgetMs = apiServerMs - answerMarginMs;
+    const { readMs, connectMs } = relayUpstreamTimeouts(seconds);
+    assert.ok(readMs >= functionBudgetMs + 100, `${seconds} s: the relay waits ${readMs} ms, the function may take ${functionBudgetMs} ms`);
+    assert.ok(readMs < apiServerMs, `${seconds} s: the relay gives up before the API server`);
+    assert.ok(connectMs <= readMs && connectMs <= 2000);
+    const objects = render({}, seconds);
+    const conf = nginxConf(objects);
+    assert.match(conf, new RegExp(`proxy_read_timeout ${readMs}ms;`));
+    assert.match(conf, new RegExp(`proxy_send_timeout ${readMs}ms;`));
+    assert.match(conf, new RegExp(`proxy_connect_timeout ${connectMs}ms;`));
+    assert.is(find(objects, "MutatingWebhookConfiguration", "gmsa-admission").webhooks[0].timeoutSeconds, seconds);
   }
+});
+
+Relay("the relay's worst case fits its memory limit, term by term", () => {
+  const objects = render();
+  const conf = nginxConf(objects);
+  const l = relayLimits;
+  const budget = relayMemoryBudget();
+  assert.ok(budget.totalMiB < l.memoryLimitMiB, `${budget.totalMiB} MiB in the worst case, ${l.memoryLimitMiB} MiB allowed`);
+  // Each term of the arithmetic is what the config and the Deployment actually say.
+  assert.match(conf, new RegExp(`worker_processes ${l.workerProcesses};`));
+  assert.match(conf, new RegExp(`worker_connections ${l.workerConnections};`));
+  assert.match(conf, new RegExp(`client_body_buffer_size ${l.bodyBufferBytes};`));
+  assert.match(conf, new RegExp(`client_max_body_size ${maxBodyBytes};`));
+  assert.match(conf, new RegExp(`large_client_header_buffers ${l.largeHeaderBuffers.count} ${l.largeHeaderBuffers.bytes};`));
+  assert.ok(l.bodyBufferBytes < l.maxBodyBytes, "larger bodies spill to the bounded temp directory");
+  for (const path of ["/mutate", "/validate"]) {
+    const block = new RegExp(`location = ${path} \\{([^}]*)\\}`).exec(conf)?.[1] ?? "";
+    assert.match(block, new RegExp(`limit_conn relay_total ${l.requestsInFlight};`));
+    assert.match(block, new RegExp(`limit_conn relay_per_client ${l.requestsInFlightPerClient};`));
+  }
+  assert.ok(l.requestsInFlight < l.workerConnections / 2, "each request in flight may hold a function connection too");
+  for (const directive of ["client_header_timeout", "client_body_timeout", "send_timeout", "keepalive_timeout"]) assert.match(conf, new RegExp(`${directive} \\d+s;`));
+  const pod = find(objects, "Deployment").spec.template.spec;
+  assert.is(pod.containers[0].resources.limits.memory, `${l.memoryLimitMiB}Mi`);
+  const run = pod.volumes.find((v: any) => v.name === "run").emptyDir;
+  assert.equal(run, { medium: "Memory", sizeLimit: `${l.tempSizeLimitMiB}Mi` });
+  assert.match(conf, /client_body_temp_path \/tmp\/client-body;/);
+  // The arithmetic is written down where the operator sees it.
+  assert.match(conf, new RegExp(`# +${budget.totalMiB.toFixed(1)} MiB +in all`));
+});
+
+Relay("the relay is scheduled ahead of ordinary workloads, also on AKS system pools", () => {
+  const objects = render();
+  const pod = find(objects, "Deployment").spec.template.spec;
+  const priorityClass = find(objects, "PriorityClass", pod.priorityClassName);
+  assert.not.match(pod.priorityClassName, /^system-/, "the system classes belong to kube-system");
+  assert.ok(priorityClass.value > 0 && priorityClass.value <= 1_000_000_000, "the highest value a class that is not a system one may have");
+  assert.is(priorityClass.globalDefault, false);
+  assert.ok(pod.tolerations.some((t: any) => t.key === "CriticalAddonsOnly" && t.operator === "Exists" && t.effect === undefined));
+});
+
+Relay("the NetworkPolicy admits only the konnectivity agents, on the https port, by default", () => {
+  const objects = render();
+  const policy = find(objects, "NetworkPolicy");
+  const deployment = find(objects, "Deployment");
+  assert.is(policy.metadata.namespace, "gmsa-admission");
+  assert.equal(policy.spec.podSelector, deployment.spec.selector);
+  assert.equal(policy.spec.policyTypes, ["Ingress"]);
+  assert.equal(policy.spec.ingress, [
+    {
+      from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { app: "konnectivity-agent" } } }],
+      ports: [{ protocol: "TCP", port: "https" }],
+    },
+  ]);
+  assert.ok(deployment.spec.template.spec.containers[0].ports.some((p: any) => p.name === "https"), "the port the policy names is the container's");
+  const kinds = objects.map((o) => o.kind);
+  assert.ok(kinds.indexOf("NetworkPolicy") < kinds.indexOf("Deployment"), "in force before the pods start");
+});
+
+Relay("the NetworkPolicy admits the API server's subnet when asked, with or without konnectivity", () => {
+  const policy = find(render({ allowFrom: [{ kind: "cidr", cidr: "10.224.0.0/28" }, { kind: "konnectivity" }, { kind: "cidr", cidr: "fd00::/64" }] }), "NetworkPolicy");
+  assert.equal(policy.spec.ingress[0].from.map((peer: any) => peer.ipBlock?.cidr ?? peer.podSelector.matchLabels.app), ["10.224.0.0/28", "konnectivity-agent", "fd00::/64"]);
+  const onlySubnet = find(render({ allowFrom: [{ kind: "cidr", cidr: "10.224.0.0/28" }] }), "NetworkPolicy");
+  assert.equal(onlySubnet.spec.ingress[0].from, [{ ipBlock: { cidr: "10.224.0.0/28" } }]);
+});
+
+Relay("a NetworkPolicy with no allowed source admits nobody, never everybody", () => {
+  // An ingress rule whose `from` is empty matches every source.
+  const policy = find(render({ allowFrom: [] }), "NetworkPolicy");
+  assert.equal(policy.spec.policyTypes, ["Ingress"]);
+  assert.equal(policy.spec.ingress, []);
 });
 
 Relay("a new certificate, key or function changes the pod template's checksum; the same inputs keep it", () => {

@@ -66,6 +66,19 @@ const refused: ReadonlyArray<readonly [string, readonly string[], RegExp]> = [
   ["relay options in url mode", [...urlMode, "--relay-image", "nginx:1"], /--relay-image is for relay mode/],
   ["a resolver that could break the config", [...relay, "--relay-resolver", "1.2.3.4; evil"], /not a host name or address/],
   ["--rotate-certificate without --apply", [...relay, "--rotate-certificate"], /goes with --apply/],
+  ["--relay-allow-from in url mode", [...urlMode, "--relay-allow-from", "konnectivity"], /--relay-allow-from is for relay mode/],
+  ["an unknown allowed source", [...relay, "--relay-allow-from", "kube-system"], /--relay-allow-from: "kube-system" is neither "konnectivity" nor a CIDR/],
+  ["an address without a prefix", [...relay, "--relay-allow-from", "10.1.2.0"], /neither "konnectivity" nor a CIDR/],
+  ["a CIDR with host bits", [...relay, "--relay-allow-from", "10.1.2.5/28"], /host bits set/],
+  ["an IPv6 CIDR with host bits", [...relay, "--relay-allow-from", "fd00::1/64"], /host bits set/],
+  ["a prefix longer than the address", [...relay, "--relay-allow-from", "10.1.2.0/33"], /at most 32/],
+  ["every address", [...relay, "--relay-allow-from", "0.0.0.0/0"], /allows every address/],
+  ["every IPv6 address", [...relay, "--relay-allow-from", "::/0"], /allows every address/],
+  ["an octet out of range", [...relay, "--relay-allow-from", "10.1.256.0/24"], /neither "konnectivity" nor a CIDR/],
+  ["an empty entry", [...relay, "--relay-allow-from", "konnectivity,"], /empty entry/],
+  ["an empty list", [...relay, "--relay-allow-from", ""], /empty entry/],
+  ["a source given twice", [...relay, "--relay-allow-from", "10.1.0.0/16,10.1.0.0/16"], /given twice/],
+  ["YAML smuggled into a source", [...relay, "--relay-allow-from", "10.1.0.0/16\n- ipBlock: {cidr: 0.0.0.0/0}"], /neither "konnectivity" nor a CIDR/],
 ];
 
 const Args = suite("wire arguments");
@@ -101,6 +114,18 @@ Args("accepts relay mode with its defaults", () => {
   assert.is(request.namespace, "gmsa-admission");
   assert.is(request.apply, false);
   assert.is(request.includeCrd, true);
+  assert.equal(request.relayAllowFrom, [{ kind: "konnectivity" }]);
+});
+
+Args("--relay-allow-from takes konnectivity and CIDRs, IPv4 and IPv6, in the order given", () => {
+  const request = parseWireArguments([...relay, "--relay-allow-from", "10.224.0.0/28, konnectivity,FD00:AB::/64,192.168.1.7/32"]);
+  assert.ok(request.action === "install");
+  assert.equal(request.relayAllowFrom, [
+    { kind: "cidr", cidr: "10.224.0.0/28" },
+    { kind: "konnectivity" },
+    { kind: "cidr", cidr: "fd00:ab::/64" },
+    { kind: "cidr", cidr: "192.168.1.7/32" },
+  ]);
 });
 
 Args("accepts a trailing slash, a port, a key file and url mode with a CA bundle", () => {

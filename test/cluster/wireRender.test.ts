@@ -23,8 +23,8 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
   assert.is(run.code, exitCodes.ok, run.stderr);
   const objects = parseAllDocuments(run.stdout).map((d) => d.toJS());
   assert.equal(objects.map((o) => o.kind), [
-    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace", "ServiceAccount", "ConfigMap", "Secret", "Secret",
-    "Service", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "Namespace", "ServiceAccount", "ConfigMap", "Secret", "Secret",
+    "Service", "NetworkPolicy", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
   ]);
   const conf: string = objects.find((o) => o.kind === "ConfigMap").data["nginx.conf"];
   assert.match(conf, /proxy_ssl_name func-gmsa\.azurewebsites\.net;/);
@@ -43,12 +43,12 @@ Render("--out writes one numbered file per object, Secrets readable by their own
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.is(run.stdout, "");
   const files = readdirSync(dir).sort();
-  assert.is(files.length, 13);
+  assert.is(files.length, 15);
   assert.is(files[0], "01-customresourcedefinition-gmsacredentialspecs.windows.k8s.io.yaml");
-  assert.is(files[12], "13-validatingwebhookconfiguration-gmsa-admission.yaml");
+  assert.is(files[14], "15-validatingwebhookconfiguration-gmsa-admission.yaml");
   const secret = files.find((f) => f.includes("secret-gmsa-admission-relay-function-key"))!;
   assert.is(statSync(join(dir, secret)).mode & 0o777, 0o600);
-  assert.is(parse(readFileSync(join(dir, files[9]!), "utf8")).kind, "Deployment");
+  assert.is(parse(readFileSync(join(dir, files[11]!), "utf8")).kind, "Deployment");
 });
 
 Render("--certificate-out writes the relay certificate that the Secret and the caBundle carry", async () => {

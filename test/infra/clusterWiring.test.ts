@@ -5,6 +5,7 @@ import * as assert from "uvu/assert";
 import { bicepWiringPath, renderBicepWiring } from "../../cluster/bicepWiring.js";
 import { clusterManifests, relayCaBundle, type KubernetesObject } from "../../cluster/manifests.js";
 import { relayChecksumAnnotation } from "../../cluster/relay.js";
+import type { RelayAllowedSource } from "../../cluster/relayNetworkPolicy.js";
 import { type BicepFile, type Value, declarations, declarationsOf, evaluate, infraFile, kids, property, propertiesOf, repoRoot } from "./bicepTree.js";
 
 /**
@@ -21,7 +22,11 @@ const inputs = {
   kubeConfig: "a2ViZWNvbmZpZw==",
 };
 
-function rendered(mode: "url" | "relay", installCrd: boolean, previousCa = ""): KubernetesObject[] {
+function rendered(
+  mode: "url" | "relay",
+  installCrd: boolean,
+  { previousCa = "", allowFrom }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[] } = {},
+): KubernetesObject[] {
   const target =
     mode === "relay"
       ? ({
@@ -29,6 +34,7 @@ function rendered(mode: "url" | "relay", installCrd: boolean, previousCa = ""): 
           function: { host: inputs.functionHost, port: 443 },
           functionKey: inputs.functionKey,
           certificate: { caPem: inputs.relayCaCertificate, certPem: inputs.relayTlsCertificate, keyPem: inputs.relayTlsKey },
+          ...(allowFrom === undefined ? {} : { allowFrom }),
         } as const)
       : ({ kind: "url", baseUrl: `https://${inputs.functionHost}` } as const);
   return clusterManifests({
@@ -77,6 +83,21 @@ for (const mode of ["url", "relay"] as const) {
   }
 }
 
+Wiring("relay mode: the NetworkPolicy admits the sources the parameters name, as the renderer does; none admits nobody", ({ file }) => {
+  const cases: ReadonlyArray<readonly [Record<string, Value>, readonly RelayAllowedSource[]]> = [
+    [{ relayAllowFromCidrs: ["10.224.0.0/28"] }, [{ kind: "konnectivity" }, { kind: "cidr", cidr: "10.224.0.0/28" }]],
+    [{ relayAllowKonnectivity: false, relayAllowFromCidrs: ["10.224.0.0/28", "fd00::/64"] }, [{ kind: "cidr", cidr: "10.224.0.0/28" }, { kind: "cidr", cidr: "fd00::/64" }]],
+    [{ relayAllowKonnectivity: false }, []],
+  ];
+  const policy = (objects: readonly unknown[]) => JSON.stringify(objects.find((o) => JSON.stringify(o).includes('"kind":"NetworkPolicy"')));
+  for (const [bindings, allowFrom] of cases) {
+    const fromModule = policy(deployed(file, { ...inputs, mode: "relay", installCrd: true, ...bindings }));
+    assert.is(fromModule, policy(rendered("relay", true, { allowFrom })), JSON.stringify(bindings));
+  }
+  const none = JSON.parse(policy(deployed(file, { ...inputs, mode: "relay", installCrd: true, relayAllowKonnectivity: false })) ?? "{}");
+  assert.equal(none.spec.ingress, [], "no rule, so no connection at all");
+});
+
 Wiring("the relay's pods restart when the certificate or the key changes", ({ file }) => {
   const checksum = (bindings: Record<string, Value>) => {
     const deployment = deployed(file, { ...inputs, mode: "relay", installCrd: true, ...bindings }).find((o) => o.kind === "Deployment");
@@ -93,7 +114,7 @@ const previousCa = "-----BEGIN CERTIFICATE-----\nOLD CA\n-----END CERTIFICATE---
 Wiring("during a rotation the webhooks trust the previous CA too; the relay's Secret holds only the new one and the pods do not restart for it", ({ file }) => {
   const bindings = { ...inputs, mode: "relay", installCrd: true, relayPreviousCaCertificate: previousCa };
   const objects = deployed(file, bindings);
-  assert.equal(withoutChecksum(objects), withoutChecksum(rendered("relay", true, previousCa)));
+  assert.equal(withoutChecksum(objects), withoutChecksum(rendered("relay", true, { previousCa })));
   for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {
     const webhook = objects.find((o) => o.kind === kind) as any;
     const bundle = Buffer.from(webhook.webhooks[0].clientConfig.caBundle, "base64").toString();

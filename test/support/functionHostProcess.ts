@@ -1,3 +1,5 @@
+import { isLeft } from "fp-ts/Either";
+import * as t from "io-ts";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -72,4 +74,20 @@ export async function startFunctionHostProcess(options: FunctionHostOptions): Pr
       }
     },
   };
+}
+
+/** What the function host saw: TLS handshakes, and requests by method, path and header names. */
+const Observation = t.union([
+  t.type({ kind: t.literal("tlsHandshake") }),
+  t.type({ kind: t.literal("request"), method: t.string, url: t.string, headers: t.array(t.string) }),
+]);
+export type Observation = t.TypeOf<typeof Observation>;
+
+export function observations(host: FunctionHostProcess): Observation[] {
+  return host.logs.flatMap((line) => {
+    if (!line.startsWith("observed ")) return [];
+    const decoded = Observation.decode(JSON.parse(line.slice("observed ".length)));
+    if (isLeft(decoded)) throw new Error(`the function host reported an observation this test cannot read: ${line}`);
+    return [decoded.right];
+  });
 }

@@ -9,10 +9,12 @@ export interface ClientReply {
 /** A plain HTTPS call that trusts one CA, as the API server does with a webhook's caBundle. */
 export function httpsCall(
   url: string,
-  options: { ca: string; method?: string; headers?: Record<string, string>; body?: string | Uint8Array },
+  options: { ca: string; method?: string; headers?: Record<string, string>; body?: string | Uint8Array; rawPath?: string },
 ): Promise<ClientReply> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "POST", ca: options.ca, headers: options.headers }, (res) => {
+    // rawPath goes on the wire as written: a URL would normalise dots and slashes first.
+    const path = options.rawPath === undefined ? {} : { path: options.rawPath };
+    const req = request(url, { method: options.method ?? "POST", ca: options.ca, headers: options.headers, ...path }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }));

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
 import { createAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
 import { startLocalServer } from "../../host/localServer.js";
 import { readAdmissionSettings } from "../../lib/settings.js";
@@ -18,6 +19,13 @@ async function main(): Promise<void> {
     tls: { certPem: readFileSync(env.TLS_CERT_FILE ?? "", "utf8"), keyPem: readFileSync(env.TLS_KEY_FILE ?? "", "utf8") },
     functionKey: env.GMSA_FUNCTION_KEY,
     log: (level, message) => process.stdout.write(`${level} ${message}\n`),
+  });
+  // What reaches the function, for the relay's tests: each TLS handshake, and each request's
+  // method, path and header names (never their values: one of them is the key).
+  server.server.on("secureConnection", () => process.stdout.write(`observed ${JSON.stringify({ kind: "tlsHandshake" })}\n`));
+  server.server.on("request", (req: IncomingMessage) => {
+    const observed = { kind: "request", method: req.method, url: req.url, headers: Object.keys(req.headers).sort() };
+    process.stdout.write(`observed ${JSON.stringify(observed)}\n`);
   });
   process.stdout.write(`ready ${server.url}\n`);
   process.once("SIGTERM", () => void server.close().then(() => process.exit(0)));

@@ -4,7 +4,8 @@ import { request } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { functionKeyInclude, relayNginxConf, type FunctionEndpoint, type RelayCertificate } from "../../cluster/relay.js";
+import type { RelayCertificate } from "../../cluster/relay.js";
+import { functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "../../cluster/relayNginxConf.js";
 
 /**
  * The relay's nginx.conf, rendered by the same function as the ConfigMap's, run by a real nginx
@@ -15,8 +16,12 @@ export interface RelayProcess {
   readonly url: string;
   readonly port: number;
   readonly conf: string;
+  /** Whether this nginx follows the function's address while running (`resolve`, nginx 1.27.3+). */
+  readonly reResolve: boolean;
   /** One line per request the relay handled. */
   accessLog(): string[];
+  /** Resident memory of nginx's processes (master and workers), from /proc, in bytes. */
+  residentBytes(): number;
   close(): Promise<void>;
 }
 
@@ -44,6 +49,40 @@ export function nginxBinary(): string {
   }
   if (found === undefined) throw new Error("nginx is missing: run scripts/install-test-deps.sh");
   return found;
+}
+
+/** nginx's version, from `nginx -v` ("nginx version: nginx/1.22.1"). */
+export function nginxVersion(binary = nginxBinary()): readonly [number, number, number] {
+  const run = spawnSync(binary, ["-v"], { encoding: "utf8" });
+  const match = /nginx\/(\d+)\.(\d+)\.(\d+)/.exec(`${run.stdout}${run.stderr}`);
+  if (!match) throw new Error(`cannot read nginx's version: ${run.stderr}`);
+  return [Number(match[1]), Number(match[2]), Number(match[3])];
+}
+
+/** `resolve` on an upstream server came to open-source nginx in 1.27.3. */
+export function nginxFollowsDns(binary = nginxBinary()): boolean {
+  const [major, minor, patch] = nginxVersion(binary);
+  return major > 1 || (major === 1 && (minor > 27 || (minor === 27 && patch >= 3)));
+}
+
+/** A process and its descendants, from /proc. */
+function processTree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+  return [pid, ...children.flatMap(processTree)];
+}
+
+function residentBytesOf(pid: number): number {
+  try {
+    const rss = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return rss ? Number(rss[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 function freePort(): Promise<number> {
@@ -87,11 +126,13 @@ export async function startRelayProcess(options: RelayProcessOptions): Promise<R
   };
   const port = await freePort();
   const accessLog = join(dir, "access.log");
+  const reResolve = nginxFollowsDns(binary);
   const conf = relayNginxConf({
     listen: `127.0.0.1:${port}`,
     function: options.function,
     timeoutSeconds: options.timeoutSeconds,
     resolver: options.resolver,
+    reResolve,
     certFile: file("tls.crt", options.certificate.certPem),
     keyFile: file("tls.key", options.certificate.keyPem),
     functionKeyFile: file("function-key.conf", functionKeyInclude(options.functionKey)),
@@ -121,6 +162,8 @@ export async function startRelayProcess(options: RelayProcessOptions): Promise<R
     url: `https://127.0.0.1:${port}`,
     port,
     conf,
+    reResolve,
+    residentBytes: () => (child.pid === undefined ? 0 : processTree(child.pid).reduce((sum, pid) => sum + residentBytesOf(pid), 0)),
     accessLog: () => (existsSync(accessLog) ? readFileSync(accessLog, "utf8").trim().split("\n").filter(Boolean) : []),
     close: async () => {
       if (child.exitCode === null) {
