@@ -263,6 +263,7 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
     functionHost: functionApp.outputs.defaultHostName
     identityObjectId: identity.outputs.principalId
     installCrd: wireInstallCrd
+    authorizeRequestingUser: authorizeRequestingUser
     functionKey: relayFunctionKey
     relayCaCertificate: relayCaCertificate
     relayTlsCertificate: relayTlsCertificate

@@ -25,7 +25,7 @@ const inputs = {
 function rendered(
   mode: "url" | "relay",
   installCrd: boolean,
-  { previousCa = "", allowFrom }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[] } = {},
+  { previousCa = "", allowFrom, authorizeRequestingUser = false }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[]; authorizeRequestingUser?: boolean } = {},
 ): KubernetesObject[] {
   const target =
     mode === "relay"
@@ -41,6 +41,7 @@ function rendered(
     target,
     subject: { kind: "User", name: inputs.identityObjectId },
     includeCrd: installCrd,
+    authorizeRequestingUser,
     ...(previousCa === "" ? {} : { relayCaBundlePem: relayCaBundle(inputs.relayCaCertificate, previousCa) }),
   });
 }
@@ -82,6 +83,17 @@ for (const mode of ["url", "relay"] as const) {
     });
   }
 }
+
+Wiring("authorizeRequestingUser lets the webhook's role create SubjectAccessReviews, as the renderer does; by default it may not", ({ file }) => {
+  const reviews = (objects: readonly unknown[]) =>
+    JSON.stringify((objects.find((o) => JSON.stringify(o).includes('"kind":"ClusterRole"')) as any)?.rules.find((rule: any) => rule.apiGroups.includes("authorization.k8s.io")).resources);
+  for (const mode of ["url", "relay"] as const) {
+    assert.is(reviews(deployed(file, { ...inputs, mode, installCrd: true })), '["localsubjectaccessreviews"]');
+    const checked = deployed(file, { ...inputs, mode, installCrd: true, authorizeRequestingUser: true });
+    assert.is(reviews(checked), '["localsubjectaccessreviews","subjectaccessreviews"]');
+    assert.equal(withoutChecksum(checked), withoutChecksum(rendered(mode, true, { authorizeRequestingUser: true })));
+  }
+});
 
 Wiring("relay mode: the NetworkPolicy admits the sources the parameters name, as the renderer does; none admits nobody", ({ file }) => {
   const cases: ReadonlyArray<readonly [Record<string, Value>, readonly RelayAllowedSource[]]> = [
@@ -175,6 +187,7 @@ Wiring("main.bicep deploys it only when asked, with the function's host and iden
   const params = property(module.body!.object, "params");
   assert.is(property(params, "functionHost")?.text, "functionApp.outputs.defaultHostName");
   assert.is(property(params, "identityObjectId")?.text, "identity.outputs.principalId");
+  assert.is(property(params, "authorizeRequestingUser")?.text, "authorizeRequestingUser", "the role grants what the function's requesting-user check asks");
   assert.match(property(params, "kubeConfig")?.text ?? "", /^wiring \? cluster\.listClusterAdminCredential\(\)\.kubeconfigs\[0\]\.value : ''$/);
 });
 
