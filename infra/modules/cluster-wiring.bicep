@@ -63,7 +63,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('7244a175e6d0ab4b', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('b8391e7116fa6586', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -392,7 +392,6 @@ resource namespace 'core/Namespace@v1' = if (relay) {
       'app.kubernetes.io/name': 'gmsa-admission-relay'
       'app.kubernetes.io/part-of': 'gmsa-admission'
       'pod-security.kubernetes.io/enforce': 'restricted'
-      'windows.k8s.io/disabled': 'true'
     }
   }
 }

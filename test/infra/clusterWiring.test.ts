@@ -6,6 +6,7 @@ import { bicepWiringPath, renderBicepWiring } from "../../cluster/bicepWiring.js
 import { clusterManifests, relayCaBundle, type KubernetesObject } from "../../cluster/manifests.js";
 import { relayChecksumAnnotation } from "../../cluster/relay.js";
 import type { RelayAllowedSource } from "../../cluster/relayNetworkPolicy.js";
+import { excludedNamespaceLabel } from "../../cluster/webhookConfigurations.js";
 import { type BicepFile, type Value, declarations, declarationsOf, evaluate, infraFile, kids, property, propertiesOf, repoRoot } from "./bicepTree.js";
 
 /**
@@ -93,6 +94,12 @@ Wiring("authorizeRequestingUser lets the webhook's role create SubjectAccessRevi
     assert.is(reviews(checked), '["localsubjectaccessreviews","subjectaccessreviews"]');
     assert.equal(withoutChecksum(checked), withoutChecksum(rendered(mode, true, { authorizeRequestingUser: true })));
   }
+});
+
+Wiring("relay mode: the namespace it may be pointed at is not opted out of the webhooks", ({ file }) => {
+  const namespace = deployed(file, { ...inputs, mode: "relay", installCrd: true }).find((o) => o.kind === "Namespace") as any;
+  assert.ok(namespace, "relay mode deploys the namespace");
+  assert.is(namespace.metadata.labels[excludedNamespaceLabel.key], undefined);
 });
 
 Wiring("relay mode: the NetworkPolicy admits the sources the parameters name, as the renderer does; none admits nobody", ({ file }) => {
