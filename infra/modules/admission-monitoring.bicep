@@ -67,8 +67,8 @@ var cacheQuery = '${admissions}\n| summarize Hits = sum(CacheHits * ItemCount), 
 var coldStartQuery = '${admissions}\n| summarize ColdStarts = sumif(ItemCount, ColdStart), Admissions = sum(ItemCount) by bin(timestamp, 15m)'
 
 // Each alert query returns a row only when its condition holds; the rules fire on any row.
-// Only admissions that failed: ApiErrors also counts answers such as 404 for a credential spec
-// that does not exist, which end in a denial, not in an outage.
+// Only admissions that failed: a call that failed once and then succeeded on a retry leaves an
+// API error on a line that was still decided.
 var apiErrorAlertQuery = '${admissions}\n| where Decision == "${decisionError}" and ApiErrors > 0\n| summarize Refused = sum(ItemCount)\n| where Refused >= ${apiErrorThreshold}'
 var latencyAlertQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95), Admissions = sum(ItemCount)\n| where Admissions >= 10 and P95 > ${latencyAlertThresholdMs}'
 var denialSpikeAlertQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Recent = sumif(ItemCount, timestamp > ago(10m)), Earlier = sumif(ItemCount, timestamp <= ago(10m))\n| where Recent >= ${denialSpikeMinimum} and Recent > ${denialSpikeFactor} * (Earlier / 5.0)'
