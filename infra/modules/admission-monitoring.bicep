@@ -8,7 +8,7 @@ param environmentName string
 @description('Application Insights component that receives the webhooks\' traces.')
 param appInsightsId string
 
-@description('The p95 latency alert fires above this many milliseconds.')
+@description('The p95 latency alert fires above this many milliseconds: below the admission budget, so it fires while admissions still finish.')
 param latencyAlertThresholdMs int
 
 @description('Email address for the alerts; empty sends none.')
@@ -256,8 +256,8 @@ var alertRules = [
   }
   {
     name: 'latency-near-timeout'
-    displayName: 'GMSA admission: p95 latency near the webhook timeout (${environmentName})'
-    description: 'p95 admission latency is above ${latencyAlertThresholdMs} ms; past the webhook timeout the API server rejects GMSA pods.'
+    displayName: 'GMSA admission: p95 latency near the admission budget (${environmentName})'
+    description: 'p95 admission latency is above ${latencyAlertThresholdMs} ms, close to the admission budget: an admission that runs out of it refuses its GMSA pod (504).'
     severity: 2
     evaluationFrequency: 'PT5M'
     windowSize: 'PT15M'
