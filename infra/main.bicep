@@ -85,6 +85,16 @@ param apiTimeoutMs int = 2000
 @description('Lifetime of cached authorization answers, in seconds (GMSA_AUTH_CACHE_TTL_SECONDS).')
 param authCacheTtlSeconds int = 5
 
+@minValue(1)
+@maxValue(1000)
+@description('The most distinct credential spec names one pod may carry; more is refused (GMSA_MAX_CREDSPECS_PER_POD).')
+param maxCredSpecsPerPod int = 16
+
+@minValue(1)
+@maxValue(256)
+@description('The most calls one instance has in flight towards the API server; the rest wait within their budget (GMSA_API_CONCURRENCY).')
+param apiConcurrency int = 16
+
 @minValue(100)
 @maxValue(29000)
 @description('The longest one admission may take, in milliseconds (GMSA_ADMISSION_BUDGET_MS): below the webhook timeoutSeconds, and at least apiTimeoutMs. Past it an admission is refused (504).')
@@ -230,6 +240,8 @@ module functionApp 'modules/function-app.bicep' = {
     apiTimeoutMs: apiTimeoutMs
     authCacheTtlSeconds: authCacheTtlSeconds
     admissionBudgetMs: admissionBudgetMs
+    maxCredSpecsPerPod: maxCredSpecsPerPod
+    apiConcurrency: apiConcurrency
   }
   // In private mode the app starts only once its storage is reachable from its subnet.
   dependsOn: [
