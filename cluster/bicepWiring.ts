@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "./manifests.js";
 import { relayDefaultImage, relayDefaultNamespace, relayName } from "./relay.js";
 import { networkPolicyPeer, relayIngressRule } from "./relayNetworkPolicy.js";
+import { webhookClusterRole } from "./webhookRbac.js";
 
 /**
  * The Bicep module infra/modules/cluster-wiring.bicep, generated from the same renderer as the
@@ -31,6 +32,12 @@ const params: readonly BicepParam[] = [
   { name: "functionHost", type: "string", description: "Host name of the Function App (its default host name)." },
   { name: "identityObjectId", type: "string", description: "Object ID of the function's managed identity: the cluster role is bound to it." },
   { name: "installCrd", type: "bool", defaultValue: "true", description: "Install the GMSACredentialSpec CRD. False when the cluster already has it (the AKS gMSA add-on installs it)." },
+  {
+    name: "authorizeRequestingUser",
+    type: "bool",
+    defaultValue: "false",
+    description: "The function runs with GMSA_AUTHORIZE_REQUESTING_USER=true: its cluster role may create SubjectAccessReviews too (otherwise LocalSubjectAccessReviews only, and such a function refuses every GMSA pod).",
+  },
   { name: "functionKey", type: "string", secure: true, defaultValue: "''", description: "relay mode: the function key the relay sends (x-functions-key)." },
   { name: "relayNamespace", type: "string", defaultValue: `'${relayDefaultNamespace}'`, description: "relay mode: the relay's own namespace." },
   { name: "relayImage", type: "string", defaultValue: `'${relayDefaultImage}'`, description: "relay mode: the relay's image (nginx, unprivileged)." },
@@ -75,6 +82,23 @@ var relayIngress = empty(relayAllowFromPeers) ? [] : [
 ]`;
 }
 
+/** The access reviews the webhook's role may create, by the authorizeRequestingUser parameter. */
+function reviewResourcesVariable(): string {
+  const resources = (authorizeRequestingUser: boolean) => bicepValue(reviewRule(webhookClusterRole({ authorizeRequestingUser })).resources, "");
+  return `// The requesting-user check asks cluster-wide SubjectAccessReviews; without it the role does not grant them.
+var webhookReviewResources = authorizeRequestingUser ? ${resources(true)} : ${resources(false)}`;
+}
+
+function isReviewRule(rule: unknown): boolean {
+  return isRecord(rule) && Array.isArray(rule.apiGroups) && rule.apiGroups.includes("authorization.k8s.io");
+}
+
+function reviewRule(role: { readonly rules: readonly unknown[] }): { readonly resources: unknown } {
+  const rule = role.rules.find(isReviewRule);
+  if (!isRecord(rule)) throw new Error("the webhook's ClusterRole has no rule for access reviews");
+  return { resources: rule.resources };
+}
+
 const placeholder = (name: string) => `{{${name}}}`;
 const placeholderPattern = /\{\{([A-Za-z][A-Za-z0-9]*)\}\}/g;
 
@@ -98,10 +122,15 @@ function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
     timeoutSeconds: defaultTimeoutSeconds,
     ...(mode === "relay" ? { relayCaBundlePem: placeholder("relayCaBundle") } : {}),
   });
-  // The NetworkPolicy's rules come from parameters (allowFromVariables), not from the template.
-  return objects.map((object) =>
-    object.kind === "NetworkPolicy" ? { ...object, spec: { ...(isRecord(object.spec) ? object.spec : {}), ingress: placeholder("relayIngress") } } : object,
-  );
+  // The NetworkPolicy's rules and the ClusterRole's access reviews come from parameters
+  // (allowFromVariables, reviewResourcesVariable), not from the template.
+  return objects.map((object) => {
+    if (object.kind === "NetworkPolicy") return { ...object, spec: { ...(isRecord(object.spec) ? object.spec : {}), ingress: placeholder("relayIngress") } };
+    if (object.kind === "ClusterRole" && Array.isArray(object.rules)) {
+      return { ...object, rules: object.rules.map((rule) => (isReviewRule(rule) && isRecord(rule) ? { ...rule, resources: placeholder("webhookReviewResources") } : rule)) };
+    }
+    return object;
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -224,7 +253,7 @@ function resources(): { list: Resource[]; templateHash: string } {
   const url = templateObjects("url");
   const relay = templateObjects("relay");
   const urlByKey = new Map(url.map((object) => [key(object), object]));
-  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayCaBundle", "relayAllowFromSubnets", "relayAllowFromPeers", "relayIngress", "cidr"]);
+  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayCaBundle", "relayAllowFromSubnets", "relayAllowFromPeers", "relayIngress", "cidr", "webhookReviewResources"]);
   const list = relay.map((object): Resource => {
     const inUrl = urlByKey.get(key(object));
     const fields = Object.keys(object)
@@ -298,6 +327,8 @@ var relayChecksum = uniqueString('${templateHash}', functionHost, functionKey, r
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '\${relayCaCertificate}\\n\${relayPreviousCaCertificate}'
 ${allowFromVariables()}
+
+${reviewResourcesVariable()}
 
 extension kubernetes with {
   namespace: relayNamespace

@@ -21,6 +21,11 @@ export interface ClusterWiring {
    * CA — during a certificate rotation, the CA of the pods still serving the old certificate too.
    */
   readonly relayCaBundlePem?: string;
+  /**
+   * The webhook runs with GMSA_AUTHORIZE_REQUESTING_USER: its ClusterRole must let it create
+   * SubjectAccessReviews, or every GMSA pod is refused for want of that permission.
+   */
+  readonly authorizeRequestingUser?: boolean;
 }
 
 export type KubernetesObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } & Record<string, unknown> } & Record<string, unknown>;
@@ -43,7 +48,7 @@ export function clusterManifests(wiring: ClusterWiring): KubernetesObject[] {
   const webhook = { target, timeoutSeconds, name: webhookConfigurationName };
   return [
     ...(wiring.includeCrd === false ? [] : [credSpecCrd()]),
-    webhookClusterRole(),
+    webhookClusterRole({ authorizeRequestingUser: wiring.authorizeRequestingUser === true }),
     webhookClusterRoleBinding(wiring.subject),
     ...(relay ? relayObjects(relay, timeoutSeconds) : []),
     mutatingWebhookConfiguration(webhook),

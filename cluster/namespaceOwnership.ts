@@ -5,8 +5,8 @@ import { readLive } from "./clusterState.js";
 import type { KubernetesObject } from "./manifests.js";
 
 /**
- * Whether the relay's namespace is the wiring's own. The relay's namespace is opted out of the
- * webhooks and `--uninstall` deletes it with everything in it, so the wiring must never take over
+ * Whether the relay's namespace is the wiring's own. `--uninstall` deletes the relay's namespace
+ * with everything in it, so the wiring must never take over
  * a namespace that holds anything else. The proof of ownership is an annotation written only when
  * the wiring creates the namespace (a create, which fails on an existing one) — never by an
  * apply, so wiring cannot grant it to itself on someone else's namespace.
@@ -38,7 +38,7 @@ export class ForeignNamespaceError extends Error {
   constructor(namespace: string) {
     super(
       `namespace ${namespace} exists and was not created by the wiring: the relay needs a namespace of its own ` +
-        `(it is opted out of the webhooks, and --uninstall deletes it with everything in it). ` +
+        `(--uninstall deletes it with everything in it). ` +
         `Choose a --namespace that does not exist yet; a namespace that holds only a relay installed before the wiring recorded creation can be claimed with --adopt-namespace`,
     );
     this.name = "ForeignNamespaceError";

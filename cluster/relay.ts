@@ -126,8 +126,9 @@ export function relayObjects(relay: RelayWiring, timeoutSeconds: number) {
           ...labels,
           // The relay satisfies the restricted profile; nothing else belongs here.
           "pod-security.kubernetes.io/enforce": "restricted",
-          // The relay never carries GMSA settings; its pods must never wait on the webhooks.
-          "windows.k8s.io/disabled": "true",
+          // No opt-out label: the relay's pods carry no GMSA settings, so the matchConditions
+          // already keep them from the webhooks. The label would switch the checks off for
+          // anything else in the namespace, and the Bicep module may be pointed at one that exists.
         },
       },
     },

@@ -82,6 +82,7 @@ export function renderWiring(request: Install, includeCrd: boolean, certificate:
     subject: { kind: "User", name: request.identity },
     timeoutSeconds: request.timeoutSeconds,
     includeCrd,
+    authorizeRequestingUser: request.authorizeRequestingUser,
     ...(certificate && previousRelayCaPem !== "" ? { relayCaBundlePem: relayCaBundle(certificate.caPem, previousRelayCaPem) } : {}),
   });
 }

@@ -34,6 +34,8 @@ export type WireRequest =
       readonly rolloutTimeoutSeconds: number;
       /** Claim an existing namespace as the relay's own (one the wiring made before it recorded creation). */
       readonly adoptNamespace: boolean;
+      /** The function runs with GMSA_AUTHORIZE_REQUESTING_USER=true: its role may create SubjectAccessReviews. */
+      readonly authorizeRequestingUser: boolean;
     }
   | { readonly action: "help" };
 
@@ -64,6 +66,11 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             konnectivity (the API server's agents in kube-system on AKS) and/or
                             CIDRs such as the API server subnet with API Server VNet
                             Integration (default konnectivity)
+  --authorize-requesting-user
+                            the function runs with GMSA_AUTHORIZE_REQUESTING_USER=true:
+                            let its identity create SubjectAccessReviews too (without
+                            this, LocalSubjectAccessReviews only, and such a function
+                            refuses every GMSA pod)
   --no-crd                  leave the GMSACredentialSpec CRD out (with --apply this is
                             detected: a CRD installed by someone else is never touched)
   --rotate-certificate      relay mode with --apply: issue a new relay certificate even if
@@ -99,6 +106,7 @@ const options = {
   "relay-image": { type: "string" },
   "relay-resolver": { type: "string" },
   "relay-allow-from": { type: "string" },
+  "authorize-requesting-user": { type: "boolean" },
   "no-crd": { type: "boolean" },
   "rotate-certificate": { type: "boolean" },
   "rollout-timeout-seconds": { type: "string" },
@@ -264,5 +272,6 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
     rolloutTimeoutSeconds:
       values["rollout-timeout-seconds"] === undefined ? defaultRolloutTimeoutSeconds : integer(values["rollout-timeout-seconds"], "--rollout-timeout-seconds", 1, 3600),
     adoptNamespace: Boolean(values["adopt-namespace"]),
+    authorizeRequestingUser: Boolean(values["authorize-requesting-user"]),
   };
 }

@@ -83,10 +83,21 @@ export function exampleCredSpecs(): KubernetesObject[] {
     .flatMap((f) => exampleObjects(join("credspecs", f)));
 }
 
-/** Installs the product's objects pointing at a webhook served by URL, and the example credential specs. */
-export async function wireLocalCluster(cluster: LocalCluster, webhook: { url: string; caPem: string }, extra: readonly KubernetesObject[] = []): Promise<void> {
+/**
+ * Installs the product's objects pointing at a webhook served by URL, and the example credential
+ * specs. `authorizeRequestingUser` is the webhook's own setting: its role must match the checks it runs.
+ */
+export async function wireLocalCluster(
+  cluster: LocalCluster,
+  webhook: { url: string; caPem: string; authorizeRequestingUser: boolean },
+  extra: readonly KubernetesObject[] = [],
+): Promise<void> {
   await applyObjects(loadKubeconfigFile(cluster.adminKubeconfig), [
-    ...clusterManifests({ target: { kind: "url", baseUrl: webhook.url, caBundlePem: webhook.caPem }, subject: { kind: "User", name: localWebhookUser } }),
+    ...clusterManifests({
+      target: { kind: "url", baseUrl: webhook.url, caBundlePem: webhook.caPem },
+      subject: { kind: "User", name: localWebhookUser },
+      authorizeRequestingUser: webhook.authorizeRequestingUser,
+    }),
     ...exampleCredSpecs(),
     ...extra,
   ]);

@@ -27,11 +27,12 @@ async function main(): Promise<void> {
       local = await startLocalCluster({ log: (line) => say(line) });
     }
     const env = local ? { ...process.env, KUBECONFIG: local.webhookKubeconfig, GMSA_CLUSTER_ACCESS: "kubeconfig" } : process.env;
-    useAdmissionRuntime(await createAdmissionRuntime(readAdmissionSettings(env)));
+    const settings = readAdmissionSettings(env);
+    useAdmissionRuntime(await createAdmissionRuntime(settings));
     const tls = host.tlsFiles ? servingCertificateFromFiles(host.tlsFiles.cert, host.tlsFiles.key) : await generateServingCertificate();
     server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
     if (local) {
-      await wireLocalCluster(local, { url: server.url, caPem: tls.caPem }, exampleObjects("demo.yaml"));
+      await wireLocalCluster(local, { url: server.url, caPem: tls.caPem, authorizeRequestingUser: settings.authorizeRequestingUser }, exampleObjects("demo.yaml"));
       process.stdout.write(`export KUBECONFIG=${local.adminKubeconfig}\n`);
       say(
         [

@@ -85,14 +85,25 @@ param apiTimeoutMs int = 2000
 @description('Lifetime of cached authorization answers, in seconds (GMSA_AUTH_CACHE_TTL_SECONDS).')
 param authCacheTtlSeconds int = 5
 
-@minValue(1000)
-@description('Time the API server gives the webhook (timeoutSeconds), in milliseconds: the latency alert fires near it.')
-param webhookLatencyBudgetMs int = 5000
+@minValue(1)
+@maxValue(1000)
+@description('The most distinct credential spec names one pod may carry; more is refused (GMSA_MAX_CREDSPECS_PER_POD).')
+param maxCredSpecsPerPod int = 16
 
 @minValue(1)
-@maxValue(100)
-@description('The p95 latency alert fires above this share of the latency budget, in percent.')
-param latencyAlertPercent int = 80
+@maxValue(256)
+@description('The most calls one instance has in flight towards the API server; the rest wait within their budget (GMSA_API_CONCURRENCY).')
+param apiConcurrency int = 16
+
+@minValue(100)
+@maxValue(29000)
+@description('The longest one admission may take, in milliseconds (GMSA_ADMISSION_BUDGET_MS): below the webhook timeoutSeconds, and at least apiTimeoutMs. Past it an admission is refused (504).')
+param admissionBudgetMs int = 4000
+
+@minValue(1)
+@maxValue(95)
+@description('The p95 latency alert fires above this share of admissionBudgetMs, in percent: while admissions still finish, before they run out of budget and fail.')
+param latencyAlertPercent int = 75
 
 @description('Email address that receives the alerts. Empty: the alerts only show in the portal.')
 param alertEmail string = ''
@@ -228,6 +239,9 @@ module functionApp 'modules/function-app.bicep' = {
     randomHostname: randomHostname
     apiTimeoutMs: apiTimeoutMs
     authCacheTtlSeconds: authCacheTtlSeconds
+    admissionBudgetMs: admissionBudgetMs
+    maxCredSpecsPerPod: maxCredSpecsPerPod
+    apiConcurrency: apiConcurrency
   }
   // In private mode the app starts only once its storage is reachable from its subnet.
   dependsOn: [
@@ -263,6 +277,7 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
     functionHost: functionApp.outputs.defaultHostName
     identityObjectId: identity.outputs.principalId
     installCrd: wireInstallCrd
+    authorizeRequestingUser: authorizeRequestingUser
     functionKey: relayFunctionKey
     relayCaCertificate: relayCaCertificate
     relayTlsCertificate: relayTlsCertificate
@@ -280,7 +295,8 @@ module admissionMonitoring 'modules/admission-monitoring.bicep' = {
     tags: allTags
     environmentName: environmentName
     appInsightsId: monitoring.outputs.appInsightsId
-    latencyAlertThresholdMs: webhookLatencyBudgetMs * latencyAlertPercent / 100
+    // A share of the budget the app is given: above it, admissions are close to failing with 504.
+    latencyAlertThresholdMs: admissionBudgetMs * latencyAlertPercent / 100
     alertEmail: alertEmail
   }
 }

@@ -8,7 +8,7 @@ param environmentName string
 @description('Application Insights component that receives the webhooks\' traces.')
 param appInsightsId string
 
-@description('The p95 latency alert fires above this many milliseconds.')
+@description('The p95 latency alert fires above this many milliseconds: below the admission budget, so it fires while admissions still finish.')
 param latencyAlertThresholdMs int
 
 @description('Email address for the alerts; empty sends none.')
@@ -67,8 +67,8 @@ var cacheQuery = '${admissions}\n| summarize Hits = sum(CacheHits * ItemCount), 
 var coldStartQuery = '${admissions}\n| summarize ColdStarts = sumif(ItemCount, ColdStart), Admissions = sum(ItemCount) by bin(timestamp, 15m)'
 
 // Each alert query returns a row only when its condition holds; the rules fire on any row.
-// Only admissions that failed: ApiErrors also counts answers such as 404 for a credential spec
-// that does not exist, which end in a denial, not in an outage.
+// Only admissions that failed: a call that failed once and then succeeded on a retry leaves an
+// API error on a line that was still decided.
 var apiErrorAlertQuery = '${admissions}\n| where Decision == "${decisionError}" and ApiErrors > 0\n| summarize Refused = sum(ItemCount)\n| where Refused >= ${apiErrorThreshold}'
 var latencyAlertQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95), Admissions = sum(ItemCount)\n| where Admissions >= 10 and P95 > ${latencyAlertThresholdMs}'
 var denialSpikeAlertQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Recent = sumif(ItemCount, timestamp > ago(10m)), Earlier = sumif(ItemCount, timestamp <= ago(10m))\n| where Recent >= ${denialSpikeMinimum} and Recent > ${denialSpikeFactor} * (Earlier / 5.0)'
@@ -256,8 +256,8 @@ var alertRules = [
   }
   {
     name: 'latency-near-timeout'
-    displayName: 'GMSA admission: p95 latency near the webhook timeout (${environmentName})'
-    description: 'p95 admission latency is above ${latencyAlertThresholdMs} ms; past the webhook timeout the API server rejects GMSA pods.'
+    displayName: 'GMSA admission: p95 latency near the admission budget (${environmentName})'
+    description: 'p95 admission latency is above ${latencyAlertThresholdMs} ms, close to the admission budget: an admission that runs out of it refuses its GMSA pod (504).'
     severity: 2
     evaluationFrequency: 'PT5M'
     windowSize: 'PT15M'

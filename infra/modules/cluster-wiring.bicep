@@ -28,6 +28,9 @@ param identityObjectId string
 @description('Install the GMSACredentialSpec CRD. False when the cluster already has it (the AKS gMSA add-on installs it).')
 param installCrd bool = true
 
+@description('The function runs with GMSA_AUTHORIZE_REQUESTING_USER=true: its cluster role may create SubjectAccessReviews too (otherwise LocalSubjectAccessReviews only, and such a function refuses every GMSA pod).')
+param authorizeRequestingUser bool = false
+
 @secure()
 @description('relay mode: the function key the relay sends (x-functions-key).')
 param functionKey string = ''
@@ -60,7 +63,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('67699f170d903f06', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('b8391e7116fa6586', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -96,6 +99,14 @@ var relayIngress = empty(relayAllowFromPeers) ? [] : [
       }
     ]
   }
+]
+
+// The requesting-user check asks cluster-wide SubjectAccessReviews; without it the role does not grant them.
+var webhookReviewResources = authorizeRequestingUser ? [
+  'localsubjectaccessreviews'
+  'subjectaccessreviews'
+] : [
+  'localsubjectaccessreviews'
 ]
 
 extension kubernetes with {
@@ -331,9 +342,7 @@ resource clusterRole 'rbac.authorization.k8s.io/ClusterRole@v1' = {
       apiGroups: [
         'authorization.k8s.io'
       ]
-      resources: [
-        'localsubjectaccessreviews'
-      ]
+      resources: webhookReviewResources
       verbs: [
         'create'
       ]
@@ -383,7 +392,6 @@ resource namespace 'core/Namespace@v1' = if (relay) {
       'app.kubernetes.io/name': 'gmsa-admission-relay'
       'app.kubernetes.io/part-of': 'gmsa-admission'
       'pod-security.kubernetes.io/enforce': 'restricted'
-      'windows.k8s.io/disabled': 'true'
     }
   }
 }

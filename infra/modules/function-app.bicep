@@ -57,6 +57,16 @@ param authCacheTtlSeconds int = 5
 @description('The longest one admission may take, in milliseconds; below the webhook timeoutSeconds.')
 param admissionBudgetMs int = 4000
 
+@minValue(1)
+@maxValue(1000)
+@description('The most distinct credential spec names one pod may carry (GMSA_MAX_CREDSPECS_PER_POD).')
+param maxCredSpecsPerPod int = 16
+
+@minValue(1)
+@maxValue(256)
+@description('The most calls one instance has in flight towards the API server (GMSA_API_CONCURRENCY).')
+param apiConcurrency int = 16
+
 var privateMode = networkMode == 'private'
 var restrictInbound = !privateMode && !empty(clusterEgressIpAddresses)
 var appName = 'func-gmsa-${resourceToken}'
@@ -160,6 +170,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     GMSA_API_TIMEOUT_MS: string(apiTimeoutMs)
     GMSA_AUTH_CACHE_TTL_SECONDS: string(authCacheTtlSeconds)
     GMSA_ADMISSION_BUDGET_MS: string(admissionBudgetMs)
+    GMSA_MAX_CREDSPECS_PER_POD: string(maxCredSpecsPerPod)
+    GMSA_API_CONCURRENCY: string(apiConcurrency)
     // Reachable publicly only through the relay, which carries a function key; the app refuses
     // to start in public mode without keys, so the two settings come from the same parameter.
     GMSA_NETWORK_MODE: networkMode

@@ -6,7 +6,8 @@ import { EntraTokenError } from "./entraTokenCache.js";
 
 /**
  * Runs one Kubernetes API call bounded by the admission's signal and a per-call timeout, counts
- * it, and turns every way it can fail into an ApiOutcome: the HTTP status when the server
+ * it (and counts it as an API error when it failed: 5xx, 429, no answer, no token — not a 4xx
+ * answer), and turns every way it can fail into an ApiOutcome: the HTTP status when the server
  * answered, or a ClusterUnavailableError when it did not.
  */
 export type ApiOutcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly status: number; readonly body: unknown };
@@ -135,14 +136,18 @@ async function callInSlot<T>(
   try {
     return { ok: true, value: await call(options) };
   } catch (error) {
-    countRequest("apiErrors");
     if (error instanceof ApiException) {
       const status = error.code;
       if (status >= 500 || status === 429) {
+        countRequest("apiErrors");
         throw new ClusterUnavailableError(`the Kubernetes API server answered ${status} to ${description}`, "serverError", status, retryAfterMs(error.headers));
       }
+      // A 4xx is an answer the policy acts on (a spec that does not exist, a review refused),
+      // not a failure of the API server: counting it would overstate API errors.
       return { ok: false, status, body: error.body };
     }
+    // Everything past here is a call that got no answer at all.
+    countRequest("apiErrors");
     if (error instanceof EntraTokenError) {
       throw new ClusterUnavailableError(`no Microsoft Entra token for the Kubernetes API server, for ${description}: ${error.message}`, "rejected");
     }

@@ -3,6 +3,7 @@ import * as assert from "uvu/assert";
 import { clusterManifests, type KubernetesObject } from "../../cluster/manifests.js";
 import { relayChecksumAnnotation, relayDefaultImage, relayName, type RelayWiring } from "../../cluster/relay.js";
 import { relayUpstreamTimeouts } from "../../cluster/relayNginxConf.js";
+import { excludedNamespaceLabel } from "../../cluster/webhookConfigurations.js";
 import { relayLimits, relayMemoryBudget } from "../../cluster/relayLimits.js";
 import { answerMarginMs } from "../../lib/admission/handleReview.js";
 import { maxBodyBytes } from "../../lib/admission/httpExchange.js";
@@ -236,9 +237,9 @@ Relay("a new certificate, key or function changes the pod template's checksum; t
   assert.is.not(checksum(render({ function: { host: "other.azurewebsites.net", port: 443 } })), base);
 });
 
-Relay("the namespace opts out of the webhooks and enforces the restricted pod security profile", () => {
+Relay("the namespace is not opted out of the webhooks and enforces the restricted pod security profile", () => {
   const labels = find(render(), "Namespace", "gmsa-admission").metadata.labels;
-  assert.is(labels["windows.k8s.io/disabled"], "true");
+  assert.is(labels[excludedNamespaceLabel.key], undefined, "the matchConditions keep the relay's pods away; the checks stay on for anything else there");
   assert.is(labels["pod-security.kubernetes.io/enforce"], "restricted");
 });
 

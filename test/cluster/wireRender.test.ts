@@ -37,6 +37,19 @@ Render("--no-crd leaves the CRD out; url mode has no relay", async () => {
   assert.equal(parseAllDocuments(run.stdout).map((d) => d.toJS().kind), ["ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
 });
 
+Render("--authorize-requesting-user lets the function's identity create SubjectAccessReviews; without it LocalSubjectAccessReviews only", async () => {
+  const reviews = async (extra: string[]) => {
+    const run = await wire(["--function-url", "https://func.example.com", "--mode", "url", "--identity", "x", ...extra]);
+    assert.is(run.code, exitCodes.ok, run.stderr);
+    const role = parseAllDocuments(run.stdout).map((d) => d.toJS()).find((o) => o.kind === "ClusterRole");
+    return role.rules.find((rule: { apiGroups: string[] }) => rule.apiGroups.includes("authorization.k8s.io")).resources;
+  };
+  assert.equal(await reviews([]), ["localsubjectaccessreviews"]);
+  assert.equal(await reviews(["--authorize-requesting-user"]), ["localsubjectaccessreviews", "subjectaccessreviews"]);
+  const help = await wire(["--help"]);
+  assert.match(help.stdout, /--authorize-requesting-user/);
+});
+
 Render("--out writes one numbered file per object, Secrets readable by their owner only", async () => {
   const dir = join(mkdtempSync(join(tmpdir(), "gmsa-wire-out-")), "objects");
   const run = await wire([...relay, "--out", dir]);

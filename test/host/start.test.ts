@@ -59,4 +59,28 @@ Start("prints an export line whose cluster refuses and expands GMSA pods, and Ct
   }
 });
 
+Start("with GMSA_AUTHORIZE_REQUESTING_USER=true the local cluster lets the webhook ask SubjectAccessReviews: the pod is checked, not failed", async () => {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", GMSA_AUTHORIZE_REQUESTING_USER: "true" };
+  delete env.KUBECONFIG;
+  delete env.KUBERNETES_SERVICE_HOST;
+  delete env.GMSA_CLUSTER_ACCESS;
+  const child = spawn("tsx", [join(__dirname, "..", "..", "host", "start.ts")], { env, stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    const line = await waitForLine(child, /^export KUBECONFIG=/, 15 * 60_000);
+    const admin = loadKubeconfigFile(line.slice("export KUBECONFIG=".length));
+    // The cluster's admin may use every spec, as the demo's service account may use this one.
+    const [pod] = exampleObjects("pod.yaml");
+    const created = await kubeRequest(admin, "POST", "/api/v1/namespaces/demo/pods", pod);
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    const [refused] = exampleObjects("pod-not-allowed.yaml");
+    const denied = await kubeRequest(admin, "POST", "/api/v1/namespaces/demo/pods", refused);
+    assert.is(denied.status, 403, JSON.stringify(denied.body));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    child.kill("SIGINT");
+    await exited;
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+});
+
 Start.run();

@@ -10,6 +10,7 @@ import {
   callArguments,
   callName,
   declared,
+  decorator,
   descendants,
   evaluate,
   infraFile,
@@ -245,11 +246,21 @@ portal("four log alert rules: API-server errors, latency near the timeout, denia
   assert.ok(criteria?.text.includes("query: rule.query"));
 });
 
-portal("the latency alert fires at a share of the webhook's time budget (default 80% of 5000 ms)", ({ main }) => {
+portal("the latency alert fires at a share of the admission budget the Function App is given (default 75% of 4000 ms), before admissions time out", ({ main }) => {
   const threshold = property(declared(main, "module", "admissionMonitoring").body?.object, "params", "latencyAlertThresholdMs");
+  const givenBudget = property(declared(main, "module", "functionApp").body?.object, "params", "admissionBudgetMs");
   assert.ok(threshold !== undefined);
-  assert.is(evaluate(main, threshold), 4000);
-  assert.is(evaluate(main, threshold, { bindings: { webhookLatencyBudgetMs: 10000, latencyAlertPercent: 75 } }), 7500);
+  assert.ok(givenBudget !== undefined, "main.bicep gives the Function App its admission budget");
+  assert.is(evaluate(main, threshold), 3000);
+  assert.is(evaluate(main, threshold, { bindings: { admissionBudgetMs: 10000, latencyAlertPercent: 80 } }), 8000);
+  const maxValue = decorator(declared(main, "param", "latencyAlertPercent"), "maxValue");
+  assert.ok(maxValue !== undefined, "the share is bounded");
+  const highest = Number(evaluate(main, callArguments(maxValue)[0]!));
+  for (const admissionBudgetMs of [100, 2000, 4000, 29000]) {
+    const bindings = { admissionBudgetMs, latencyAlertPercent: highest };
+    assert.is(evaluate(main, givenBudget, { bindings }), admissionBudgetMs);
+    assert.ok(Number(evaluate(main, threshold, { bindings })) < admissionBudgetMs, `the alert fires below a budget of ${admissionBudgetMs} ms`);
+  }
 });
 
 portal("the action group mails the optional address, and every alert uses it", ({ file }) => {

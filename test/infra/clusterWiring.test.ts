@@ -6,6 +6,7 @@ import { bicepWiringPath, renderBicepWiring } from "../../cluster/bicepWiring.js
 import { clusterManifests, relayCaBundle, type KubernetesObject } from "../../cluster/manifests.js";
 import { relayChecksumAnnotation } from "../../cluster/relay.js";
 import type { RelayAllowedSource } from "../../cluster/relayNetworkPolicy.js";
+import { excludedNamespaceLabel } from "../../cluster/webhookConfigurations.js";
 import { type BicepFile, type Value, declarations, declarationsOf, evaluate, infraFile, kids, property, propertiesOf, repoRoot } from "./bicepTree.js";
 
 /**
@@ -25,7 +26,7 @@ const inputs = {
 function rendered(
   mode: "url" | "relay",
   installCrd: boolean,
-  { previousCa = "", allowFrom }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[] } = {},
+  { previousCa = "", allowFrom, authorizeRequestingUser = false }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[]; authorizeRequestingUser?: boolean } = {},
 ): KubernetesObject[] {
   const target =
     mode === "relay"
@@ -41,6 +42,7 @@ function rendered(
     target,
     subject: { kind: "User", name: inputs.identityObjectId },
     includeCrd: installCrd,
+    authorizeRequestingUser,
     ...(previousCa === "" ? {} : { relayCaBundlePem: relayCaBundle(inputs.relayCaCertificate, previousCa) }),
   });
 }
@@ -82,6 +84,23 @@ for (const mode of ["url", "relay"] as const) {
     });
   }
 }
+
+Wiring("authorizeRequestingUser lets the webhook's role create SubjectAccessReviews, as the renderer does; by default it may not", ({ file }) => {
+  const reviews = (objects: readonly unknown[]) =>
+    JSON.stringify((objects.find((o) => JSON.stringify(o).includes('"kind":"ClusterRole"')) as any)?.rules.find((rule: any) => rule.apiGroups.includes("authorization.k8s.io")).resources);
+  for (const mode of ["url", "relay"] as const) {
+    assert.is(reviews(deployed(file, { ...inputs, mode, installCrd: true })), '["localsubjectaccessreviews"]');
+    const checked = deployed(file, { ...inputs, mode, installCrd: true, authorizeRequestingUser: true });
+    assert.is(reviews(checked), '["localsubjectaccessreviews","subjectaccessreviews"]');
+    assert.equal(withoutChecksum(checked), withoutChecksum(rendered(mode, true, { authorizeRequestingUser: true })));
+  }
+});
+
+Wiring("relay mode: the namespace it may be pointed at is not opted out of the webhooks", ({ file }) => {
+  const namespace = deployed(file, { ...inputs, mode: "relay", installCrd: true }).find((o) => o.kind === "Namespace") as any;
+  assert.ok(namespace, "relay mode deploys the namespace");
+  assert.is(namespace.metadata.labels[excludedNamespaceLabel.key], undefined);
+});
 
 Wiring("relay mode: the NetworkPolicy admits the sources the parameters name, as the renderer does; none admits nobody", ({ file }) => {
   const cases: ReadonlyArray<readonly [Record<string, Value>, readonly RelayAllowedSource[]]> = [
@@ -175,6 +194,7 @@ Wiring("main.bicep deploys it only when asked, with the function's host and iden
   const params = property(module.body!.object, "params");
   assert.is(property(params, "functionHost")?.text, "functionApp.outputs.defaultHostName");
   assert.is(property(params, "identityObjectId")?.text, "identity.outputs.principalId");
+  assert.is(property(params, "authorizeRequestingUser")?.text, "authorizeRequestingUser", "the role grants what the function's requesting-user check asks");
   assert.match(property(params, "kubeConfig")?.text ?? "", /^wiring \? cluster\.listClusterAdminCredential\(\)\.kubeconfigs\[0\]\.value : ''$/);
 });
 

@@ -1,11 +1,15 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { suite } from "uvu";
 import type { Node } from "web-tree-sitter";
 import * as assert from "uvu/assert";
-import { readEndpointProtection } from "../../lib/settings.js";
+import { readAdmissionSettings, readEndpointProtection, SettingsError } from "../../lib/settings.js";
 import {
   type BicepFile,
   type Declaration,
+  callArguments,
   declared,
+  decorator,
   descendants,
   evaluate,
   infraFile,
@@ -14,6 +18,7 @@ import {
   memberPath,
   property,
   propertiesOf,
+  repoRoot,
   resourcesOfType,
   stringParts,
   valueOf,
@@ -129,6 +134,8 @@ const expectedSettings = [
   "GMSA_API_TIMEOUT_MS",
   "GMSA_AUTH_CACHE_TTL_SECONDS",
   "GMSA_ADMISSION_BUDGET_MS",
+  "GMSA_MAX_CREDSPECS_PER_POD",
+  "GMSA_API_CONCURRENCY",
   "GMSA_REQUIRE_FUNCTION_KEY",
   "GMSA_NETWORK_MODE",
   "FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR",
@@ -170,8 +177,8 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
   assert.is(literal(settings.get("GMSA_CLUSTER_ACCESS")), "entra");
   assert.is(settings.get("GMSA_AKS_RESOURCE_ID")?.text, "clusterResourceId");
   const scenarios = [
-    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, networkMode: "public" },
-    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, networkMode: "private" },
+    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, maxCredSpecsPerPod: 16, apiConcurrency: 16, networkMode: "public" },
+    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, maxCredSpecsPerPod: 3, apiConcurrency: 64, networkMode: "private" },
   ];
   for (const bindings of scenarios) {
     const value = (name: string) => evaluate(app, settings.get(name)!, { bindings });
@@ -180,6 +187,8 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
     assert.is(value("GMSA_API_TIMEOUT_MS"), String(bindings.apiTimeoutMs));
     assert.is(value("GMSA_AUTH_CACHE_TTL_SECONDS"), String(bindings.authCacheTtlSeconds));
     assert.is(value("GMSA_ADMISSION_BUDGET_MS"), String(bindings.admissionBudgetMs));
+    assert.is(value("GMSA_MAX_CREDSPECS_PER_POD"), String(bindings.maxCredSpecsPerPod));
+    assert.is(value("GMSA_API_CONCURRENCY"), String(bindings.apiConcurrency));
     assert.is(value("GMSA_REQUIRE_FUNCTION_KEY"), String(bindings.networkMode === "public"));
   }
 });
@@ -207,6 +216,34 @@ hosting("main passes the identity's client ID and the documented setting default
   assert.is(valueOf(main, "randomHostname"), false);
   assert.is(valueOf(main, "apiTimeoutMs"), 2000);
   assert.is(valueOf(main, "authCacheTtlSeconds"), 5);
+});
+
+hosting("the credential-spec and concurrency limits default to the product's own and pass from main to the app", ({ main, app }) => {
+  const settings = appSettings(app);
+  const defaults = readAdmissionSettings({ KUBECONFIG: "/k" });
+  const azdParameters = JSON.parse(readFileSync(join(repoRoot, "infra/main.parameters.json"), "utf8")) as { parameters: Record<string, { value?: unknown }> };
+  const deployed = readAdmissionSettings({
+    KUBECONFIG: "/k",
+    GMSA_MAX_CREDSPECS_PER_POD: String(evaluate(app, settings.get("GMSA_MAX_CREDSPECS_PER_POD")!)),
+    GMSA_API_CONCURRENCY: String(evaluate(app, settings.get("GMSA_API_CONCURRENCY")!)),
+  });
+  assert.is(deployed.maxCredSpecsPerPod, defaults.maxCredSpecsPerPod);
+  assert.is(deployed.apiConcurrency, defaults.apiConcurrency);
+  const params = property(declared(main, "module", "functionApp").body?.object, "params");
+  for (const [name, product] of [["maxCredSpecsPerPod", defaults.maxCredSpecsPerPod], ["apiConcurrency", defaults.apiConcurrency]] as const) {
+    assert.is(valueOf(main, name), product, `main's ${name} defaults to the product's`);
+    assert.is(property(params, name)?.text, name, `main passes ${name} to the app`);
+    const variable = name === "maxCredSpecsPerPod" ? "GMSA_MAX_CREDSPECS_PER_POD" : "GMSA_API_CONCURRENCY";
+    assert.is(azdParameters.parameters[name]?.value, `\${${variable}=${product}}`, `azd maps ${variable} to ${name}`);
+    // The bounds are the setting's own: a deployment the app would refuse to start with is refused first.
+    for (const file of [main, app]) {
+      const declaration = declared(file, "param", name);
+      const bound = (which: string) => Number(evaluate(file, callArguments(decorator(declaration, which)!)[0]!));
+      assert.not.throws(() => readAdmissionSettings({ KUBECONFIG: "/k", [variable]: String(bound("minValue")) }));
+      assert.not.throws(() => readAdmissionSettings({ KUBECONFIG: "/k", [variable]: String(bound("maxValue")) }));
+      assert.throws(() => readAdmissionSettings({ KUBECONFIG: "/k", [variable]: String(bound("maxValue") + 1) }), (error: unknown) => error instanceof SettingsError);
+    }
+  }
 });
 
 hosting("storage refuses shared keys and old TLS", ({ storage }) => {

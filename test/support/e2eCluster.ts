@@ -27,7 +27,7 @@ export async function startE2eCluster(options: { webhookEnv?: Record<string, str
   try {
     const webhookEnv = { KUBECONFIG: local.webhookKubeconfig, ...options.webhookEnv };
     webhook = await startLocalWebhook(webhookEnv);
-    await wireLocalCluster(local, { url: webhook.server.url, caPem: webhook.caPem });
+    await wireLocalCluster(local, { url: webhook.server.url, caPem: webhook.caPem, authorizeRequestingUser: webhook.settings.authorizeRequestingUser });
     const admin = loadKubeconfigFile(local.adminKubeconfig);
     const cluster: E2eCluster = {
       local,

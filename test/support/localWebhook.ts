@@ -1,7 +1,7 @@
 import { createAdmissionRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
 import { startLocalServer, type LocalServer } from "../../host/localServer.js";
 import { generateServingCertificate, type ServingCertificate } from "../../host/servingCertificate.js";
-import { readAdmissionSettings } from "../../lib/settings.js";
+import { readAdmissionSettings, type AdmissionSettings } from "../../lib/settings.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,11 +12,14 @@ export interface LocalWebhook {
   readonly caPem: string;
   readonly tls: ServingCertificate;
   readonly logs: string[];
+  /** What the webhook was started with (the wiring grants its role what these checks need). */
+  readonly settings: AdmissionSettings;
   close(): Promise<void>;
 }
 
 export async function startLocalWebhook(env: Record<string, string>, options: { port?: number; functionKey?: string; tls?: ServingCertificate } = {}): Promise<LocalWebhook> {
-  useAdmissionRuntime(await createAdmissionRuntime(readAdmissionSettings(env)));
+  const settings = readAdmissionSettings(env);
+  useAdmissionRuntime(await createAdmissionRuntime(settings));
   const tls = options.tls ?? (await generateServingCertificate(mkdtempSync(join(tmpdir(), "gmsa-host-"))));
   const logs: string[] = [];
   const server = await startLocalServer({
@@ -31,6 +34,7 @@ export async function startLocalWebhook(env: Record<string, string>, options: { 
     caPem: tls.caPem,
     tls,
     logs,
+    settings,
     close: async () => {
       await server.close();
       await stopAdmissionRuntime();
