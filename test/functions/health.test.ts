@@ -44,4 +44,10 @@ Health("a bad setting is not echoed either", async (context) => {
   assert.ok(context.logged.some((line) => line.includes("GMSA_API_TIMEOUT_MS")));
 });
 
+// Loading functions/health registered it with the real `app`. Every test file runs in one process:
+// forget the module, so that a later local Functions host loads it afresh and sees the route.
+Health.after(() => {
+  delete require.cache[require.resolve("../../functions/health.js")];
+});
+
 Health.run();
