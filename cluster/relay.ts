@@ -3,7 +3,7 @@ import type { WebhookTarget } from "./webhookConfigurations.js";
 
 /**
  * The relay: a stock nginx from a public registry, in the cluster, that the API server calls as a
- * `service` webhook and that forwards the two webhook paths to the Function App over HTTPS,
+ * `service` webhook and that forwards the three webhook paths to the Function App over HTTPS,
  * adding the function key. Standard AKS API servers cannot reach a URL outside the cluster;
  * they can reach a service. No image of ours, no Kubernetes API access, no token.
  */
@@ -135,7 +135,7 @@ http {
       return 200 "ok\\n";
     }
 
-    location ~ ^/(mutate|validate)$ {
+    location ~ ^/(mutate|validate|validate-credspec)$ {
       set $function_upstream "${host}:${port}";
       # The API server's ?timeout= rides along: the function fits its own budget in it.
       proxy_pass https://$function_upstream$request_uri;

@@ -83,11 +83,19 @@ export function exampleCredSpecs(): KubernetesObject[] {
     .flatMap((f) => exampleObjects(join("credspecs", f)));
 }
 
-/** Installs the product's objects pointing at a webhook served by URL, and the example credential specs. */
+/**
+ * Installs the product's objects pointing at a webhook served by URL, and the example credential
+ * specs. The examples go in before the webhook configurations: one of them is deliberately
+ * broken, standing for an object created before the credential spec webhook was wired, which
+ * pod admission must still refuse to use.
+ */
 export async function wireLocalCluster(cluster: LocalCluster, webhook: { url: string; caPem: string }, extra: readonly KubernetesObject[] = []): Promise<void> {
+  const manifests = clusterManifests({ target: { kind: "url", baseUrl: webhook.url, caBundlePem: webhook.caPem }, subject: { kind: "User", name: localWebhookUser } });
+  const isWebhookConfiguration = (object: KubernetesObject) => object.kind.endsWith("WebhookConfiguration");
   await applyObjects(loadKubeconfigFile(cluster.adminKubeconfig), [
-    ...clusterManifests({ target: { kind: "url", baseUrl: webhook.url, caBundlePem: webhook.caPem }, subject: { kind: "User", name: localWebhookUser } }),
+    ...manifests.filter((object) => !isWebhookConfiguration(object)),
     ...exampleCredSpecs(),
+    ...manifests.filter(isWebhookConfiguration),
     ...extra,
   ]);
 }

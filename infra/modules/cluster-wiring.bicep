@@ -54,7 +54,7 @@ param relayPreviousCaCertificate string = ''
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('7e55ab4de43c20f5', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('d7816de9bd7da6cf', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -403,7 +403,7 @@ http {
       return 200 "ok\n";
     }
 
-    location ~ ^/(mutate|validate)$ {
+    location ~ ^/(mutate|validate|validate-credspec)$ {
       set $function_upstream "{{functionHost}}:443";
       # The API server's ?timeout= rides along: the function fits its own budget in it.
       proxy_pass https://$function_upstream$request_uri;
@@ -933,6 +933,47 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
             'bindings'
           ]
           scope: 'Namespaced'
+        }
+      ]
+    }
+    {
+      name: 'credspec.gmsa-admission.windows.k8s.io'
+      clientConfig: relay ? {
+        service: {
+          namespace: relayNamespace
+          name: 'gmsa-admission-relay'
+          path: '/validate-credspec'
+          port: 443
+        }
+        caBundle: base64(relayCaBundle)
+      } : {
+        url: 'https://${functionHost}/validate-credspec'
+      }
+      admissionReviewVersions: [
+        'v1'
+        'v1beta1'
+      ]
+      sideEffects: 'None'
+      failurePolicy: 'Fail'
+      matchPolicy: 'Equivalent'
+      timeoutSeconds: 5
+      rules: [
+        {
+          apiGroups: [
+            'windows.k8s.io'
+          ]
+          apiVersions: [
+            'v1'
+            'v1alpha1'
+          ]
+          operations: [
+            'CREATE'
+            'UPDATE'
+          ]
+          resources: [
+            'gmsacredentialspecs'
+          ]
+          scope: 'Cluster'
         }
       ]
     }

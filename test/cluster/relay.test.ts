@@ -52,6 +52,8 @@ Relay("the webhook configurations address the relay's service with its CA", () =
     assert.equal(webhook.clientConfig.service, { namespace: "gmsa-admission", name: relayName, path: kind.startsWith("Mutating") ? "/mutate" : "/validate", port: 443 });
     assert.is(Buffer.from(webhook.clientConfig.caBundle, "base64").toString(), certificate.caPem);
   }
+  const credSpecWebhook = find(objects, "ValidatingWebhookConfiguration", "gmsa-admission").webhooks[1];
+  assert.equal(credSpecWebhook.clientConfig.service, { namespace: "gmsa-admission", name: relayName, path: "/validate-credspec", port: 443 });
   const service = find(objects, "Service");
   assert.equal(service.spec.ports, [{ name: "https", port: 443, targetPort: "https", protocol: "TCP" }]);
 });
@@ -89,9 +91,9 @@ Relay("the relay runs locked down: non-root, read-only root, no capabilities, Ru
   assert.ok(pod.volumes.find((v: any) => v.name === "run").emptyDir);
 });
 
-Relay("nginx forwards only /mutate and /validate, to the function by name, verifying it, with the key from the Secret", () => {
+Relay("nginx forwards only /mutate, /validate and /validate-credspec, to the function by name, verifying it, with the key from the Secret", () => {
   const conf = nginxConf(render());
-  assert.match(conf, /location ~ \^\/\(mutate\|validate\)\$ \{/);
+  assert.match(conf, /location ~ \^\/\(mutate\|validate\|validate-credspec\)\$ \{/);
   assert.match(conf, /location \/ \{\s*return 404;/);
   assert.match(conf, /proxy_pass https:\/\/\$function_upstream\$request_uri;/);
   assert.match(conf, /set \$function_upstream "func-gmsa\.azurewebsites\.net:443";/);
