@@ -3,6 +3,7 @@ import type { GmsaSetting } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { lookupProblem, namesOf, shapeProblem } from "./settingChecks.js";
+import { useGrantAdvice } from "./useGrant.js";
 import { refusedUse, usePrincipals } from "./usePrincipals.js";
 import { allowed, denied, type Verdict } from "./verdict.js";
 
@@ -31,7 +32,8 @@ export async function authorizeCredSpecs(
   for (const setting of settings) {
     const refusedBy = setting.name === undefined ? undefined : refused.get(setting.name);
     if (refusedBy) {
-      return denied(403, `${setting.owner}: ${refusedBy.description} is not authorized to use GMSACredentialSpec "${setting.name}"`, {
+      const advice = useGrantAdvice(setting.name!, admission.namespace, refusedBy.grantee);
+      return denied(403, `${setting.owner}: ${refusedBy.description} is not authorized to use GMSACredentialSpec "${setting.name}"; ${advice}`, {
         credSpecs: [setting.name!],
       });
     }

@@ -178,6 +178,25 @@ Create("a pod without GMSA settings is allowed without any API call", async () =
   assert.equal(ports.reviews.length + ports.lookups.length, 0);
 });
 
+Create("a 403 says how to grant use: the grant command and the kubectl equivalent, for that account and spec only", async () => {
+  const ports = fakePorts({ decide: () => ({ allowed: false }) });
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  const message = verdict.kind === "denied" ? verdict.message : "";
+  assert.match(message, /; to grant it: npm run credspec -- grant webapp1-credspec --service-account apps\/web --apply, or /);
+  assert.match(message, /kubectl create role gmsa-use-webapp1-credspec --namespace=apps --verb=use --resource=gmsacredentialspecs\.windows\.k8s\.io --resource-name=webapp1-credspec && /);
+  assert.match(message, /kubectl create rolebinding gmsa-use-webapp1-credspec-web --namespace=apps --role=gmsa-use-webapp1-credspec --serviceaccount=apps:web$/);
+  // Nothing was looked up: the advice cannot depend on whether the spec exists.
+  assert.is(ports.lookups.length, 0);
+});
+
+Create("a 403 for the requesting user advises a binding for that user", async () => {
+  const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  const message = verdict.kind === "denied" ? verdict.message : "";
+  assert.match(message, /--role=gmsa-use-webapp1-credspec --user=alice$/);
+  assert.not.match(message, /npm run credspec/);
+});
+
 Create("with the requesting-user check on, the requesting user must also hold use", async () => {
   const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
   const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
