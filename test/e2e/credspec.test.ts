@@ -3,6 +3,8 @@ import * as assert from "uvu/assert";
 import { kubeRequest } from "../support/kubeRequest.js";
 import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
 import { credSpecFile } from "../lib/credspec/credSpecFixtures.js";
+import { runCredspec } from "../../cluster/credspecCommand.js";
+import { gmsa } from "../support/reviews.js";
 
 /**
  * Credential specs through a real kube-apiserver: it sends every create and update of a
@@ -23,6 +25,14 @@ E2e.before(async (context) => {
 E2e.after(async (context) => {
   await context.cluster?.close();
 });
+
+/**
+ * The warnings as a client prints them: the API server may fold several into one Warning header
+ * (`299 - "a", 299 - "b"`) and escapes the quotes inside each.
+ */
+function shownWarnings(warnings: readonly string[]): string[] {
+  return warnings.flatMap((w) => w.split(/", 299 - "/)).map((w) => w.replace(/^299 - "|"$/g, "").replace(/\\"/g, '"'));
+}
 
 const collection = (version = "v1") => `/apis/windows.k8s.io/${version}/gmsacredentialspecs`;
 
@@ -54,8 +64,10 @@ E2e("a suspicious credential spec is created, and the client is shown each warni
   object.credspec.DomainJoinConfig.NetBiosName = "contoso";
   const reply = await kubeRequest(cluster.admin, "POST", collection(), object);
   assert.is(reply.status, 201, JSON.stringify(reply.body));
-  assert.ok(reply.warnings.some((w) => /GMSACredentialSpec "one-scope": credspec\.ActiveDirectoryConfig\.GroupManagedServiceAccounts: no entry has DomainJoinConfig\.NetBiosName/.test(w)), JSON.stringify(reply.warnings));
-  assert.ok(reply.warnings.some((w) => /credspec\.DomainJoinConfig\.NetBiosName: is not upper case/.test(w)), JSON.stringify(reply.warnings));
+  const warnings = shownWarnings(reply.warnings);
+  assert.is(warnings.length, 2, JSON.stringify(warnings));
+  assert.match(warnings[0]!, /^GMSACredentialSpec "one-scope": credspec\.ActiveDirectoryConfig\.GroupManagedServiceAccounts: no entry has DomainJoinConfig\.NetBiosName/);
+  assert.match(warnings[1]!, /^GMSACredentialSpec "one-scope": credspec\.DomainJoinConfig\.NetBiosName: is not upper case/);
 });
 
 E2e("a change that breaks an existing credential spec is refused; a label on a broken old one is not", async ({ cluster }) => {
@@ -64,6 +76,53 @@ E2e("a change that breaks an existing credential spec is refused; a label on a b
   assert.match(broken.body.message, /credspec\.DomainJoinConfig\.Guid: must be a GUID without braces/);
   const labelled = await kubeRequest(cluster.admin, "PATCH", `${collection()}/empty-credspec`, { metadata: { labels: { team: "payroll" } } }, "application/merge-patch+json");
   assert.is(labelled.status, 200, JSON.stringify(labelled.body));
+});
+
+async function credspecCommand(cluster: E2eCluster, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCredspec(args, {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    readFile: () => {
+      throw new Error("no files in this test");
+    },
+    kubeConfig: () => cluster.admin,
+  });
+  return { code, stdout, stderr };
+}
+
+E2e("from generate to a running pod: the spec applied, the pod refused with the grant to run, the grant applied, the pod admitted", async ({ cluster }) => {
+  await cluster.apply([
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "shop" } },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "orders", namespace: "shop" } },
+  ]);
+  const generated = await credspecCommand(cluster, [
+    "generate",
+    ...["--dns-name", "shop.example.org", "--netbios-name", "SHOP", "--dns-tree-name", "example.org"],
+    ...["--sid", "S-1-5-21-3623811015-3361044348-30300820", "--guid", "9d1c8e4a-3b2f-4c6d-8e7f-112233445566", "--account", "OrdersApp"],
+    ...["--plugin", "akv", "--secret-uri", "https://kv-shop.vault.azure.net/secrets/gmsa", "--object-id", "0b6f3c1e-1111-4222-8333-444455556666", "--apply"],
+  ]);
+  assert.is(generated.code, 0, generated.stderr);
+  assert.match(generated.stdout, /applied GMSACredentialSpec ordersapp/);
+
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "orders-0", namespace: "shop" },
+    spec: { serviceAccountName: "orders", securityContext: gmsa("ordersapp"), containers: [{ name: "app", image: "mcr.microsoft.com/windows/nanoserver:ltsc2022" }] },
+  };
+  const refused = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/shop/pods", pod);
+  assert.is(refused.status, 403, JSON.stringify(refused.body));
+  const advice = /to grant it: (npm run credspec -- grant [^,]+), or (kubectl create role .*) && (kubectl create rolebinding .*)$/.exec(refused.body.message);
+  assert.ok(advice, refused.body.message);
+  assert.is(advice[1], "npm run credspec -- grant ordersapp --service-account shop/orders --apply");
+
+  const granted = await credspecCommand(cluster, ["grant", "ordersapp", "--service-account", "shop/orders", "--apply"]);
+  assert.is(granted.code, 0, granted.stderr);
+  const admitted = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/shop/pods", pod);
+  assert.is(admitted.status, 201, JSON.stringify(admitted.body));
+  assert.match(admitted.body.spec.securityContext.windowsOptions.gmsaCredentialSpec, /"PluginGUID":"\{CCC2A336-D7F3-4818-A213-272B7924213E\}"/);
 });
 
 E2e.run();
