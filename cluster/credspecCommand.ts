@@ -1,10 +1,16 @@
-import type { KubeConfig } from "@kubernetes/client-node";
+import { AuthorizationV1Api, RbacAuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { isLeft } from "fp-ts/Either";
+import type * as t from "io-ts";
 import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { checkCredSpec, type CredSpecReport } from "../lib/credspec/checkCredSpec.js";
 import { describeFinding, type Finding } from "../lib/credspec/credSpecFindings.js";
 import { credSpecDocument, generateCredSpec, type CredSpecDocument, type PluginChoice } from "../lib/credspec/generateCredSpec.js";
 import { grantUse } from "../lib/credspec/grantUse.js";
+import { RbacBinding, RbacList, RbacRole, whoMayUse, type UseGrantFound } from "../lib/credspec/rbacUse.js";
+import { describeDecodeErrors } from "../lib/admission/decodeErrors.js";
+import { serviceAccountPrincipal } from "../lib/gmsa/ports.js";
+import { useAuthorization } from "../lib/kube/useAuthorization.js";
 import { credSpecNameProblem } from "../lib/gmsa/credSpecName.js";
 import { applyObjects } from "./applyObjects.js";
 import type { KubernetesObject } from "./manifests.js";
@@ -26,6 +32,7 @@ export const credspecUsage = `usage: npm run credspec -- <command>
   generate --from-json FILE [--name NAME] [--apply]     (the JSON New-CredentialSpec writes)
   lint FILE...                                          (YAML or JSON; exit 1 on errors)
   grant NAME --service-account NAMESPACE/NAME [--cluster-wide] [--apply]
+  who-can-use NAME [--namespace NAMESPACE]              (from RBAC, each service account confirmed by an access review)
 `;
 
 class UsageError extends Error {}
@@ -40,6 +47,8 @@ export async function runCredspec(args: readonly string[], io: CredspecIo): Prom
         return lint(rest, io);
       case "grant":
         return await grant(rest, io);
+      case "who-can-use":
+        return await whoCanUse(rest, io);
       default:
         throw new UsageError(command ? `unknown command "${command}"` : "no command given");
     }
@@ -252,4 +261,54 @@ function decodeText(bytes: Uint8Array): string {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+const reviewTimeoutMs = 10_000;
+
+async function whoCanUse(args: readonly string[], io: CredspecIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args: [...args], strict: true, allowPositionals: true, options: { namespace: { type: "string" } } });
+  if (positionals.length !== 1) throw new UsageError("who-can-use takes one credential spec name");
+  const credSpec = positionals[0]!;
+  const nameProblem = credSpecNameProblem(credSpec);
+  if (nameProblem) throw new UsageError(`"${credSpec}" is not a valid GMSACredentialSpec name: ${nameProblem}`);
+  const config = io.kubeConfig();
+  const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  const [clusterRoles, roles, clusterRoleBindings, roleBindings] = await Promise.all([
+    rbac.listClusterRole().then((list) => decoded(RbacList(RbacRole), list, "ClusterRoles")),
+    rbac.listRoleForAllNamespaces().then((list) => decoded(RbacList(RbacRole), list, "Roles")),
+    rbac.listClusterRoleBinding().then((list) => decoded(RbacList(RbacBinding), list, "ClusterRoleBindings")),
+    rbac.listRoleBindingForAllNamespaces().then((list) => decoded(RbacList(RbacBinding), list, "RoleBindings")),
+  ]);
+  const found = whoMayUse({ clusterRoles: clusterRoles.items, roles: roles.items, clusterRoleBindings: clusterRoleBindings.items, roleBindings: roleBindings.items }, credSpec, values.namespace);
+  const authorizer = useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: reviewTimeoutMs });
+  const rows = [["KIND", "SUBJECT", "NAMESPACE", "ACCESS REVIEW", "VIA"]];
+  const seen = new Set<string>();
+  for (const grant of found) {
+    const row = [grant.subject.kind, subjectName(grant), grant.namespace ?? "*", await confirm(grant, credSpec, authorizer, values.namespace), grant.via];
+    const key = row.slice(0, 3).join(" ");
+    if (seen.has(key)) continue;
+    seen.add(key);
+    rows.push(row);
+  }
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  for (const row of rows) io.stdout(`${row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join("  ")}\n`);
+  return exitCodes.ok;
+}
+
+function subjectName(grant: UseGrantFound): string {
+  return grant.subject.kind === "ServiceAccount" ? `${grant.subject.namespace ?? ""}/${grant.subject.name}` : grant.subject.name;
+}
+
+/** A service account is asked about where its pods run: its own namespace (or the one given). */
+async function confirm(grant: UseGrantFound, credSpec: string, authorizer: ReturnType<typeof useAuthorization>, namespace: string | undefined): Promise<string> {
+  if (grant.subject.kind !== "ServiceAccount" || !grant.subject.namespace) return "-";
+  const where = namespace ?? grant.namespace ?? grant.subject.namespace;
+  const decision = await authorizer.mayUse(serviceAccountPrincipal(grant.subject.namespace, grant.subject.name), where, credSpec, AbortSignal.timeout(reviewTimeoutMs));
+  return decision.allowed ? "allowed" : "denied";
+}
+
+function decoded<A>(codec: t.Decoder<unknown, A>, value: unknown, what: string): A {
+  const result = codec.decode(value);
+  if (isLeft(result)) throw new Error(`the API server's list of ${what} is not as expected: ${describeDecodeErrors(result.left)}`);
+  return result.right;
 }

@@ -130,4 +130,68 @@ E2e("from generate to a running pod: the spec applied, the pod refused with the 
   assert.match(admitted.body.spec.securityContext.windowsOptions.gmsaCredentialSpec, /"PluginGUID":"\{CCC2A336-D7F3-4818-A213-272B7924213E\}"/);
 });
 
+E2e("who-can-use lists, from RBAC, the service accounts that access reviews allow, through a Role, a wildcard ClusterRole and an aggregated one", async ({ cluster }) => {
+  const aggregateLabel = { "gmsa-admission.test/aggregate-to-use": "true" };
+  const accounts = [
+    ["team-a", "direct"],
+    ["team-a", "other-spec"],
+    ["team-b", "wildcard"],
+    ["team-c", "aggregated"],
+    ["team-c", "nobody"],
+  ] as const;
+  await cluster.apply([
+    ...["team-a", "team-b", "team-c"].map((name) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } })),
+    ...accounts.map(([namespace, name]) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace } })),
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "use-webapp1", namespace: "team-a" }, rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["webapp1-credspec"] }] },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "use-payroll", namespace: "team-a" }, rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["payroll-gmsa"] }] },
+    binding("team-a", "direct", "Role", "use-webapp1"),
+    binding("team-a", "other-spec", "Role", "use-payroll"),
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "e2e-every-gmsa" }, rules: [{ apiGroups: ["*"], resources: ["*"], verbs: ["use"] }] },
+    binding("team-b", "wildcard", "ClusterRole", "e2e-every-gmsa"),
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "e2e-gmsa-aggregate" }, aggregationRule: { clusterRoleSelectors: [{ matchLabels: aggregateLabel }] }, rules: [] },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "e2e-gmsa-part", labels: aggregateLabel }, rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["webapp1-credspec"] }] },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "e2e-aggregated" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "e2e-gmsa-aggregate" },
+      subjects: [{ kind: "ServiceAccount", name: "aggregated", namespace: "team-c" }],
+    },
+  ]);
+  // The controller manager fills in the aggregated role's rules shortly after.
+  let listed = await credspecCommand(cluster, ["who-can-use", "webapp1-credspec"]);
+  for (const started = Date.now(); !listed.stdout.includes("team-c/aggregated") && Date.now() - started < 10_000; ) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    listed = await credspecCommand(cluster, ["who-can-use", "webapp1-credspec"]);
+  }
+  assert.is(listed.code, 0, listed.stderr);
+  for (const [namespace, name] of accounts) {
+    const review = await kubeRequest(cluster.admin, "POST", `/apis/authorization.k8s.io/v1/namespaces/${namespace}/localsubjectaccessreviews`, {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "LocalSubjectAccessReview",
+      spec: {
+        user: `system:serviceaccount:${namespace}:${name}`,
+        groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
+        resourceAttributes: { namespace, verb: "use", group: "windows.k8s.io", resource: "gmsacredentialspecs", name: "webapp1-credspec" },
+      },
+    });
+    const allowed = review.body.status.allowed === true;
+    const line = listed.stdout.split("\n").find((l) => l.startsWith("ServiceAccount") && l.includes(` ${namespace}/${name} `));
+    assert.is(line !== undefined, allowed, `${namespace}/${name}: access review says ${allowed}; who-can-use printed:\n${listed.stdout}`);
+    if (line) assert.match(line, / allowed /);
+  }
+  assert.match(listed.stdout, /ClusterRoleBinding e2e-aggregated -> ClusterRole e2e-gmsa-aggregate/);
+  assert.match(listed.stdout, /RoleBinding team-b\/e2e-wildcard -> ClusterRole e2e-every-gmsa/);
+});
+
+function binding(namespace: string, account: string, kind: "Role" | "ClusterRole", role: string) {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "RoleBinding",
+    metadata: { name: `e2e-${account}`, namespace },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind, name: role },
+    subjects: [{ kind: "ServiceAccount", name: account, namespace }],
+  };
+}
+
 E2e.run();
