@@ -1,4 +1,4 @@
-import { AuthorizationV1Api, RbacAuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { AuthorizationV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import type * as t from "io-ts";
 import { parseArgs } from "node:util";
@@ -11,6 +11,9 @@ import { RbacBinding, RbacList, RbacRole, whoMayUse, type UseGrantFound } from "
 import { describeDecodeErrors } from "../lib/admission/decodeErrors.js";
 import { serviceAccountPrincipal } from "../lib/gmsa/ports.js";
 import { useAuthorization } from "../lib/kube/useAuthorization.js";
+import { credSpecApi } from "../lib/kube/credSpecApi.js";
+import { explainPod } from "../lib/credspec/explainPod.js";
+import { readPolicySettings } from "../lib/settings.js";
 import { credSpecNameProblem } from "../lib/gmsa/credSpecName.js";
 import { applyObjects } from "./applyObjects.js";
 import type { KubernetesObject } from "./manifests.js";
@@ -33,6 +36,8 @@ export const credspecUsage = `usage: npm run credspec -- <command>
   lint FILE...                                          (YAML or JSON; exit 1 on errors)
   grant NAME --service-account NAMESPACE/NAME [--cluster-wide] [--apply]
   who-can-use NAME [--namespace NAMESPACE]              (from RBAC, each service account confirmed by an access review)
+  explain POD.yaml [--namespace NAMESPACE] [--as USER [--as-group GROUP]...]
+                                                        (what the pod webhooks would decide, creating nothing; exit 1 if refused)
 `;
 
 class UsageError extends Error {}
@@ -49,6 +54,8 @@ export async function runCredspec(args: readonly string[], io: CredspecIo): Prom
         return await grant(rest, io);
       case "who-can-use":
         return await whoCanUse(rest, io);
+      case "explain":
+        return await explain(rest, io);
       default:
         throw new UsageError(command ? `unknown command "${command}"` : "no command given");
     }
@@ -311,4 +318,34 @@ function decoded<A>(codec: t.Decoder<unknown, A>, value: unknown, what: string):
   const result = codec.decode(value);
   if (isLeft(result)) throw new Error(`the API server's list of ${what} is not as expected: ${describeDecodeErrors(result.left)}`);
   return result.right;
+}
+
+async function explain(args: readonly string[], io: CredspecIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: true,
+    options: { namespace: { type: "string" }, as: { type: "string" }, "as-group": { type: "string", multiple: true } },
+  });
+  if (positionals.length !== 1) throw new UsageError("explain takes one pod manifest");
+  const documents = readDocuments(io.readFile(positionals[0]!));
+  if (documents.length !== 1) throw new UsageError(`${positionals[0]} must hold exactly one Pod`);
+  const settings = readPolicySettings();
+  const config = io.kubeConfig();
+  const bounds = { timeoutMs: reviewTimeoutMs };
+  const explanation = await explainPod(
+    documents[0],
+    {
+      credSpecs: credSpecApi(config.makeApiClient(CustomObjectsApi), bounds),
+      authorizer: useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds),
+      settings,
+      signal: AbortSignal.timeout(3 * reviewTimeoutMs),
+    },
+    {
+      ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+      ...(values.as === undefined ? {} : { user: { username: values.as, groups: ["system:authenticated", ...(values["as-group"] ?? [])] } }),
+    },
+  );
+  for (const line of explanation.lines) io.stdout(`${line}\n`);
+  return explanation.admitted ? exitCodes.ok : exitCodes.failed;
 }
