@@ -78,14 +78,16 @@ E2e("a change that breaks an existing credential spec is refused; a label on a b
   assert.is(labelled.status, 200, JSON.stringify(labelled.body));
 });
 
-async function credspecCommand(cluster: E2eCluster, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function credspecCommand(cluster: E2eCluster, args: string[], files: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
   const code = await runCredspec(args, {
     stdout: (text) => (stdout += text),
     stderr: (text) => (stderr += text),
-    readFile: () => {
-      throw new Error("no files in this test");
+    readFile: (path) => {
+      const file = files[path];
+      if (file === undefined) throw new Error(`no file ${path} in this test`);
+      return Buffer.from(file);
     },
     kubeConfig: () => cluster.admin,
   });
@@ -128,6 +130,26 @@ E2e("from generate to a running pod: the spec applied, the pod refused with the 
   }
   assert.is(admitted.status, 201, JSON.stringify(admitted.body));
   assert.match(admitted.body.spec.securityContext.windowsOptions.gmsaCredentialSpec, /"PluginGUID":"\{CCC2A336-D7F3-4818-A213-272B7924213E\}"/);
+});
+
+E2e("explain tells what the webhooks would decide for a pod, creating nothing", async ({ cluster }) => {
+  await cluster.apply([{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "idle", namespace: "shop" } }]);
+  const manifest = (account: string) =>
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "explained", namespace: "shop" },
+      spec: { serviceAccountName: account, securityContext: gmsa("ordersapp"), containers: [{ name: "app", image: "mcr.microsoft.com/windows/nanoserver:ltsc2022" }] },
+    });
+  const refused = await credspecCommand(cluster, ["explain", "idle.yaml"], { "idle.yaml": manifest("idle") });
+  assert.is(refused.code, 1, refused.stdout + refused.stderr);
+  assert.match(refused.stdout, /validate: denied \(403\): pod "explained": service account "idle" in namespace "shop" is not authorized to use GMSACredentialSpec "ordersapp"/);
+  const admitted = await credspecCommand(cluster, ["explain", "orders.yaml"], { "orders.yaml": manifest("orders") });
+  assert.is(admitted.code, 0, admitted.stdout + admitted.stderr);
+  assert.match(admitted.stdout, /mutate: allowed, would add the contents at \/spec\/securityContext\/windowsOptions\/gmsaCredentialSpec/);
+  assert.not.match(admitted.stdout, /OrdersApp|vault\.azure\.net/);
+  const lookup = await kubeRequest(cluster.admin, "GET", "/api/v1/namespaces/shop/pods/explained");
+  assert.is(lookup.status, 404);
 });
 
 E2e("who-can-use lists, from RBAC, the service accounts that access reviews allow, through a Role, a wildcard ClusterRole and an aggregated one", async ({ cluster }) => {
