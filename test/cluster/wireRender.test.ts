@@ -88,7 +88,7 @@ Render("the validating webhook receives Binding creations (both endpoints); the 
 });
 
 Render("the credential spec webhook: GMSACredentialSpec CREATE and UPDATE only, both versions, failing closed, at /validate-credspec", async () => {
-  const run = await wire(["--function-url", "https://func-gmsa.azurewebsites.net", "--identity", "11111111-2222-3333-4444-555555555555"]);
+  const run = await wire(["--function-url", "https://func-gmsa.azurewebsites.net", "--mode", "url", "--identity", "11111111-2222-3333-4444-555555555555"]);
   assert.is(run.code, exitCodes.ok, run.stderr);
   const validating = parseAllDocuments(run.stdout).map((d) => d.toJS()).find((o) => o.kind === "ValidatingWebhookConfiguration");
   const webhook = validating.webhooks.find((w: { name: string }) => w.name === "credspec.gmsa-admission.windows.k8s.io");
