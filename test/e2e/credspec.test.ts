@@ -206,6 +206,23 @@ E2e("who-can-use lists, from RBAC, the service accounts that access reviews allo
   assert.match(listed.stdout, /RoleBinding team-b\/e2e-wildcard -> ClusterRole e2e-every-gmsa/);
 });
 
+E2e("a missing name's 422 suggests similar names the account may use, and an account without use learns nothing", async ({ cluster }) => {
+  const pod = (namespace: string, account: string) => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: `typo-${account}`, namespace },
+    spec: { serviceAccountName: account, securityContext: gmsa("webapp1-credspex"), containers: [{ name: "app", image: "mcr.microsoft.com/windows/nanoserver:ltsc2022" }] },
+  });
+  // team-b/wildcard may use every credential spec (the wildcard ClusterRole above).
+  const suggested = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/team-b/pods", pod("team-b", "wildcard"));
+  assert.is(suggested.status, 422, JSON.stringify(suggested.body));
+  assert.match(suggested.body.message, /GMSACredentialSpec "webapp1-credspex" does not exist; existing credential specs with similar names that service account "wildcard" in namespace "team-b" may use: "webapp1-credspec"/);
+  // team-a/direct may use webapp1-credspec only: the mistyped name is refused before existence is judged.
+  const refused = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/team-a/pods", pod("team-a", "direct"));
+  assert.is(refused.status, 403, JSON.stringify(refused.body));
+  assert.not.match(refused.body.message, /does not exist|similar/);
+});
+
 function binding(namespace: string, account: string, kind: "Role" | "ClusterRole", role: string) {
   return {
     apiVersion: "rbac.authorization.k8s.io/v1",
