@@ -6,7 +6,7 @@ import type { WebhookTarget } from "./webhookConfigurations.js";
 
 /**
  * The relay: a stock nginx from a public registry, in the cluster, that the API server calls as a
- * `service` webhook and that forwards the two webhook paths to the Function App over HTTPS,
+ * `service` webhook and that forwards the three webhook paths to the Function App over HTTPS,
  * adding the function key. Standard AKS API servers cannot reach a URL outside the cluster;
  * they can reach a service. No image of ours, no Kubernetes API access, no token. Its nginx.conf
  * is relayNginxConf.ts; its limits, relayLimits.ts; who may reach it, relayNetworkPolicy.ts.

@@ -34,8 +34,8 @@ export interface NginxConfOptions {
   readonly accessLog: string;
 }
 
-/** The two paths the relay forwards; nothing else reaches the function. */
-export const relayedPaths = ["/mutate", "/validate"] as const;
+/** The paths the relay forwards; nothing else reaches the function. */
+export const relayedPaths = ["/mutate", "/validate", "/validate-credspec"] as const;
 
 /** What the relay leaves the API server to receive the function's answer before it gives up itself. */
 const relayAnswerMarginMs = 100;

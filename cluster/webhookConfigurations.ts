@@ -28,7 +28,9 @@ function configurationMetadata(name: string) {
   return { name, labels: { "app.kubernetes.io/name": "gmsa-admission" }, annotations: { ...aksAdmissionsEnforcerOptOut } };
 }
 
-function clientConfig(target: WebhookTarget, path: "/mutate" | "/validate") {
+export type WebhookPath = "/mutate" | "/validate" | "/validate-credspec";
+
+function clientConfig(target: WebhookTarget, path: WebhookPath) {
   const caBundle = target.caBundlePem ? { caBundle: Buffer.from(target.caBundlePem).toString("base64") } : {};
   if (target.kind === "url") return { url: `${target.baseUrl.replace(/\/+$/, "")}${path}`, ...caBundle };
   return { service: { namespace: target.namespace, name: target.name, path, port: target.port }, ...caBundle };
@@ -98,6 +100,28 @@ export function validatingWebhookConfiguration(options: WebhookOptions) {
           { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/binding", "bindings"], scope: "Namespaced" },
         ],
       },
+      credSpecWebhook(options),
     ],
+  };
+}
+
+/**
+ * Checks GMSACredentialSpec objects as they are created or changed, and nothing else: the rules
+ * name that one resource, so no pod and no other object ever waits on it. failurePolicy Fail:
+ * credential specs are written rarely, by administrators, and a webhook that is down only delays
+ * those writes; Ignore would let a broken or tampered spec in whenever the webhook cannot be
+ * reached, which is when nobody is looking. No namespaceSelector: the objects are
+ * cluster-scoped, so it would not apply.
+ */
+function credSpecWebhook(options: WebhookOptions) {
+  return {
+    name: "credspec.gmsa-admission.windows.k8s.io",
+    clientConfig: clientConfig(options.target, "/validate-credspec"),
+    admissionReviewVersions: ["v1", "v1beta1"],
+    sideEffects: "None",
+    failurePolicy: "Fail",
+    matchPolicy: "Equivalent",
+    timeoutSeconds: options.timeoutSeconds,
+    rules: [{ apiGroups: ["windows.k8s.io"], apiVersions: ["v1", "v1alpha1"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"], scope: "Cluster" }],
   };
 }

@@ -1,14 +1,14 @@
 import type { HttpRequest, HttpResponseInit, InvocationContext } from "@azure/functions";
 import { performance } from "node:perf_hooks";
 import { exchangeAdmission, type HttpCall } from "../lib/admission/httpExchange.js";
-import type { WebhookPolicy } from "../lib/admission/handleReview.js";
+import type { ReviewPolicy } from "../lib/admission/handleReview.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
 import { readEndpointProtection } from "../lib/settings.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";
 
 /** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
-export async function serveWebhook(webhook: string, policy: WebhookPolicy, request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function serveWebhook(webhook: string, policy: ReviewPolicy, request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const started = performance.now();
   const call: HttpCall = {
     method: request.method,

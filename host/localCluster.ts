@@ -85,20 +85,26 @@ export function exampleCredSpecs(): KubernetesObject[] {
 
 /**
  * Installs the product's objects pointing at a webhook served by URL, and the example credential
- * specs. `authorizeRequestingUser` is the webhook's own setting: its role must match the checks it runs.
+ * specs. `authorizeRequestingUser` is the webhook's own setting: its role must match the checks it
+ * runs. The examples go in before the webhook configurations: one of them is deliberately broken,
+ * standing for an object created before the credential spec webhook was wired, which pod
+ * admission must still refuse to use.
  */
 export async function wireLocalCluster(
   cluster: LocalCluster,
   webhook: { url: string; caPem: string; authorizeRequestingUser: boolean },
   extra: readonly KubernetesObject[] = [],
 ): Promise<void> {
+  const manifests = clusterManifests({
+    target: { kind: "url", baseUrl: webhook.url, caBundlePem: webhook.caPem },
+    subject: { kind: "User", name: localWebhookUser },
+    authorizeRequestingUser: webhook.authorizeRequestingUser,
+  });
+  const isWebhookConfiguration = (object: KubernetesObject) => object.kind.endsWith("WebhookConfiguration");
   await applyObjects(loadKubeconfigFile(cluster.adminKubeconfig), [
-    ...clusterManifests({
-      target: { kind: "url", baseUrl: webhook.url, caBundlePem: webhook.caPem },
-      subject: { kind: "User", name: localWebhookUser },
-      authorizeRequestingUser: webhook.authorizeRequestingUser,
-    }),
+    ...manifests.filter((object) => !isWebhookConfiguration(object)),
     ...exampleCredSpecs(),
+    ...manifests.filter(isWebhookConfiguration),
     ...extra,
   ]);
 }

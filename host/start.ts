@@ -45,7 +45,7 @@ async function main(): Promise<void> {
       );
     } else {
       const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
-      process.stdout.write(`gmsa-admission ready at ${server.url}/mutate and ${server.url}/validate${ca}\n`);
+      process.stdout.write(`gmsa-admission ready at ${server.url}/mutate, ${server.url}/validate and ${server.url}/validate-credspec${ca}\n`);
     }
   } catch (error) {
     process.stderr.write(`gmsa-admission: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -155,6 +155,21 @@ export function readEndpointProtection(env: NodeJS.ProcessEnv = process.env): En
   return { requireFunctionKey: raw.GMSA_REQUIRE_FUNCTION_KEY, ...(raw.GMSA_NETWORK_MODE ? { networkMode: raw.GMSA_NETWORK_MODE } : {}) };
 }
 
+const PolicyEnvironment = t.type({
+  GMSA_RANDOM_HOSTNAME: AdmissionEnvironment.props.GMSA_RANDOM_HOSTNAME,
+  GMSA_AUTHORIZE_REQUESTING_USER: AdmissionEnvironment.props.GMSA_AUTHORIZE_REQUESTING_USER,
+  GMSA_MAX_CREDSPECS_PER_POD: AdmissionEnvironment.props.GMSA_MAX_CREDSPECS_PER_POD,
+});
+
+/**
+ * Only the settings that change what the policy decides, for tools that run the policy outside
+ * the webhook (`credspec explain`): set them as the Function App has them to get its answers.
+ */
+export function readPolicySettings(env: NodeJS.ProcessEnv = process.env): Pick<AdmissionSettings, "randomHostname" | "authorizeRequestingUser" | "maxCredSpecsPerPod"> {
+  const raw = decodeWith(PolicyEnvironment, emptyAsUnset(env, Object.keys(PolicyEnvironment.props)));
+  return { randomHostname: raw.GMSA_RANDOM_HOSTNAME, authorizeRequestingUser: raw.GMSA_AUTHORIZE_REQUESTING_USER, maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD };
+}
+
 export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): AdmissionSettings {
   const raw = decodeWith(AdmissionEnvironment, emptyAsUnset(env, Object.keys(AdmissionEnvironment.props)));
   const problems: string[] = [];

@@ -63,7 +63,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('b8391e7116fa6586', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('73f892a897f069e4', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -544,6 +544,13 @@ http {
       limit_conn relay_total 64;
       # Exactly this path, whatever the client wrote: nginx matched the normalised URI.
       proxy_pass https://gmsa_function/validate$function_query;
+    }
+
+    location = /validate-credspec {
+      limit_conn relay_per_client 32;
+      limit_conn relay_total 64;
+      # Exactly this path, whatever the client wrote: nginx matched the normalised URI.
+      proxy_pass https://gmsa_function/validate-credspec$function_query;
     }
 
     location / {
@@ -1086,6 +1093,47 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
             'bindings'
           ]
           scope: 'Namespaced'
+        }
+      ]
+    }
+    {
+      name: 'credspec.gmsa-admission.windows.k8s.io'
+      clientConfig: relay ? {
+        service: {
+          namespace: relayNamespace
+          name: 'gmsa-admission-relay'
+          path: '/validate-credspec'
+          port: 443
+        }
+        caBundle: base64(relayCaBundle)
+      } : {
+        url: 'https://${functionHost}/validate-credspec'
+      }
+      admissionReviewVersions: [
+        'v1'
+        'v1beta1'
+      ]
+      sideEffects: 'None'
+      failurePolicy: 'Fail'
+      matchPolicy: 'Equivalent'
+      timeoutSeconds: 5
+      rules: [
+        {
+          apiGroups: [
+            'windows.k8s.io'
+          ]
+          apiVersions: [
+            'v1'
+            'v1alpha1'
+          ]
+          operations: [
+            'CREATE'
+            'UPDATE'
+          ]
+          resources: [
+            'gmsacredentialspecs'
+          ]
+          scope: 'Cluster'
         }
       ]
     }

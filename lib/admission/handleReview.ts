@@ -13,6 +13,17 @@ import { failedClosed, responseFor } from "./response.js";
 
 export type WebhookPolicy = (admission: Admission, deps: PolicyDependencies) => Promise<Verdict>;
 
+/**
+ * A policy for objects other than pods: it decodes the request's objects itself (a refusal of
+ * 400 when they are not what it judges), behind the same envelope, budget and failure rules.
+ */
+export interface RequestPolicy {
+  readonly judgeRequest: (request: AdmissionRequest, deps: PolicyDependencies) => Promise<Verdict>;
+}
+
+/** What a webhook runs: the pod policy, or one that reads the request's objects itself. */
+export type ReviewPolicy = WebhookPolicy | RequestPolicy;
+
 export interface ReviewDependencies {
   readonly credSpecs: CredSpecSource;
   readonly authorizer: UseAuthorizer;
@@ -38,7 +49,7 @@ export const answerMarginMs = 250;
  */
 export async function handleReview(
   body: unknown,
-  policy: WebhookPolicy,
+  policy: ReviewPolicy,
   deps: ReviewDependencies,
   apiServerTimeoutMs?: number,
 ): Promise<ReviewOutcome> {
@@ -94,11 +105,12 @@ interface Answer {
 
 async function respond(
   request: AdmissionRequest,
-  policy: WebhookPolicy,
+  policy: ReviewPolicy,
   deps: PolicyDependencies,
   budgetMs: number,
 ): Promise<Answer> {
   try {
+    if (typeof policy !== "function") return { response: responseFor(request.uid, await Promise.race([policy.judgeRequest(request, deps), whenAborted(deps.signal)])) };
     const admission = admissionOf(request);
     if ("problem" in admission) return { response: responseFor(request.uid, denied(400, admission.problem)) };
     if (!admission.admission) return { response: { uid: request.uid, allowed: true } };

@@ -1,5 +1,5 @@
 import { parseGoDurationMs } from "./goDuration.js";
-import { handleReview, type ReviewDependencies, type WebhookPolicy } from "./handleReview.js";
+import { handleReview, type ReviewDependencies, type ReviewPolicy } from "./handleReview.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
 
 /**
@@ -43,7 +43,7 @@ function jsonReply(status: number, value: unknown): HttpReply {
 
 export async function exchangeAdmission(
   call: HttpCall,
-  policy: WebhookPolicy,
+  policy: ReviewPolicy,
   deps: ReviewDependencies,
 ): Promise<{ reply: HttpReply; record?: ExchangeRecord }> {
   if (call.method.toUpperCase() !== "POST") return { reply: plainReply(405, "admission reviews are POSTed", { allow: "POST" }) };

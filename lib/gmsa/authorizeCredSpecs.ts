@@ -3,6 +3,8 @@ import type { GmsaSetting } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { lookupProblem, namesOf, shapeProblem } from "./settingChecks.js";
+import { withSuggestions } from "./suggestCredSpecs.js";
+import { useGrantAdvice } from "./useGrant.js";
 import { refusedUse, usePrincipals } from "./usePrincipals.js";
 import { allowed, denied, type Verdict } from "./verdict.js";
 
@@ -31,7 +33,8 @@ export async function authorizeCredSpecs(
   for (const setting of settings) {
     const refusedBy = setting.name === undefined ? undefined : refused.get(setting.name);
     if (refusedBy) {
-      return denied(403, `${setting.owner}: ${refusedBy.description} is not authorized to use GMSACredentialSpec "${setting.name}"`, {
+      const advice = useGrantAdvice(setting.name!, admission.namespace, refusedBy.grantee);
+      return denied(403, `${setting.owner}: ${refusedBy.description} is not authorized to use GMSACredentialSpec "${setting.name}"; ${advice}`, {
         credSpecs: [setting.name!],
       });
     }
@@ -43,7 +46,7 @@ export async function authorizeCredSpecs(
     if (name === undefined) continue;
     const lookup = lookups.get(name);
     const missing = lookupProblem(setting, name, lookup);
-    if (missing) return missing;
+    if (missing?.kind === "denied") return lookup?.kind === "notFound" ? withSuggestions(missing, name, who.principals, admission.namespace, deps) : missing;
     if (setting.contents !== undefined && lookup?.kind === "found") {
       const mismatch = contentsProblem(setting.contents, lookup.credspec);
       if (mismatch) return denied(422, `${setting.owner}: ${mismatch} GMSACredentialSpec "${name}"`, { credSpecs: [name] });

@@ -11,6 +11,11 @@ export type CredSpecLookup =
 export interface CredSpecSource {
   /** Reads the named GMSACredentialSpec. Throws ClusterUnavailableError when the cluster cannot answer. */
   lookup(name: string, signal: AbortSignal): Promise<CredSpecLookup>;
+  /**
+   * Every credential spec's name, when the source knows them without asking the API server (a
+   * synced, current watch); undefined otherwise. Used only to suggest names on a denial.
+   */
+  knownNames?(): readonly string[] | undefined;
 }
 
 /** Who is asking to use a credential spec: a service account or the requesting user. */

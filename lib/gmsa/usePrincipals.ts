@@ -1,11 +1,14 @@
 import { serviceAccountOf } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
 import { serviceAccountPrincipal, type Principal } from "./ports.js";
+import type { UseGrantee } from "./useGrant.js";
 
 /** A principal that must hold `use`, with how it reads in a denial. */
 export interface UsePrincipal {
   readonly principal: Principal;
   readonly description: string;
+  /** Who a grant of `use` would name, for the advice in a denial. */
+  readonly grantee: UseGrantee;
 }
 
 /**
@@ -16,7 +19,11 @@ export interface UsePrincipal {
 export function usePrincipals(admission: PodAdmission, deps: PolicyDependencies): { principals: UsePrincipal[] } | { problem: string } {
   const account = serviceAccountOf(admission.pod);
   const principals: UsePrincipal[] = [
-    { principal: serviceAccountPrincipal(admission.namespace, account), description: `service account "${account}" in namespace "${admission.namespace}"` },
+    {
+      principal: serviceAccountPrincipal(admission.namespace, account),
+      description: `service account "${account}" in namespace "${admission.namespace}"`,
+      grantee: { kind: "ServiceAccount", namespace: admission.namespace, name: account },
+    },
   ];
   if (deps.settings.authorizeRequestingUser) {
     const user = admission.userInfo;
@@ -24,6 +31,7 @@ export function usePrincipals(admission: PodAdmission, deps: PolicyDependencies)
     principals.push({
       principal: { user: user.username, groups: user.groups ?? [], uid: user.uid, extra: user.extra },
       description: `user "${user.username}"`,
+      grantee: { kind: "User", name: user.username },
     });
   }
   return { principals };

@@ -159,6 +159,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
         return known;
       }
     },
+    knownNames: () => (synced && !stale ? [...entries.keys()] : undefined),
     status: () => ({ started: informer !== undefined, synced, stale, size: entries.size, notFound: notFound.size }),
     async stop() {
       stopped = true;

@@ -59,6 +59,8 @@ Relay("the webhook configurations address the relay's service with its CA", () =
     assert.equal(webhook.clientConfig.service, { namespace: "gmsa-admission", name: relayName, path: kind.startsWith("Mutating") ? "/mutate" : "/validate", port: 443 });
     assert.is(Buffer.from(webhook.clientConfig.caBundle, "base64").toString(), certificate.caPem);
   }
+  const credSpecWebhook = find(objects, "ValidatingWebhookConfiguration", "gmsa-admission").webhooks[1];
+  assert.equal(credSpecWebhook.clientConfig.service, { namespace: "gmsa-admission", name: relayName, path: "/validate-credspec", port: 443 });
   const service = find(objects, "Service");
   assert.equal(service.spec.ports, [{ name: "https", port: 443, targetPort: "https", protocol: "TCP" }]);
 });
@@ -96,14 +98,19 @@ Relay("the relay runs locked down: non-root, read-only root, no capabilities, Ru
   assert.ok(pod.volumes.find((v: any) => v.name === "run").emptyDir);
 });
 
-Relay("nginx forwards exactly /mutate and /validate, to the function by name, verifying it, with the key from the Secret", () => {
+Relay("nginx forwards exactly /mutate, /validate and /validate-credspec, to the function by name, verifying it, with the key from the Secret", () => {
   const conf = nginxConf(render());
   // Exact locations match the normalised path; the upstream path is written out, never the client's.
-  assert.match(conf, /location = \/mutate \{[^}]*proxy_pass https:\/\/gmsa_function\/mutate\$function_query;/);
-  assert.match(conf, /location = \/validate \{[^}]*proxy_pass https:\/\/gmsa_function\/validate\$function_query;/);
+  for (const path of ["mutate", "validate", "validate-credspec"]) {
+    assert.match(conf, new RegExp(`location = /${path} \\{[^}]*proxy_pass https://gmsa_function/${path}\\$function_query;`));
+  }
   assert.not.match(conf, /\$request_uri|\$uri\b[^"]*;\s*$|location ~/m);
   assert.match(conf, /location \/ \{\s*return 404;/);
-  assert.equal(conf.match(/proxy_pass .*/g), ["proxy_pass https://gmsa_function/mutate$function_query;", "proxy_pass https://gmsa_function/validate$function_query;"]);
+  assert.equal(conf.match(/proxy_pass .*/g), [
+    "proxy_pass https://gmsa_function/mutate$function_query;",
+    "proxy_pass https://gmsa_function/validate$function_query;",
+    "proxy_pass https://gmsa_function/validate-credspec$function_query;",
+  ]);
   assert.match(conf, /map \$arg_timeout \$function_query \{\s*"~\^[^"]+" "\?timeout=\$arg_timeout";\s*default "";\s*\}/);
   assert.match(conf, /upstream gmsa_function \{\s*zone gmsa_function 64k;\s*server func-gmsa\.azurewebsites\.net:443 max_fails=0 resolve;\s*keepalive \d+;/);
   assert.match(conf, /proxy_set_header Host "func-gmsa\.azurewebsites\.net";/);

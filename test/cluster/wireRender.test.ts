@@ -100,4 +100,17 @@ Render("the validating webhook receives Binding creations (both endpoints); the 
   assert.equal(bindingRule.operations, ["CREATE"]);
 });
 
+Render("the credential spec webhook: GMSACredentialSpec CREATE and UPDATE only, both versions, failing closed, at /validate-credspec", async () => {
+  const run = await wire(["--function-url", "https://func-gmsa.azurewebsites.net", "--mode", "url", "--identity", "11111111-2222-3333-4444-555555555555"]);
+  assert.is(run.code, exitCodes.ok, run.stderr);
+  const validating = parseAllDocuments(run.stdout).map((d) => d.toJS()).find((o) => o.kind === "ValidatingWebhookConfiguration");
+  const webhook = validating.webhooks.find((w: { name: string }) => w.name === "credspec.gmsa-admission.windows.k8s.io");
+  assert.equal(webhook.rules, [{ apiGroups: ["windows.k8s.io"], apiVersions: ["v1", "v1alpha1"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"], scope: "Cluster" }]);
+  assert.equal(webhook.clientConfig, { url: "https://func-gmsa.azurewebsites.net/validate-credspec" });
+  assert.is(webhook.failurePolicy, "Fail");
+  assert.is(webhook.sideEffects, "None");
+  assert.is(webhook.namespaceSelector, undefined);
+  assert.is(webhook.matchConditions, undefined);
+});
+
 Render.run();

@@ -181,6 +181,19 @@ Relay("a service account that may not use the credential spec is refused with 40
   assert.match(reply.body.message, /service account "nobody" in namespace "relayed" is not authorized to use GMSACredentialSpec "webapp1-credspec"/);
 });
 
+Relay("a broken credential spec is refused through the relay's /validate-credspec", async (context) => {
+  const before = await settledAccessLog(context.relay);
+  const broken = credSpecFixture("webapp1-credspec");
+  broken.metadata.name = "relayed-broken";
+  broken.credspec!.CmsPlugins = [];
+  const reply = await kubeRequest(context.cluster.admin, "POST", "/apis/windows.k8s.io/v1/gmsacredentialspecs", broken);
+  assert.is(reply.status, 422, JSON.stringify(reply.body));
+  assert.match(reply.body.message, /admission webhook "credspec\.gmsa-admission\.windows\.k8s\.io" denied the request: .*credspec\.CmsPlugins/);
+  await settledAccessLog(context.relay);
+  const handled = context.relay.accessLog().slice(before);
+  assert.ok(handled.some((line) => /"POST \/validate-credspec" 200 /.test(line)), handled.join("\n"));
+});
+
 Relay("a pod without GMSA settings never reaches the relay", async (context) => {
   const relayed = await settledAccessLog(context.relay);
   const plain = windowsPod("web");

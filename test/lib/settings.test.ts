@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { readHostSettings } from "../../host/hostSettings.js";
-import { readAdmissionSettings, readEndpointProtection, SettingsError } from "../../lib/settings.js";
+import { readAdmissionSettings, readEndpointProtection, readPolicySettings, SettingsError } from "../../lib/settings.js";
 
 const Settings = suite("readAdmissionSettings");
 
@@ -136,3 +136,13 @@ Host("reads the function-key setting as the functions do: any spelling of true n
   assert.equal(readHostSettings({ GMSA_REQUIRE_FUNCTION_KEY: "1", GMSA_FUNCTION_KEY: "k" }), { port: 8443, functionKey: "k" });
 });
 Host.run();
+
+const Policy = suite("readPolicySettings");
+
+Policy("reads the webhook's policy settings alone, with the webhook's defaults, and names a bad one", () => {
+  assert.equal(readPolicySettings({}), { randomHostname: false, authorizeRequestingUser: false, maxCredSpecsPerPod: 16 });
+  assert.equal(readPolicySettings({ GMSA_AUTHORIZE_REQUESTING_USER: "true", GMSA_MAX_CREDSPECS_PER_POD: "4" }), { randomHostname: false, authorizeRequestingUser: true, maxCredSpecsPerPod: 4 });
+  assert.throws(() => readPolicySettings({ GMSA_MAX_CREDSPECS_PER_POD: "0" }), /GMSA_MAX_CREDSPECS_PER_POD/);
+});
+
+Policy.run();

@@ -61,7 +61,7 @@ Package("registers every function with its route, and serves a mutate from a col
   const p = pod();
   p.spec.securityContext = gmsa("webapp1-credspec");
   const result = await coldStart(context, "mutate", review("CREATE", p));
-  assert.equal(result.registered.map((r) => r.route).sort(), ["health", "info", "metrics", "mutate", "validate"]);
+  assert.equal(result.registered.map((r) => r.route).sort(), ["health", "info", "metrics", "mutate", "validate", "validate-credspec"]);
   assert.is(result.registered.find((r) => r.name === "mutate")?.authLevel, "anonymous");
   assert.is(result.response.status, 200);
   const answer = JSON.parse(result.response.body).response;

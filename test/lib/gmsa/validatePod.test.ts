@@ -178,6 +178,59 @@ Create("a pod without GMSA settings is allowed without any API call", async () =
   assert.equal(ports.reviews.length + ports.lookups.length, 0);
 });
 
+Create("a 403 says how to grant use: the grant command and the kubectl equivalent, for that account and spec only", async () => {
+  const ports = fakePorts({ decide: () => ({ allowed: false }) });
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  const message = verdict.kind === "denied" ? verdict.message : "";
+  assert.match(message, /; to grant it: npm run credspec -- grant webapp1-credspec --service-account apps\/web --apply, or /);
+  assert.match(message, /kubectl create role gmsa-use-webapp1-credspec --namespace=apps --verb=use --resource=gmsacredentialspecs\.windows\.k8s\.io --resource-name=webapp1-credspec && /);
+  assert.match(message, /kubectl create rolebinding gmsa-use-webapp1-credspec-web --namespace=apps --role=gmsa-use-webapp1-credspec --serviceaccount=apps:web$/);
+  // Nothing was looked up: the advice cannot depend on whether the spec exists.
+  assert.is(ports.lookups.length, 0);
+});
+
+Create("a 403 for the requesting user advises a binding for that user", async () => {
+  const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  const message = verdict.kind === "denied" ? verdict.message : "";
+  assert.match(message, /--role=gmsa-use-webapp1-credspec --user=alice$/);
+  assert.not.match(message, /npm run credspec/);
+});
+
+Create("a missing name's 422 lists similar existing names, only those the service account may use", async () => {
+  const ports = fakePorts({ decide: (_p, name) => ({ allowed: name !== "webapp2-credspec" }) });
+  const deps = { ...ports, credSpecs: { ...ports.credSpecs, knownNames: () => ["webapp1-credspec", "webapp2-credspec", "payroll-gmsa"] } };
+  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp3-credspec")))), deps);
+  assert.is(verdict.kind === "denied" && verdict.code, 422);
+  const message = verdict.kind === "denied" ? verdict.message : "";
+  assert.match(message, /GMSACredentialSpec "webapp3-credspec" does not exist; existing credential specs with similar names that service account "web" in namespace "apps" may use: "webapp1-credspec"$/);
+  assert.not.match(message, /webapp2-credspec|payroll/);
+});
+
+Create("no suggestion when no similar name is usable, the names are not known, or a review fails", async () => {
+  const pod3 = podWith((p) => (p.spec.securityContext = gmsa("webapp3-credspec")));
+  const refusing = fakePorts({ decide: (_p, name) => ({ allowed: name === "webapp3-credspec" }) });
+  const none = await validatePod(admission("CREATE", pod3), { ...refusing, credSpecs: { ...refusing.credSpecs, knownNames: () => ["webapp1-credspec"] } });
+  assert.match(none.kind === "denied" ? none.message : "", /"webapp3-credspec" does not exist$/);
+  const unknown = fakePorts();
+  const notKnown = await validatePod(admission("CREATE", pod3), { ...unknown, credSpecs: { ...unknown.credSpecs, knownNames: () => undefined } });
+  assert.match(notKnown.kind === "denied" ? notKnown.message : "", /"webapp3-credspec" does not exist$/);
+  const failing = fakePorts();
+  let reviews = 0;
+  const failed = await validatePod(admission("CREATE", pod3), {
+    ...failing,
+    credSpecs: { ...failing.credSpecs, knownNames: () => ["webapp1-credspec"] },
+    authorizer: {
+      async mayUse() {
+        if (++reviews > 1) throw new Error("the API server went away");
+        return { allowed: true };
+      },
+    },
+  });
+  assert.is(failed.kind === "denied" && failed.code, 422);
+  assert.match(failed.kind === "denied" ? failed.message : "", /"webapp3-credspec" does not exist$/);
+});
+
 Create("with the requesting-user check on, the requesting user must also hold use", async () => {
   const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
   const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);

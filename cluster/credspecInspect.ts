@@ -1,0 +1,95 @@
+import { AuthorizationV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { isLeft } from "fp-ts/Either";
+import type * as t from "io-ts";
+import { parseArgs } from "node:util";
+import { describeDecodeErrors } from "../lib/admission/decodeErrors.js";
+import { explainPod } from "../lib/credspec/explainPod.js";
+import { RbacBinding, RbacList, RbacRole, whoMayUse, type UseGrantFound } from "../lib/credspec/rbacUse.js";
+import { credSpecNameProblem } from "../lib/gmsa/credSpecName.js";
+import { serviceAccountPrincipal } from "../lib/gmsa/ports.js";
+import { credSpecApi } from "../lib/kube/credSpecApi.js";
+import { useAuthorization } from "../lib/kube/useAuthorization.js";
+import { readPolicySettings } from "../lib/settings.js";
+import { readDocuments, UsageError, type CredspecIo } from "./credspecInput.js";
+import { exitCodes } from "./wire.js";
+
+/** The commands that read the cluster: who may use a spec, and what the webhooks would do to a pod. */
+const reviewTimeoutMs = 10_000;
+
+export async function whoCanUse(args: readonly string[], io: CredspecIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args: [...args], strict: true, allowPositionals: true, options: { namespace: { type: "string" } } });
+  if (positionals.length !== 1) throw new UsageError("who-can-use takes one credential spec name");
+  const credSpec = positionals[0]!;
+  const nameProblem = credSpecNameProblem(credSpec);
+  if (nameProblem) throw new UsageError(`"${credSpec}" is not a valid GMSACredentialSpec name: ${nameProblem}`);
+  const config = io.kubeConfig();
+  const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  const [clusterRoles, roles, clusterRoleBindings, roleBindings] = await Promise.all([
+    rbac.listClusterRole().then((list) => decoded(RbacList(RbacRole), list, "ClusterRoles")),
+    rbac.listRoleForAllNamespaces().then((list) => decoded(RbacList(RbacRole), list, "Roles")),
+    rbac.listClusterRoleBinding().then((list) => decoded(RbacList(RbacBinding), list, "ClusterRoleBindings")),
+    rbac.listRoleBindingForAllNamespaces().then((list) => decoded(RbacList(RbacBinding), list, "RoleBindings")),
+  ]);
+  const found = whoMayUse({ clusterRoles: clusterRoles.items, roles: roles.items, clusterRoleBindings: clusterRoleBindings.items, roleBindings: roleBindings.items }, credSpec, values.namespace);
+  const authorizer = useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: reviewTimeoutMs });
+  const rows = [["KIND", "SUBJECT", "NAMESPACE", "ACCESS REVIEW", "VIA"]];
+  const seen = new Set<string>();
+  for (const grant of found) {
+    const row = [grant.subject.kind, subjectName(grant), grant.namespace ?? "*", await confirm(grant, credSpec, authorizer, values.namespace), grant.via];
+    const key = row.slice(0, 3).join(" ");
+    if (seen.has(key)) continue;
+    seen.add(key);
+    rows.push(row);
+  }
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  for (const row of rows) io.stdout(`${row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join("  ")}\n`);
+  return exitCodes.ok;
+}
+
+function subjectName(grant: UseGrantFound): string {
+  return grant.subject.kind === "ServiceAccount" ? `${grant.subject.namespace ?? ""}/${grant.subject.name}` : grant.subject.name;
+}
+
+/** A service account is asked about where its pods run: its own namespace (or the one given). */
+async function confirm(grant: UseGrantFound, credSpec: string, authorizer: ReturnType<typeof useAuthorization>, namespace: string | undefined): Promise<string> {
+  if (grant.subject.kind !== "ServiceAccount" || !grant.subject.namespace) return "-";
+  const where = namespace ?? grant.namespace ?? grant.subject.namespace;
+  const decision = await authorizer.mayUse(serviceAccountPrincipal(grant.subject.namespace, grant.subject.name), where, credSpec, AbortSignal.timeout(reviewTimeoutMs));
+  return decision.allowed ? "allowed" : "denied";
+}
+
+function decoded<A>(codec: t.Decoder<unknown, A>, value: unknown, what: string): A {
+  const result = codec.decode(value);
+  if (isLeft(result)) throw new Error(`the API server's list of ${what} is not as expected: ${describeDecodeErrors(result.left)}`);
+  return result.right;
+}
+
+export async function explain(args: readonly string[], io: CredspecIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: true,
+    options: { namespace: { type: "string" }, as: { type: "string" }, "as-group": { type: "string", multiple: true } },
+  });
+  if (positionals.length !== 1) throw new UsageError("explain takes one pod manifest");
+  const documents = readDocuments(io.readFile(positionals[0]!));
+  if (documents.length !== 1) throw new UsageError(`${positionals[0]} must hold exactly one Pod`);
+  const settings = readPolicySettings();
+  const config = io.kubeConfig();
+  const bounds = { timeoutMs: reviewTimeoutMs };
+  const explanation = await explainPod(
+    documents[0],
+    {
+      credSpecs: credSpecApi(config.makeApiClient(CustomObjectsApi), bounds),
+      authorizer: useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds),
+      settings,
+      signal: AbortSignal.timeout(3 * reviewTimeoutMs),
+    },
+    {
+      ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+      ...(values.as === undefined ? {} : { user: { username: values.as, groups: ["system:authenticated", ...(values["as-group"] ?? [])] } }),
+    },
+  );
+  for (const line of explanation.lines) io.stdout(`${line}\n`);
+  return explanation.admitted ? exitCodes.ok : exitCodes.failed;
+}

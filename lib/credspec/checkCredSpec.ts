@@ -1,0 +1,74 @@
+import { isLeft } from "fp-ts/Either";
+import { WindowsCredSpec } from "./credSpecCodec.js";
+import { findingsOf, type Finding } from "./credSpecFindings.js";
+import { withDocumentedKeyCase } from "./credSpecKeyCase.js";
+import { isKnownCcgPlugin, knownCcgPlugins } from "./knownPlugins.js";
+
+export interface CredSpecReport {
+  /** What makes it no Windows credential spec at all: the webhook refuses, lint fails. */
+  readonly errors: readonly Finding[];
+  /** What is legal but almost certainly a mistake. */
+  readonly warnings: readonly Finding[];
+}
+
+/**
+ * Every check on a credential spec's contents, the one source for the webhook and the command
+ * line. `root` is the path the findings start from: `credspec` inside a GMSACredentialSpec.
+ */
+export function checkCredSpec(value: unknown, root = "credspec"): CredSpecReport {
+  if (value === undefined || value === null) return { errors: [{ path: root, problem: "is required" }], warnings: [] };
+  if (typeof value !== "object" || Array.isArray(value)) return { errors: [{ path: root, problem: "must be an object" }], warnings: [] };
+  const respelled = withDocumentedKeyCase(value, root);
+  const decoded = WindowsCredSpec.decode(respelled.value);
+  if (isLeft(decoded)) return { errors: findingsOf(decoded.left, root), warnings: respelled.warnings };
+  return { errors: [], warnings: [...respelled.warnings, ...suspicions(decoded.right, root)] };
+}
+
+function suspicions(spec: WindowsCredSpec, root: string): Finding[] {
+  const join = `${root}.DomainJoinConfig`;
+  const accounts = `${root}.ActiveDirectoryConfig.GroupManagedServiceAccounts`;
+  const { Sid, MachineAccountName, DnsName, DnsTreeName, NetBiosName } = spec.DomainJoinConfig;
+  const dnsName = withoutTrailingDot(DnsName).toLowerCase();
+  const netBios = NetBiosName.toUpperCase();
+  const found: Finding[] = [];
+  const warn = (path: string, problem: string) => found.push({ path, problem });
+
+  if (Sid.split("-").length > 7) warn(`${join}.Sid`, "has a fourth sub-authority: that is an account's SID; the domain's SID ends one part earlier");
+  const names = spec.ActiveDirectoryConfig.GroupManagedServiceAccounts;
+  if (!names.some((account) => account.Name.toLowerCase() === MachineAccountName.toLowerCase())) {
+    warn(`${join}.MachineAccountName`, "is not the Name of any of ActiveDirectoryConfig.GroupManagedServiceAccounts");
+  }
+  const scopes = new Set(names.map((account) => withoutTrailingDot(account.Scope).toLowerCase()));
+  if (!scopes.has(dnsName)) warn(accounts, "no entry has DomainJoinConfig.DnsName as its Scope; list the account once for the DNS name and once for the NetBIOS name");
+  if (!scopes.has(NetBiosName.toLowerCase())) warn(accounts, "no entry has DomainJoinConfig.NetBiosName as its Scope; list the account once for the DNS name and once for the NetBIOS name");
+  if (NetBiosName !== netBios) warn(`${join}.NetBiosName`, "is not upper case, as Active Directory writes NetBIOS domain names");
+  const firstLabel = dnsName.split(".")[0]!.toUpperCase();
+  if (!firstLabel.startsWith(netBios) && !netBios.startsWith(firstLabel)) {
+    warn(`${join}.NetBiosName`, "does not resemble the first label of DomainJoinConfig.DnsName; check that it is the NetBIOS name of the same domain");
+  }
+  const tree = withoutTrailingDot(DnsTreeName).toLowerCase();
+  if (dnsName !== tree && !dnsName.endsWith(`.${tree}`)) warn(`${join}.DnsTreeName`, "is not DomainJoinConfig.DnsName or a parent domain of it (the forest root)");
+
+  const host = spec.ActiveDirectoryConfig.HostAccountConfig;
+  if (host) {
+    const hostPath = `${root}.ActiveDirectoryConfig.HostAccountConfig`;
+    if (!isKnownCcgPlugin(host.PluginGUID)) {
+      warn(`${hostPath}.PluginGUID`, `is none of the documented plug-ins (${knownCcgPlugins.map((p) => `${p.guid} ${p.description}`).join("; ")}); a mistyped GUID fails only on the node`);
+    }
+    if (carriesPassword(host.PluginInput)) {
+      warn(`${hostPath}.PluginInput`, "appears to carry a password inline; anyone who may get credential specs can read it: keep it in the plug-in's secret store and pass only a reference");
+    }
+  }
+  return found;
+}
+
+function withoutTrailingDot(name: string): string {
+  return name.endsWith(".") ? name.slice(0, -1) : name;
+}
+
+/** A `password=`, `pwd:` or `"password":` style key in the plug-in's input. */
+const passwordKey = /(?:^|[^a-z])(?:password|passwd|pwd)\s*["']?\s*[=:]/i;
+
+export function carriesPassword(pluginInput: string): boolean {
+  return passwordKey.test(pluginInput);
+}

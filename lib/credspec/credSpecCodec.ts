@@ -1,0 +1,94 @@
+import * as t from "io-ts";
+
+/**
+ * The Windows credential spec as io-ts codecs: the JSON that `New-CredentialSpec` writes and that
+ * the container runtime hands to the Windows host (Microsoft: "Create gMSAs for Windows
+ * containers", and the CCG plug-in interface ICcgDomainAuthCredentials for HostAccountConfig;
+ * see docs/credspecs.md). Each codec's name is what a refusal says is wrong, so a name
+ * describes the expected form and never needs the value itself.
+ */
+
+function patterned(name: string, pattern: RegExp) {
+  return new t.Type<string, string, unknown>(
+    name,
+    (u): u is string => typeof u === "string" && pattern.test(u),
+    (u, c) => (typeof u === "string" && pattern.test(u) ? t.success(u) : t.failure(u, c)),
+    t.identity,
+  );
+}
+
+const subAuthority = "(?:[0-9]|[1-9][0-9]{1,8}|[1-3][0-9]{9}|4[0-1][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[0-1][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])";
+
+/** S-1-5-21 and three sub-authorities; a fourth (an account's RID) is legal here and warned about. */
+export const domainSidPattern = new RegExp(`^S-1-5-21-${subAuthority}-${subAuthority}-${subAuthority}(-${subAuthority})?$`, "i");
+const hex = (n: number) => `[0-9A-Fa-f]{${n}}`;
+const guid = `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`;
+export const guidPattern = new RegExp(`^${guid}$`);
+export const bracedGuidPattern = new RegExp(`^\\{${guid}\\}$`);
+/** Letters, digits, hyphens and underscores in dot-separated labels (a trailing dot allowed). */
+export const dnsNamePattern = /^[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?$/;
+/** 1 to 15 characters, none of those Windows forbids in a NetBIOS name. */
+export const netBiosNamePattern = /^[^\\/:*?"<>|\s]{1,15}$/;
+
+const NonEmpty = patterned("a non-empty string", /\S/);
+
+export const DomainSid = patterned("a domain SID (S-1-5-21- followed by three sub-authorities)", domainSidPattern);
+export const DomainGuid = patterned("a GUID without braces (8-4-4-4-12 hexadecimal digits)", guidPattern);
+export const PluginGuid = patterned("a GUID in braces ({8-4-4-4-12 hexadecimal digits})", bracedGuidPattern);
+export const DnsName = patterned("a DNS name (dot-separated labels of letters, digits and hyphens)", dnsNamePattern);
+export const NetBiosName = patterned("a NetBIOS name (1 to 15 characters, no spaces or \\ / : * ? \" < > |)", netBiosNamePattern);
+
+/** The plug-in list the runtime reads: it must name the Active Directory plug-in. */
+export const CmsPlugins = t.refinement(t.array(t.string), (plugins) => plugins.includes("ActiveDirectory"), 'a list of strings that contains "ActiveDirectory"');
+
+export const DomainJoinConfig = t.type({
+  Sid: DomainSid,
+  MachineAccountName: NonEmpty,
+  Guid: DomainGuid,
+  DnsTreeName: DnsName,
+  DnsName: DnsName,
+  NetBiosName: NetBiosName,
+});
+
+export const GroupManagedServiceAccount = t.type({ Name: NonEmpty, Scope: NonEmpty });
+
+export const GroupManagedServiceAccounts = t.refinement(t.array(GroupManagedServiceAccount), (accounts) => accounts.length > 0, "a non-empty list of {Name, Scope}");
+
+/** Non-domain-joined hosts: the CCG plug-in that fetches the credentials that retrieve the gMSA. */
+export const HostAccountConfig = t.type({
+  PortableCcgVersion: NonEmpty,
+  PluginGUID: PluginGuid,
+  PluginInput: t.string,
+});
+
+export const ActiveDirectoryConfig = t.intersection([
+  t.type({ GroupManagedServiceAccounts }),
+  t.partial({ HostAccountConfig }),
+]);
+
+export const WindowsCredSpec = t.type({
+  CmsPlugins,
+  DomainJoinConfig,
+  ActiveDirectoryConfig,
+});
+export type WindowsCredSpec = t.TypeOf<typeof WindowsCredSpec>;
+
+/** The Kubernetes object around it; `credspec` is checked separately so its absence reads plainly. */
+export const GmsaCredentialSpecObject = t.intersection([
+  t.type({
+    apiVersion: t.string,
+    kind: t.literal("GMSACredentialSpec"),
+    metadata: t.intersection([t.type({ name: t.string }), t.partial({})]),
+  }),
+  t.partial({ credspec: t.unknown }),
+]);
+export type GmsaCredentialSpecObject = t.TypeOf<typeof GmsaCredentialSpecObject>;
+
+/** Every key the codecs read, by the object it sits in: the spellings key-case checks compare to. */
+export const knownKeys: Readonly<Record<string, readonly string[]>> = {
+  "": ["CmsPlugins", "DomainJoinConfig", "ActiveDirectoryConfig"],
+  DomainJoinConfig: ["Sid", "MachineAccountName", "Guid", "DnsTreeName", "DnsName", "NetBiosName"],
+  ActiveDirectoryConfig: ["GroupManagedServiceAccounts", "HostAccountConfig"],
+  GroupManagedServiceAccounts: ["Name", "Scope"],
+  HostAccountConfig: ["PortableCcgVersion", "PluginGUID", "PluginInput"],
+};

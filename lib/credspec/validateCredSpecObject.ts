@@ -1,0 +1,44 @@
+import { isLeft } from "fp-ts/Either";
+import type { RequestPolicy } from "../admission/handleReview.js";
+import type { AdmissionRequest } from "../admission/review.js";
+import { jsonEqual } from "../gmsa/canonicalJson.js";
+import { allowed, denied, type Verdict } from "../gmsa/verdict.js";
+import { checkCredSpec } from "./checkCredSpec.js";
+import { GmsaCredentialSpecObject } from "./credSpecCodec.js";
+import { describeFinding } from "./credSpecFindings.js";
+
+/** At most this many problems are listed in one refusal; the rest are counted. */
+const maxListed = 8;
+
+/**
+ * The credential spec webhook: a GMSACredentialSpec that is no well-formed Windows credential
+ * spec is refused (422) naming each field and what is wrong with it; one that is legal but
+ * suspicious is admitted with warnings, which kubectl prints. An UPDATE that leaves `credspec`
+ * as it was is admitted unchecked: labels, annotations and finalizers of an object that predates
+ * these checks must stay manageable, and its contents are no worse than before.
+ */
+export function judgeCredSpecObject(request: AdmissionRequest): Verdict {
+  const { kind } = request;
+  if (kind.group !== "windows.k8s.io" || kind.kind !== "GMSACredentialSpec") {
+    return denied(400, `expected a GMSACredentialSpec (windows.k8s.io), got ${kind.kind || "no kind"}${kind.group ? ` (${kind.group})` : ""}`);
+  }
+  if (request.operation !== "CREATE" && request.operation !== "UPDATE") return allowed();
+  const decoded = GmsaCredentialSpecObject.decode(request.object);
+  if (isLeft(decoded)) return denied(400, "the request object is not a GMSACredentialSpec");
+  const name = request.name || decoded.right.metadata.name;
+  const label = `GMSACredentialSpec "${name}"`;
+  if (request.operation === "UPDATE") {
+    const old = GmsaCredentialSpecObject.decode(request.oldObject);
+    if (!isLeft(old) && jsonEqual(old.right.credspec, decoded.right.credspec)) return allowed({ credSpecs: [name] });
+  }
+  const report = checkCredSpec(decoded.right.credspec);
+  const warnings = report.warnings.map((finding) => `${label}: ${describeFinding(finding)}`);
+  if (report.errors.length === 0) return allowed({ warnings, credSpecs: [name] });
+  const listed = report.errors.slice(0, maxListed).map(describeFinding).join("; ");
+  const more = report.errors.length > maxListed ? ` (and ${report.errors.length - maxListed} more)` : "";
+  return denied(422, `${label} is not a valid Windows credential spec: ${listed}${more}`, { warnings, credSpecs: [name] });
+}
+
+export const validateCredSpecObject: RequestPolicy = {
+  judgeRequest: async (request) => judgeCredSpecObject(request),
+};
