@@ -1,7 +1,6 @@
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { health } from "../../functions/health.js";
 import { stopAdmissionRuntime } from "../../functions/runtime.js";
 
 /** GET /health is anonymous: it says whether the instance is ready, and nothing about why not. */
@@ -9,6 +8,17 @@ const Health = suite<{ saved: NodeJS.ProcessEnv; logged: string[] }>("GET /healt
 
 // A kubeconfig path that stands for internal detail: a host name and a file layout.
 const internalDetail = "aks-prod-4f2a.privatelink.westeurope.azmk8s.io";
+
+// uvu loads every test file before it runs any, all in one process. Importing functions/health at
+// the top would register it with the real `app` before a local Functions host in an earlier suite
+// could load it, and that host would then serve no /health. So it is loaded when this suite runs,
+// and forgotten after, for a host in a later suite to load afresh.
+const healthModule = "../../functions/health.js";
+let health: typeof import("../../functions/health.js").health;
+
+Health.before(() => {
+  ({ health } = require(healthModule) as typeof import("../../functions/health.js"));
+});
 
 Health.before.each(async (context) => {
   context.saved = { ...process.env };
@@ -44,10 +54,8 @@ Health("a bad setting is not echoed either", async (context) => {
   assert.ok(context.logged.some((line) => line.includes("GMSA_API_TIMEOUT_MS")));
 });
 
-// Loading functions/health registered it with the real `app`. Every test file runs in one process:
-// forget the module, so that a later local Functions host loads it afresh and sees the route.
 Health.after(() => {
-  delete require.cache[require.resolve("../../functions/health.js")];
+  delete require.cache[require.resolve(healthModule)];
 });
 
 Health.run();
