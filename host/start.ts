@@ -2,6 +2,7 @@ import { createAdmissionRuntime, useAdmissionRuntime } from "../functions/runtim
 import { readAdmissionSettings } from "../lib/settings.js";
 import { readHostSettings } from "./hostSettings.js";
 import type { LocalCluster } from "./localCluster.js";
+import { lineWriter } from "./lineWriter.js";
 import { startLocalServer, type LocalServer } from "./localServer.js";
 import { generateServingCertificate, servingCertificateFromFiles } from "./servingCertificate.js";
 
@@ -60,8 +61,11 @@ function say(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
+const logOut = lineWriter(process.stdout);
+const logErr = lineWriter(process.stderr);
+
 function logLine(level: string, message: string): void {
-  (level === "error" || level === "warning" ? process.stderr : process.stdout).write(`${message}\n`);
+  (level === "error" || level === "warning" ? logErr : logOut).write(message);
 }
 
 void main();
