@@ -64,6 +64,8 @@ buildSync({
   format: "cjs",
   outfile: join(clientDir, "index.js"),
   external: ["bufferutil", "utf-8-validate"],
+  // Minified as in the deployment package: the process holds the source text in memory.
+  minify: true,
   logLevel: "warning",
 });
 const { version } = JSON.parse(readFileSync(join(root, "node_modules", clientNode, "package.json"), "utf8"));
