@@ -14,7 +14,7 @@ export function parseGoDurationMs(text: string | null | undefined): number | und
 }
 
 function parse(text: string): number | undefined {
-  if (!text || !/^(\d+(\.\d+)?(h|ms|m|s|us|µs|ns))+$/.test(text)) return undefined;
+  if (!/^(\d+(\.\d+)?(h|ms|m|s|us|µs|ns))+$/.test(text)) return undefined;
   let total = 0;
   for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(amount) * units[unit!]!;
   return total;
