@@ -1,131 +1,307 @@
-import { execFileSync } from "node:child_process";
-import { performance } from "node:perf_hooks";
-import { readdirSync } from "node:fs";
-import { join } from "node:path";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi } from "@kubernetes/client-node";
+import { unzipSync } from "fflate";
 import { packageApp } from "../scripts/package.js";
 import { credSpecCache } from "../lib/kube/credSpecCache.js";
 import { credSpecApi } from "../lib/kube/credSpecApi.js";
-import { loadKubeconfigFile, startLocalCluster } from "../host/localCluster.js";
+import { exchangeAdmission, type HttpCall } from "../lib/admission/httpExchange.js";
+import type { WebhookPolicy } from "../lib/admission/handleReview.js";
+import { expandCredSpecs } from "../lib/gmsa/expandCredSpecs.js";
+import { validatePod } from "../lib/gmsa/validatePod.js";
+import { admissionLogLine } from "../lib/observability/admissionLog.js";
+import { readAdmissionSettings } from "../lib/settings.js";
+import { clusterPorts } from "../lib/kube/clusterClient.js";
+import { loadKubeconfigFile, startLocalCluster, wireLocalCluster, type LocalCluster } from "../host/localCluster.js";
+import { generateServingCertificate } from "../host/servingCertificate.js";
 import { credSpecFixture } from "../test/support/fixtures.js";
-import { startE2eCluster } from "../test/support/e2eCluster.js";
-import { postReview } from "../test/support/httpsClient.js";
+import { httpsCall, postReview } from "../test/support/httpsClient.js";
 import { gmsa, pod, review } from "../test/support/reviews.js";
 import { useGrant } from "../test/support/useGrants.js";
+import { load, type LoadResult } from "./load.js";
+import { descendantRunning, rssMiB, startServer, type Started } from "./processes.js";
 
 /**
- * `npm run bench`: the figures behind the speed and memory claims, printed, never asserted.
- *  1. cold start: loading the bundled package against loading the compiled modules one by one;
- *  2. admission latency through the local host with warm caches, against a real API server;
- *  3. memory of the credential spec cache holding thousands of specs from a real API server.
+ * `npm run bench`: the serving cost of the product beside a floor measured in the same run, the
+ * least a Node webhook must do (bench/floorServer.js: read the AdmissionReview, parse it, answer
+ * a fixed one). Both are served on core 1, loaded from core 0 by the same client with the same
+ * connections and duration. Figures are printed, never asserted.
  */
 const root = join(__dirname, "..");
-const runs = 7;
+const serverCore = "1";
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const credSpecCount = Number(process.env.BENCH_CREDSPECS ?? 1000);
+const coldStarts = 5;
+const credSpecName = "spec-7";
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+interface Row {
+  readonly figure: string;
+  readonly product: string;
+  readonly floor: string;
+  readonly ratio: string;
+  readonly target: string;
 }
 
-function loadTime(entries: string[]): number {
-  const script = `
-    const Module = require("node:module");
-    const resolve = Module._resolveFilename;
-    Module._resolveFilename = function (r, ...rest) { return r === "@azure/functions-core" ? r : resolve.call(this, r, ...rest); };
-    require.cache["@azure/functions-core"] = { id: "x", filename: "x", loaded: true, exports: { setProgrammingModel() {}, registerFunction() { return { dispose() {} }; }, registerHook() { return { dispose() {} }; }, log() {} } };
-    const t = process.hrtime.bigint();
-    for (const e of ${JSON.stringify(entries)}) require(e);
-    process.stdout.write(String(Number(process.hrtime.bigint() - t) / 1e6));`;
-  return Number(execFileSync(process.execPath, ["-e", script], { env: { PATH: process.env.PATH, KUBECONFIG: "/dev/null" }, encoding: "utf8" }));
+const rows: Row[] = [];
+function row(figure: string, product: number, floor: number | undefined, unit: string, target: string, digits = 3): void {
+  rows.push({
+    figure,
+    product: `${product.toFixed(digits)} ${unit}`,
+    floor: floor === undefined ? "" : `${floor.toFixed(digits)} ${unit}`,
+    ratio: floor === undefined ? "" : `${(product / floor).toFixed(2)}×`,
+    target,
+  });
 }
 
-async function coldStart(): Promise<void> {
-  const { zipBytes } = await packageApp();
-  execFileSync("npx", ["tsc", "-p", "tsconfig.json", "--outDir", join(root, "dist", "build")], { cwd: root, stdio: "inherit" });
-  const compiled = readdirSync(join(root, "dist", "build", "functions"))
-    .filter((f) => f.endsWith(".js"))
-    .map((f) => join(root, "dist", "build", "functions", f));
-  const bundled = Array.from({ length: runs }, () => loadTime([join(root, "dist", "functions", "main.js")]));
-  const modules = Array.from({ length: runs }, () => loadTime(compiled));
-  console.log(`cold start (median of ${runs} loads of every function module, Node ${process.version}):`);
-  console.log(`  compiled modules from node_modules: ${median(modules).toFixed(0)} ms`);
-  console.log(`  bundled package (${(zipBytes / 1024).toFixed(0)} KiB zip):    ${median(bundled).toFixed(0)} ms`);
+function printTable(): void {
+  const head: Row = { figure: "figure", product: "product", floor: "floor", ratio: "ratio", target: "target" };
+  const all = [head, ...rows];
+  const width = (key: keyof Row) => Math.max(...all.map((r) => r[key].length));
+  const line = (r: Row) => `| ${(["figure", "product", "floor", "ratio", "target"] as const).map((k) => r[k].padEnd(width(k))).join(" | ")} |`;
+  console.log(line(head));
+  console.log(`|${(["figure", "product", "floor", "ratio", "target"] as const).map((k) => "-".repeat(width(k) + 2)).join("|")}|`);
+  for (const r of rows) console.log(line(r));
 }
 
-async function latency(): Promise<void> {
-  const cluster = await startE2eCluster();
-  try {
-    await cluster.apply([
-      { apiVersion: "v1", kind: "Namespace", metadata: { name: "apps" } },
-      ...useGrant({ name: "use-all", namespace: "apps", group: "system:serviceaccounts:apps" }),
-    ]);
-    const p = pod();
-    p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec");
-    const send = (path: string) => postReview(`${cluster.webhook.server.url}${path}`, cluster.webhook.caPem, review("CREATE", p));
-    for (let i = 0; i < 50; i++) await send(i % 2 ? "/mutate" : "/validate");
-    await new Promise((r) => setTimeout(r, 500));
-    for (const path of ["/mutate", "/validate"]) {
-      const times: number[] = [];
-      for (let i = 0; i < 1000; i++) {
-        const started = performance.now();
-        await send(path);
-        times.push(performance.now() - started);
-      }
-      console.log(`${path}, 1000 sequential HTTPS admissions, warm caches: p50 ${percentile(times, 50).toFixed(2)} ms, p95 ${percentile(times, 95).toFixed(2)} ms, p99 ${percentile(times, 99).toFixed(2)} ms`);
-    }
-  } finally {
-    await cluster.close();
+/** The pod every admission is about: one container naming a credential spec its namespace may use. */
+function gmsaPod() {
+  const p = pod();
+  p.spec.containers[0]!.securityContext = gmsa(credSpecName);
+  return p;
+}
+
+async function prepareCluster(local: LocalCluster, webhookUrl: string, caPem: string): Promise<void> {
+  const admin = loadKubeconfigFile(local.adminKubeconfig);
+  await wireLocalCluster(local, { url: webhookUrl, caPem, authorizeRequestingUser: false }, [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "apps" } },
+    ...useGrant({ name: "use-all", namespace: "apps", group: "system:serviceaccounts:apps" }),
+  ]);
+  const api = admin.makeApiClient(CustomObjectsApi);
+  const spec = credSpecFixture("payroll-gmsa").credspec!;
+  for (let i = 0; i < credSpecCount; i += 25) {
+    await Promise.all(
+      Array.from({ length: Math.min(25, credSpecCount - i) }, (_, j) =>
+        api.createClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", body: { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpec", metadata: { name: `spec-${i + j}` }, credspec: spec } }),
+      ),
+    );
   }
 }
 
-async function cacheMemory(count: number): Promise<void> {
-  const local = await startLocalCluster({ log: () => {} });
+/** The mutate review, and the validate review of the pod as mutate left it (contents inlined). */
+async function reviewBodies(url: string, caPem: string, dir: string): Promise<{ mutate: string; validate: string }> {
+  const created = gmsaPod();
+  const answer = await postReview(`${url}/mutate`, caPem, review("CREATE", created));
+  const reply = JSON.parse(answer.text) as { response?: { patch?: string } };
+  const patch = JSON.parse(Buffer.from(reply.response?.patch ?? "", "base64").toString("utf8") || "[]") as Array<{ path: string; value: string }>;
+  const contents = patch.find((op) => op.path.endsWith("/gmsaCredentialSpec"));
+  if (!contents) throw new Error(`mutate did not inline the credential spec: ${answer.text.slice(0, 500)}`);
+  const mutated = gmsaPod();
+  mutated.spec.containers[0]!.securityContext = gmsa(credSpecName, contents.value);
+  const files = { mutate: join(dir, "mutate.json"), validate: join(dir, "validate.json") };
+  writeFileSync(files.mutate, JSON.stringify(review("CREATE", created)));
+  writeFileSync(files.validate, JSON.stringify(review("CREATE", mutated)));
+  return files;
+}
+
+async function waitForSync(url: string, caPem: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const status = JSON.parse((await httpsCall(`${url}/health`, { ca: caPem, method: "GET" })).text) as { credSpecCache?: { synced: boolean; size: number } };
+    if (status.credSpecCache?.synced && status.credSpecCache.size >= credSpecCount) return;
+    await sleep(100);
+  }
+  throw new Error("the product's credential spec cache did not sync");
+}
+
+/** The policy's own work, in this process, with no HTTP server: what every instance pays per admission. */
+async function handlerCost(kubeconfig: string, bodies: { mutate: string; validate: string }): Promise<Record<"mutate" | "validate", number>> {
+  const settings = readAdmissionSettings({ KUBECONFIG: kubeconfig });
+  const cluster = await clusterPorts(settings, () => {});
+  const deps = { credSpecs: cluster.credSpecs, authorizer: cluster.authorizer, settings, budgetMs: settings.admissionBudgetMs };
+  const once = async (policy: WebhookPolicy, bytes: Uint8Array) => {
+    const call: HttpCall = { method: "POST", contentType: "application/json", contentLength: String(bytes.byteLength), timeout: "10s", readBody: async () => bytes };
+    const { reply, record } = await exchangeAdmission(call, policy, deps);
+    if (!record || reply.status !== 200) throw new Error(`unexpected answer ${reply.status}: ${reply.body}`);
+    return admissionLogLine({ ...record, webhook: "bench", latencyMs: 0, coldStart: false });
+  };
+  const result = { mutate: 0, validate: 0 };
   try {
-    const admin = loadKubeconfigFile(local.adminKubeconfig);
-    const { applyObjects } = await import("../cluster/applyObjects.js");
-    const { credSpecCrd } = await import("../cluster/credSpecCrd.js");
-    await applyObjects(admin, [credSpecCrd() as never]);
-    const api = admin.makeApiClient(CustomObjectsApi);
-    const spec = credSpecFixture("payroll-gmsa").credspec!;
-    for (let i = 0; i < count; i += 25) {
-      await Promise.all(
-        Array.from({ length: Math.min(25, count - i) }, (_, j) =>
-          api.createClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", body: { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpec", metadata: { name: `spec-${i + j}` }, credspec: spec } }),
-        ),
-      );
+    await once(expandCredSpecs, Buffer.from(bodies.mutate));
+    while (!cluster.cacheStatus()?.synced) await sleep(50);
+    for (const [name, policy] of [["mutate", expandCredSpecs], ["validate", validatePod]] as const) {
+      const bytes = Buffer.from(bodies[name]);
+      const iterations = 20_000;
+      // The authorization answer is cached for a few seconds: keep it warm while timing.
+      for (let i = 0; i < 2000; i++) await once(policy, bytes);
+      const started = performance.now();
+      for (let i = 0; i < iterations; i++) await once(policy, bytes);
+      result[name] = ((performance.now() - started) * 1000) / iterations;
     }
-    const gc = runInNewContext("gc") as () => void;
-    gc();
-    const before = process.memoryUsage().heapUsed;
-    const settings = { apiTimeoutMs: 2000 };
-    const cache = credSpecCache(admin, { direct: credSpecApi(api, { timeoutMs: settings.apiTimeoutMs }), log: () => {} });
-    const started = performance.now();
-    await cache.lookup("spec-0", new AbortController().signal);
-    while (!cache.status().synced) await new Promise((r) => setTimeout(r, 50));
-    const syncMs = performance.now() - started;
-    gc();
-    const after = process.memoryUsage().heapUsed;
-    console.log(`credential spec cache: ${cache.status().size} specs synced in ${syncMs.toFixed(0)} ms, heap +${((after - before) / 1024 / 1024).toFixed(1)} MiB (${((after - before) / cache.status().size / 1024).toFixed(2)} KiB per spec)`);
-    await cache.stop();
   } finally {
+    await cluster.stop();
+  }
+  return result;
+}
+
+/** Process start to the first admission answered, for the deployable package as the Functions worker loads it. */
+async function coldStart(kubeconfig: string, mutateBody: string): Promise<number[]> {
+  const { zipPath } = await packageApp();
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-bench-package-"));
+  for (const [name, bytes] of Object.entries(unzipSync(readFileSync(zipPath)))) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), bytes);
+  }
+  const driver = join(root, "test", "package", "coldStartDriver.js");
+  const times: number[] = [];
+  for (let i = 0; i < coldStarts; i++) {
+    const { ms, output } = await firstAnswer(driver, [dir, "mutate", JSON.stringify({ body: mutateBody })], kubeconfig);
+    times.push(ms);
+    if (!output.includes("patch")) throw new Error(`cold start did not patch: ${output.slice(0, 500)}`);
+  }
+  return times;
+}
+
+/**
+ * Runs the driver until it has printed the answer, then stops it: the credential spec cache it
+ * started keeps watching, as it does in a Functions instance.
+ */
+function firstAnswer(driver: string, args: string[], kubeconfig: string): Promise<{ ms: number; output: string }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn("taskset", ["-c", serverCore, process.execPath, driver, ...args], { env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig }, stdio: ["ignore", "pipe", "inherit"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      try {
+        JSON.parse(output);
+      } catch {
+        return;
+      }
+      const ms = performance.now() - started;
+      child.kill("SIGKILL");
+      resolve({ ms, output });
+    });
+    child.once("exit", (code) => reject(new Error(`the cold start driver exited with ${code}: ${output.slice(0, 500)}`)));
+  });
+}
+
+async function cacheHeap(adminKubeconfig: string): Promise<{ size: number; perSpecKiB: number }> {
+  const admin = loadKubeconfigFile(adminKubeconfig);
+  const gc = runInNewContext("gc") as () => void;
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const cache = credSpecCache(admin, { direct: credSpecApi(admin.makeApiClient(CustomObjectsApi), { timeoutMs: 2000 }), log: () => {} });
+  await cache.lookup("spec-0", new AbortController().signal);
+  while (!cache.status().synced) await sleep(50);
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  const size = cache.status().size;
+  await cache.stop();
+  return { size, perSpecKiB: (after - before) / size / 1024 };
+}
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), "gmsa-bench-"));
+  const tls = await generateServingCertificate(join(work, "tls"));
+  const certFile = join(work, "tls", "serving.crt");
+  const keyFile = join(work, "tls", "serving.key");
+  writeFileSync(certFile, tls.certPem);
+  writeFileSync(keyFile, tls.keyPem, { mode: 0o600 });
+
+  console.error("starting a local control plane…");
+  const local = await startLocalCluster({ log: () => {} });
+  const servers: Started[] = [];
+  try {
+    // BENCH_CPU_PROF=<dir>: every Node process under `npm start` writes a CPU profile there when it exits.
+    const profile = process.env.BENCH_CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` } : {};
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: local.webhookKubeconfig, PORT: "0", TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, ...profile };
+    const product = await startServer("taskset", ["-c", serverCore, "npm", "start"], { env, output: join(work, "product.log"), ready: /^gmsa-admission ready at /, timeoutMs: 120_000 });
+    servers.push(product);
+    const productUrl = /ready at (https:\/\/[^/]+)\/mutate/.exec(product.line)![1]!;
+    const productPid = descendantRunning(product.child.pid!, "host/start.");
+    if (!productPid) throw new Error("cannot find the serving process under npm start");
+    const serving = readFileSync(`/proc/${productPid}/cmdline`, "utf8").split("\0").join(" ").trim();
+
+    console.error("creating credential specs…");
+    await prepareCluster(local, productUrl, tls.caPem);
+    const bodies = await reviewBodies(productUrl, tls.caPem, work);
+    await waitForSync(productUrl, tls.caPem);
+    await sleep(1000);
+    const syncedRss = rssMiB(productPid);
+
+    const floor = await startServer("taskset", ["-c", serverCore, process.execPath, join(__dirname, "floorServer.js"), certFile, keyFile], { env: { PATH: process.env.PATH }, output: join(work, "floor.log"), ready: /^floor ready at / });
+    servers.push(floor);
+    const floorUrl = /ready at (\S+)/.exec(floor.line)![1]!;
+
+    const run = (url: string, pid: number, body: string, connections: number) => load({ url, bodyFile: body, pid, connections, seconds });
+    // Warm both (JIT, caches, authorization answers) before anything is measured.
+    for (const path of ["/mutate", "/validate"] as const) {
+      const body = path === "/mutate" ? bodies.mutate : bodies.validate;
+      await load({ url: `${productUrl}${path}`, bodyFile: body, pid: productPid, connections: 16, seconds: 3 });
+      await load({ url: `${floorUrl}${path}`, bodyFile: body, pid: floor.child.pid!, connections: 16, seconds: 3 });
+    }
+    await sleep(2000);
+    const idleRss = rssMiB(productPid);
+    const floorIdleRss = rssMiB(floor.child.pid!);
+
+    console.error(`loading each server for ${seconds} s per run…`);
+    const results: Record<string, { product: LoadResult; floor: LoadResult }> = {};
+    for (const [name, path, body, connections] of [
+      ["mutate, 16 connections", "/mutate", bodies.mutate, 16],
+      ["validate, 16 connections", "/validate", bodies.validate, 16],
+      ["mutate, 64 connections", "/mutate", bodies.mutate, 64],
+    ] as const) {
+      results[name] = { product: await run(`${productUrl}${path}`, productPid, body, connections), floor: await run(`${floorUrl}${path}`, floor.child.pid!, body, connections) };
+      const { product: p, floor: f } = results[name]!;
+      if (p.failed > 0 || f.failed > 0) console.error(`${name}: ${p.failed} product and ${f.failed} floor requests failed`);
+    }
+
+    console.error("timing the handler apart from HTTP…");
+    const handler = await handlerCost(local.webhookKubeconfig, { mutate: readFileSync(bodies.mutate, "utf8"), validate: readFileSync(bodies.validate, "utf8") });
+    console.error("cold starts of the deployable package…");
+    const cold = await coldStart(local.webhookKubeconfig, readFileSync(bodies.mutate, "utf8"));
+    const heap = await cacheHeap(local.adminKubeconfig);
+
+    for (const name of ["mutate, 16 connections", "validate, 16 connections"]) {
+      const { product: p, floor: f } = results[name]!;
+      row(`CPU per warm admission, ${name}`, p.cpuPerAnswerMs, f.cpuPerAnswerMs, "ms", "≤ 2× floor");
+      row(`answers per second, ${name}`, p.perSecond, f.perSecond, "/s", "", 0);
+      row(`p99 latency, ${name}`, p.p99Ms, f.p99Ms, "ms", "≤ 2× floor", 0);
+    }
+    const busy = results["mutate, 64 connections"]!;
+    row("CPU per warm admission, mutate, 64 connections", busy.product.cpuPerAnswerMs, busy.floor.cpuPerAnswerMs, "ms", "");
+    row("handler alone (no HTTP), warm mutate", handler.mutate, undefined, "µs", "≤ 50 µs", 1);
+    row("handler alone (no HTTP), warm validate", handler.validate, undefined, "µs", "≤ 50 µs", 1);
+    row(`RSS of the serving process, idle, ${credSpecCount} specs cached, before any load`, syncedRss, undefined, "MiB", "≤ 90 MiB", 0);
+    row(`RSS of the serving process, idle, ${credSpecCount} specs cached, after the loads above`, idleRss, floorIdleRss, "MiB", "≤ 90 MiB", 0);
+    row("RSS of the serving process, peak under 64 connections", busy.product.peakRssMiB, busy.floor.peakRssMiB, "MiB", "≤ 130 MiB", 0);
+    row(`heap per cached credential spec (${heap.size} cached)`, heap.perSpecKiB, undefined, "KiB", "", 2);
+    row(`cold start of the package, process start → first admission (median of ${coldStarts})`, median(cold), undefined, "ms", "≤ 150 ms", 0);
+    row("npm start → ready (build included)", product.readyMs, undefined, "ms", "≤ 1500 ms", 0);
+
+    console.log(`\nNode ${process.version}; servers on core ${serverCore}, autocannon on core 0, ${seconds} s per run; serving process: ${serving}`);
+    console.log(`cold starts (ms): ${cold.map((c) => c.toFixed(0)).join(", ")}\n`);
+    printTable();
+  } finally {
+    for (const server of servers) await server.stop().catch(() => {});
     await local.stop();
   }
 }
 
 setFlagsFromString("--expose-gc");
-void (async () => {
-  await coldStart();
-  await latency();
-  await cacheMemory(Number(process.env.BENCH_CREDSPECS ?? 3000));
-  process.exit(0);
-})().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,10 +1,10 @@
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
+import type { HttpRequest, HttpResponseInit, InvocationContext } from "@azure/functions";
 import { expandCredSpecs } from "../lib/gmsa/expandCredSpecs.js";
-import { allMethods, serveWebhook, webhookAuthLevel } from "./webhook.js";
+import { registerWebhook, serveWebhook } from "./webhook.js";
 
 /** POST /mutate: inlines the named credential specs' contents into the pod. */
 export async function mutate(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   return serveWebhook("mutate", expandCredSpecs, request, context);
 }
 
-app.http("mutate", { route: "mutate", methods: [...allMethods], authLevel: webhookAuthLevel(), handler: mutate });
+registerWebhook("mutate", expandCredSpecs, mutate);

@@ -1,10 +1,10 @@
-import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
+import type { HttpRequest, HttpResponseInit, InvocationContext } from "@azure/functions";
 import { validateCredSpecObject } from "../lib/credspec/validateCredSpecObject.js";
-import { allMethods, serveWebhook, webhookAuthLevel } from "./webhook.js";
+import { registerWebhook, serveWebhook } from "./webhook.js";
 
 /** POST /validate-credspec: refuses GMSACredentialSpecs that are no Windows credential spec, warns about suspicious ones. */
 export async function validateCredspec(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   return serveWebhook("validate-credspec", validateCredSpecObject, request, context);
 }
 
-app.http("validate-credspec", { route: "validate-credspec", methods: [...allMethods], authLevel: webhookAuthLevel(), handler: validateCredspec });
+registerWebhook("validate-credspec", validateCredSpecObject, validateCredspec);

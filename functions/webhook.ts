@@ -1,22 +1,25 @@
-import type { HttpRequest, HttpResponseInit, InvocationContext } from "@azure/functions";
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
 import { performance } from "node:perf_hooks";
-import { exchangeAdmission, type HttpCall } from "../lib/admission/httpExchange.js";
+import { exchangeAdmission, type HttpCall, type HttpReply } from "../lib/admission/httpExchange.js";
 import type { ReviewPolicy } from "../lib/admission/handleReview.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
 import { readEndpointProtection } from "../lib/settings.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";
 
-/** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
-export async function serveWebhook(webhook: string, policy: ReviewPolicy, request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+/** Where an admission's log line goes: the Functions invocation's log, or the local host's. */
+export interface AdmissionLogSink {
+  info(line: string): void;
+  warn(line: string): void;
+  error(line: string): void;
+}
+
+/**
+ * One admission under the webhook's HTTP rules, whatever host carries it: the instance's runtime,
+ * the exchange, and one log line per admission. A host adapts its own request type to `HttpCall`.
+ */
+export async function serveAdmission(webhook: string, policy: ReviewPolicy, call: HttpCall, log: AdmissionLogSink): Promise<HttpReply> {
   const started = performance.now();
-  const call: HttpCall = {
-    method: request.method,
-    contentType: request.headers.get("content-type"),
-    contentLength: request.headers.get("content-length"),
-    timeout: request.query.get("timeout"),
-    readBody: async () => new Uint8Array(await request.arrayBuffer()),
-  };
   try {
     const runtime = await admissionRuntime();
     const { reply, record } = await exchangeAdmission(call, policy, {
@@ -28,16 +31,42 @@ export async function serveWebhook(webhook: string, policy: ReviewPolicy, reques
     if (record) {
       instanceCounters.admissions += 1;
       const line = admissionLogLine({ ...record, webhook, latencyMs: performance.now() - started, coldStart: takeColdStart() });
-      if (record.decision === "error") context.warn(line);
-      else context.info(line);
+      if (record.decision === "error") log.warn(line);
+      else log.info(line);
     }
-    return { status: reply.status, headers: reply.headers, body: reply.body };
+    return reply;
   } catch (error) {
     // A bug, not a policy answer: the API server treats a 500 as a failed call and, with
     // failurePolicy Fail, refuses the pod.
-    context.error(`${webhook}: unexpected failure: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    log.error(`${webhook}: unexpected failure: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return { status: 500, headers: { "content-type": "text/plain; charset=utf-8" }, body: "internal error\n" };
   }
+}
+
+/** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
+export async function serveWebhook(webhook: string, policy: ReviewPolicy, request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const call: HttpCall = {
+    method: request.method,
+    contentType: request.headers.get("content-type"),
+    contentLength: request.headers.get("content-length"),
+    timeout: request.query.get("timeout"),
+    readBody: async () => new Uint8Array(await request.arrayBuffer()),
+  };
+  const reply = await serveAdmission(webhook, policy, call, { info: (line) => context.info(line), warn: (line) => context.warn(line), error: (line) => context.error(line) });
+  return { status: reply.status, headers: reply.headers, body: reply.body };
+}
+
+/**
+ * The webhooks this app registers, by function name, with their policies: the local host serves
+ * these straight from its own request type, without building Functions request objects for each
+ * admission. The Functions host knows nothing of this table and calls the registered handlers.
+ */
+export const webhookPolicies = new Map<string, ReviewPolicy>();
+
+/** Registers a webhook with the Functions app, and with the table above. */
+export function registerWebhook(name: string, policy: ReviewPolicy, handler: (request: HttpRequest, context: InvocationContext) => Promise<HttpResponseInit>): void {
+  app.http(name, { route: name, methods: [...allMethods], authLevel: webhookAuthLevel(), handler });
+  webhookPolicies.set(name, policy);
 }
 
 /** Every method reaches the handler, so that the HTTP rules can answer 405 themselves. */

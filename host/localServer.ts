@@ -2,7 +2,9 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { maxBodyBytes } from "../lib/admission/httpExchange.js";
+import type { ReviewPolicy } from "../lib/admission/handleReview.js";
+import { maxBodyBytes, type HttpCall } from "../lib/admission/httpExchange.js";
+import { serveAdmission, webhookPolicies } from "../functions/webhook.js";
 import { invoke, loadFunctionsApp, type LoadedApp } from "./functionsHost.js";
 
 export interface LocalServerOptions {
@@ -68,11 +70,44 @@ async function route(functionsApp: LoadedApp, options: LocalServerOptions, req: 
     return reply(res, 401, "a function key is required (x-functions-key header)");
   }
   const body = await readLimited(req, res, maxBodyBytes + 1);
+  const policy = webhookPolicies.get(registration.name);
+  if (policy) return serveAdmissionLocally(registration.name, policy, req, url, body, options.log, res);
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(", ") : value;
   const answer = await invoke(registration, { method: req.method ?? "GET", url: url.toString(), headers, body }, options.log);
   res.writeHead(answer.status, answer.headers);
   res.end(answer.body);
+}
+
+/**
+ * A webhook straight from Node's request: the same HTTP rules, policy and log line as the
+ * registered handler, without a Functions request, context and response for every admission.
+ */
+async function serveAdmissionLocally(
+  name: string,
+  policy: ReviewPolicy,
+  req: IncomingMessage,
+  url: URL,
+  body: Uint8Array,
+  log: LocalServerOptions["log"],
+  res: ServerResponse,
+): Promise<void> {
+  const header = (value: string | string[] | undefined) => (value === undefined ? null : Array.isArray(value) ? value.join(", ") : value);
+  const call: HttpCall = {
+    method: req.method ?? "GET",
+    contentType: header(req.headers["content-type"]),
+    contentLength: header(req.headers["content-length"]),
+    timeout: url.searchParams.get("timeout"),
+    readBody: async () => body,
+  };
+  // The levels an invocation context logs with, so that both paths write the same lines.
+  const reply = await serveAdmission(name, policy, call, {
+    info: (line) => log("information", line),
+    warn: (line) => log("warning", line),
+    error: (line) => log("error", line),
+  });
+  res.writeHead(reply.status, reply.headers);
+  res.end(reply.body);
 }
 
 function keyMatches(req: IncomingMessage, url: URL, expected: string): boolean {

@@ -1,7 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { createCertificateAuthority, issueCertificate } from "../controlplane/pki.js";
 
 export interface ServingCertificate {
   readonly certPem: string;
@@ -23,6 +22,8 @@ export function servingCertificateFromFiles(cert: string, key: string): ServingC
 
 /** A throwaway CA and a serving certificate for the loopback names, made at each start. */
 export async function generateServingCertificate(dir = join(cacheDir(), "local-host")): Promise<ServingCertificate> {
+  // The X.509 library is loaded only by a host that makes its own certificate.
+  const { createCertificateAuthority, issueCertificate } = await import("../controlplane/pki.js");
   const ca = await createCertificateAuthority("gmsa-admission local host CA");
   const serving = await issueCertificate(ca, {
     commonName: "localhost",

@@ -1,7 +1,8 @@
 import { createAdmissionRuntime, useAdmissionRuntime } from "../functions/runtime.js";
 import { readAdmissionSettings } from "../lib/settings.js";
 import { readHostSettings } from "./hostSettings.js";
-import { exampleObjects, startLocalCluster, wireLocalCluster, type LocalCluster } from "./localCluster.js";
+import type { LocalCluster } from "./localCluster.js";
+import { lineWriter } from "./lineWriter.js";
 import { startLocalServer, type LocalServer } from "./localServer.js";
 import { generateServingCertificate, servingCertificateFromFiles } from "./servingCertificate.js";
 
@@ -24,6 +25,9 @@ async function main(): Promise<void> {
   try {
     if (!clusterGiven) {
       say("KUBECONFIG is not set: starting a local control plane (the first run builds it from Go sources, which takes minutes)");
+      // The control plane, its certificates and the manifests are loaded only when they are used,
+      // so that serving a given cluster starts quickly and holds little memory.
+      const { startLocalCluster } = await import("./localCluster.js");
       local = await startLocalCluster({ log: (line) => say(line) });
     }
     const env = local ? { ...process.env, KUBECONFIG: local.webhookKubeconfig, GMSA_CLUSTER_ACCESS: "kubeconfig" } : process.env;
@@ -32,6 +36,7 @@ async function main(): Promise<void> {
     const tls = host.tlsFiles ? servingCertificateFromFiles(host.tlsFiles.cert, host.tlsFiles.key) : await generateServingCertificate();
     server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
     if (local) {
+      const { exampleObjects, wireLocalCluster } = await import("./localCluster.js");
       await wireLocalCluster(local, { url: server.url, caPem: tls.caPem, authorizeRequestingUser: settings.authorizeRequestingUser }, exampleObjects("demo.yaml"));
       process.stdout.write(`export KUBECONFIG=${local.adminKubeconfig}\n`);
       say(
@@ -57,8 +62,11 @@ function say(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
+const logOut = lineWriter(process.stdout);
+const logErr = lineWriter(process.stderr);
+
 function logLine(level: string, message: string): void {
-  (level === "error" || level === "warning" ? process.stderr : process.stdout).write(`${message}\n`);
+  (level === "error" || level === "warning" ? logErr : logOut).write(message);
 }
 
 void main();

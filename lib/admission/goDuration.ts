@@ -4,8 +4,17 @@
  */
 const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };
 
+// An API server sends the same timeout with every review: the last answer is kept.
+let last: { readonly text: string; readonly ms: number | undefined } | undefined;
+
 export function parseGoDurationMs(text: string | null | undefined): number | undefined {
-  if (!text || !/^(\d+(\.\d+)?(h|ms|m|s|us|µs|ns))+$/.test(text)) return undefined;
+  if (!text) return undefined;
+  if (last?.text !== text) last = { text, ms: parse(text) };
+  return last.ms;
+}
+
+function parse(text: string): number | undefined {
+  if (!/^(\d+(\.\d+)?(h|ms|m|s|us|µs|ns))+$/.test(text)) return undefined;
   let total = 0;
   for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(amount) * units[unit!]!;
   return total;

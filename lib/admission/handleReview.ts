@@ -1,14 +1,14 @@
 import { isLeft } from "fp-ts/Either";
 import { randomUUID } from "node:crypto";
 import { describeDecodeErrors } from "./decodeErrors.js";
-import { Pod } from "../gmsa/pod.js";
+import { decodePodObject, type Pod } from "../gmsa/pod.js";
 import { Binding } from "../gmsa/binding.js";
 import type { Admission, BindingAdmission, PolicyDependencies, PolicySettings } from "../gmsa/podAdmission.js";
 import { ClusterUnavailableError, type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
 import { denied, type Verdict } from "../gmsa/verdict.js";
 import { withRequestCounters } from "../observability/requestCounters.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
-import { AdmissionReview, AdmissionReviewEnvelope, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
+import { AdmissionReviewEnvelope, decodeReviewRequest, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
 import { failedClosed, responseFor } from "./response.js";
 
 export type WebhookPolicy = (admission: Admission, deps: PolicyDependencies) => Promise<Verdict>;
@@ -57,8 +57,8 @@ export async function handleReview(
   if (isLeft(envelope)) return { kind: "badRequest", message: `the body is not an AdmissionReview: ${describeDecodeErrors(envelope.left)}` };
   const { apiVersion } = envelope.right;
   const { uid } = envelope.right.request;
-  const decoded = AdmissionReview.decode(body);
-  const request = isLeft(decoded) ? undefined : decoded.right.request;
+  const decoded = decodeReviewRequest(body);
+  const request = isLeft(decoded) ? undefined : decoded.right;
 
   const budget = Math.max(1, Math.min(deps.budgetMs, (apiServerTimeoutMs ?? Infinity) - answerMarginMs));
   // A timer of our own rather than AbortSignal.timeout: it must keep the process alive while
@@ -69,7 +69,7 @@ export async function handleReview(
     async (): Promise<Answer> =>
       isLeft(decoded)
         ? { response: responseFor(uid, denied(400, `the admission request is malformed: ${describeDecodeErrors(decoded.left)}`)) }
-        : respond(decoded.right.request, policy, { ...deps, signal: deadline.signal }, budget),
+        : respond(decoded.right, policy, { ...deps, signal: deadline.signal }, budget),
   ).finally(() => clearTimeout(timer));
   const { response, failure } = answer;
   const code = response.status?.code ?? 200;
@@ -234,7 +234,7 @@ function bindingAdmission(request: AdmissionRequest): { admission: BindingAdmiss
 
 function decodePod(value: unknown, field: string): { pod: Pod } | { problem: string } {
   if (value === undefined || value === null) return { problem: `the request has no ${field}` };
-  const decoded = Pod.decode(value);
+  const decoded = decodePodObject(value);
   if (isLeft(decoded)) return { problem: `the request ${field} is not a Pod: ${describeDecodeErrors(decoded.left)}` };
   return { pod: decoded.right };
 }

@@ -27,6 +27,10 @@ export type ExchangeRecord = Omit<AdmissionRecord, "webhook" | "latencyMs" | "co
 
 export const maxBodyBytes = 3 * 1024 * 1024;
 
+// One decoder for every body: without `stream` each call stands alone, and building a fatal
+// decoder costs more than decoding a small review.
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
 function isJsonMediaType(contentType: string | null): boolean {
   if (!contentType) return false;
   const essence = contentType.split(";", 1)[0]!.trim().toLowerCase();
@@ -57,7 +61,7 @@ export async function exchangeAdmission(
 
   let body: unknown;
   try {
-    body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    body = JSON.parse(utf8.decode(bytes));
   } catch (error) {
     return { reply: plainReply(400, `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "unreadable"}`) };
   }

@@ -1,3 +1,4 @@
+import { isRight } from "fp-ts/Either";
 import * as t from "io-ts";
 
 /** The AdmissionReview wire format, in the two versions the API server may send. */
@@ -42,6 +43,20 @@ export const AdmissionReview = t.intersection([
   t.partial({}),
 ]);
 export type AdmissionReview = t.TypeOf<typeof AdmissionReview>;
+
+const ReviewRequest = t.type({ request: AdmissionRequest });
+
+/**
+ * The request of a body already known to be an AdmissionReview envelope: decoding `request`
+ * alone accepts what decoding the whole review accepts, without checking the envelope twice.
+ * A body it refuses is decoded again as a whole review, so that the errors read the same.
+ */
+export function decodeReviewRequest(body: unknown): t.Validation<AdmissionRequest> {
+  const decoded = ReviewRequest.decode(body);
+  if (isRight(decoded)) return t.success(decoded.right.request);
+  const review = AdmissionReview.decode(body);
+  return isRight(review) ? t.success(review.right.request) : review;
+}
 
 /** Just enough to know a body is an AdmissionReview and whom to answer. */
 export const AdmissionReviewEnvelope = t.type({

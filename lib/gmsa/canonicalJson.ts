@@ -20,9 +20,12 @@ function encodeString(text: string): string {
 }
 
 // Go orders map keys by their UTF-8 bytes; JavaScript compares UTF-16 code units. The two agree
-// except around surrogate pairs, so compare encoded bytes.
+// except around surrogate pairs, so only keys holding a surrogate are compared as encoded bytes.
+const surrogate = /[\uD800-\uDFFF]/;
+
 function byUtf8(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+  if (surrogate.test(a) || surrogate.test(b)) return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function encodeScalar(value: unknown): string {

@@ -9,10 +9,24 @@ import { canonicalJson, jsonEqual } from "./canonicalJson.js";
  */
 export const maxContentsDepth = 64;
 
+// The ports hand out credential specs as read-only records that live as long as the cache
+// holds them: their canonical form is computed once per record, not once per admission.
+const canonicalForms = new WeakMap<object, string>();
+
+/** The bytes this product inlines for a credential spec, as `canonicalJson` writes them. */
+export function canonicalContents(credspec: Readonly<Record<string, unknown>>): string {
+  let contents = canonicalForms.get(credspec);
+  if (contents === undefined) {
+    contents = canonicalJson(credspec);
+    canonicalForms.set(credspec, contents);
+  }
+  return contents;
+}
+
 export function contentsProblem(contents: string, credspec: Readonly<Record<string, unknown>>): string | undefined {
   // Cheap first: contents this product inlined are byte-identical to the canonical form, which
   // has neither duplicate keys nor unusual depth.
-  if (contents === canonicalJson(credspec)) return undefined;
+  if (contents === canonicalContents(credspec)) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(contents);

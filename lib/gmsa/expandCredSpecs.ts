@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import { canonicalJson } from "./canonicalJson.js";
+import { canonicalContents } from "./credSpecContents.js";
 import { addOperation, type PatchOperation } from "./jsonPatch.js";
 import { gmsaSettings, type GmsaSetting, type Pod } from "./pod.js";
 import { isBinding, type Admission, type PodAdmission, type PolicyDependencies } from "./podAdmission.js";
@@ -31,7 +31,7 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
   const patch: PatchOperation[] = [];
   for (const setting of missing) {
     const lookup = lookups.get(setting.name!);
-    if (lookup?.kind === "found") patch.push(addOperation(setting.contentsPath, canonicalJson(lookup.credspec)));
+    if (lookup?.kind === "found") patch.push(addOperation(setting.contentsPath, canonicalContents(lookup.credspec)));
   }
 
   if (deps.settings.randomHostname && admission.operation === "CREATE" && names.length > 0 && !admission.pod.spec?.hostname) {

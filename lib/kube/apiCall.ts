@@ -2,7 +2,7 @@ import { ApiException, Observable, type ConfigurationOptions, type ObservableMid
 import { ClusterUnavailableError } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
 import type { ApiSlots } from "./apiSlots.js";
-import { EntraTokenError } from "./entraTokenCache.js";
+import { EntraTokenError } from "./entraTokenError.js";
 
 /**
  * Runs one Kubernetes API call bounded by the admission's signal and a per-call timeout, counts

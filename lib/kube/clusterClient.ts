@@ -7,7 +7,7 @@ import type { ApiCallOptions } from "./apiCall.js";
 import { apiSlots } from "./apiSlots.js";
 import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
-import { azureCredential, entraKubeConfig, type EntraKubeConfig } from "./entraAccess.js";
+import type { EntraKubeConfig } from "./entraAccess.js";
 import { plainHttpProblem } from "./plainHttp.js";
 import { shareConnections } from "./sharedConnections.js";
 import { useAuthorization } from "./useAuthorization.js";
@@ -31,6 +31,9 @@ const consoleLog: ClusterLog = (level, message) => (level === "warn" ? console.w
  */
 export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log: ClusterLog = consoleLog): Promise<KubeConfig> {
   if (cluster.access === "entra") {
+    // Loaded only here: the Azure identity and ARM code is most of what an instance would
+    // otherwise load at start, and a kubeconfig or in-cluster instance never runs it.
+    const { azureCredential, entraKubeConfig } = await import("./entraAccess.js");
     return entraKubeConfig({
       credential: azureCredential(cluster.clientId),
       ...(cluster.resourceId ? { resourceId: cluster.resourceId } : {}),

@@ -1,6 +1,7 @@
 import type { AccessToken, TokenCredential } from "@azure/core-auth";
 import { isRefreshable } from "./refreshableCredential.js";
 import { settleWithin } from "./settleWithin.js";
+import { EntraTokenError } from "./entraTokenError.js";
 
 /**
  * One Microsoft Entra access token for one scope, kept for the whole instance. Requests are
@@ -47,13 +48,7 @@ export interface EntraTokenCacheOptions {
   readonly log?: (level: "info" | "warn", message: string) => void;
 }
 
-/** The credential could not give a token: no identity, the identity endpoint failed, or it timed out. */
-export class EntraTokenError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "EntraTokenError";
-  }
-}
+export { EntraTokenError };
 
 /** Tokens are not used in their last moments: a request may take a while to reach the server. */
 const maxExpirySkewMs = 30_000;
