@@ -127,10 +127,11 @@ Package("public network mode refuses to load without function keys", async (cont
 });
 
 Package("private mode behind the relay refuses to load without function keys; with them every webhook asks for one", async (context) => {
-  for (const env of [
+  const keyless: Array<Record<string, string>> = [
     { WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "false" },
     { GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay" },
-  ]) {
+  ];
+  for (const env of keyless) {
     const { loadError, registered } = await failedLoad(context, env);
     assert.match(loadError, /GMSA_WIRING_MODE=relay needs GMSA_REQUIRE_FUNCTION_KEY=true/);
     assert.equal(registered, [], JSON.stringify(env));
