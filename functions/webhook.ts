@@ -5,6 +5,7 @@ import type { ReviewPolicy } from "../lib/admission/handleReview.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
 import { readEndpointProtection } from "../lib/settings.js";
+import { readBodyUpTo } from "./requestBody.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";
 
 /** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
@@ -15,7 +16,7 @@ export async function serveWebhook(webhook: string, policy: ReviewPolicy, reques
     contentType: request.headers.get("content-type"),
     contentLength: request.headers.get("content-length"),
     timeout: request.query.get("timeout"),
-    readBody: async () => new Uint8Array(await request.arrayBuffer()),
+    readBody: (limit) => readBodyUpTo(request.body, limit),
   };
   try {
     const runtime = await admissionRuntime();
