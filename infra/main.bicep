@@ -15,7 +15,7 @@ param location string = resourceGroup().location
   'public'
   'private'
 ])
-@description('public: the function is reached over the internet through the in-cluster relay, with function keys and an IP allow-list. private: a private endpoint in a VNet the cluster can reach; no public inbound access.')
+@description('public: the function is reached over the internet through the in-cluster relay, with function keys and an IP allow-list. private: a private endpoint in a VNet the cluster can reach; no public inbound access; called by the API server itself or through the relay (privateWireMode).')
 param networkMode string = 'public'
 
 @description('Resource ID of the existing AKS cluster the webhooks serve. Empty: no cluster role assignments (the app settings still need it at run time).')
