@@ -33,9 +33,19 @@ export const relayLimits = {
   tempSizeLimitMiB: 32,
   /** Idle connections kept to the function (each a TLS session saved per admission). */
   functionKeepalive: 16,
-  /** Between two reads or writes of one client; the API server sends a review in one go. */
-  clientHeaderTimeoutSeconds: 5,
-  clientBodyTimeoutSeconds: 5,
+  /**
+   * The whole of a request's headers, the TLS handshake included: nginx counts it from the
+   * connection's first byte, so it bounds how long a client may take to start a request.
+   */
+  clientHeaderTimeoutSeconds: 3,
+  /**
+   * The longest silence while a body arrives. Not a bound on the whole body (stock nginx has
+   * none): a request counts towards requestsInFlight from its headers on, so a client that
+   * trickles its body holds a slot for as long as it keeps each gap shorter than this. The API
+   * server writes a review in one go, so one second of silence in the middle of a body means the
+   * client is not sending one; the shorter the gap allowed, the more a trickle costs its sender.
+   */
+  clientBodyTimeoutSeconds: 1,
   sendTimeoutSeconds: 5,
   /** An idle client connection is closed after this; the API server opens another when it needs one. */
   clientKeepaliveTimeoutSeconds: 30,

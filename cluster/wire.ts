@@ -1,4 +1,4 @@
-import { ApiException, KubeConfig } from "@kubernetes/client-node";
+import { ApiException, KubeConfig, KubernetesObjectApi } from "@kubernetes/client-node";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -6,6 +6,7 @@ import { applyObjects } from "./applyObjects.js";
 import { describeChange, objectRef, planChanges } from "./changePlan.js";
 import { readClusterState, type ClusterState } from "./clusterState.js";
 import { clusterManifests, relayCaBundle, type KubernetesObject } from "./manifests.js";
+import { findPolicyEngine, policyEngineWarning } from "./networkPolicyEngine.js";
 import { ensureOwnNamespace, ForeignNamespaceError, readNamespaceOwnership } from "./namespaceOwnership.js";
 import { relayName, type RelayCertificate } from "./relay.js";
 import { previousRelayCas } from "./relayCaRotation.js";
@@ -130,6 +131,11 @@ async function install(request: Install, io: WireIo): Promise<void> {
   }
   if (config && request.mode === "relay" && !request.adoptNamespace && (await readNamespaceOwnership(config, request.namespace)) === "foreign") {
     throw new ForeignNamespaceError(request.namespace);
+  }
+  if (config && request.mode === "relay") {
+    const client = KubernetesObjectApi.makeApiClient(config);
+    const warning = policyEngineWarning(await findPolicyEngine((namespace) => client.list("apps/v1", "DaemonSet", namespace)));
+    if (warning !== "") io.stderr(warning);
   }
   const certificate = request.mode === "relay" ? await relayCertificate(request, state, io) : undefined;
   const objects = renderWiring(request, includeCrd, certificate);

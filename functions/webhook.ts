@@ -5,6 +5,7 @@ import type { ReviewPolicy } from "../lib/admission/handleReview.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
 import { readEndpointProtection } from "../lib/settings.js";
+import { readBodyUpTo } from "./requestBody.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";
 
 /** Where an admission's log line goes: the Functions invocation's log, or the local host's. */
@@ -50,7 +51,7 @@ export async function serveWebhook(webhook: string, policy: ReviewPolicy, reques
     contentType: request.headers.get("content-type"),
     contentLength: request.headers.get("content-length"),
     timeout: request.query.get("timeout"),
-    readBody: async () => new Uint8Array(await request.arrayBuffer()),
+    readBody: (limit) => readBodyUpTo(request.body, limit),
   };
   const reply = await serveAdmission(webhook, policy, call, { info: (line) => context.info(line), warn: (line) => context.warn(line), error: (line) => context.error(line) });
   return { status: reply.status, headers: reply.headers, body: reply.body };

@@ -15,7 +15,7 @@ param location string = resourceGroup().location
   'public'
   'private'
 ])
-@description('public: the function is reached over the internet through the in-cluster relay, with function keys and an IP allow-list. private: a private endpoint in a VNet the cluster can reach; no public inbound access.')
+@description('public: the function is reached over the internet through the in-cluster relay, with function keys and an IP allow-list. private: a private endpoint in a VNet the cluster can reach; no public inbound access; called by the API server itself or through the relay (privateWireMode).')
 param networkMode string = 'public'
 
 @description('Resource ID of the existing AKS cluster the webhooks serve. Empty: no cluster role assignments (the app settings still need it at run time).')
@@ -48,8 +48,18 @@ param privateEndpointSubnetPrefix string = '10.250.1.0/27'
 @description('private mode: subnet that holds the storage account\'s private endpoints (blob, table).')
 param storageEndpointSubnetPrefix string = '10.250.1.32/27'
 
-@description('private mode: address prefixes of the cluster subnets that call the webhooks: the API server subnet (API Server VNet Integration) and the node subnets (and the pod subnet with Azure CNI pod subnets). Only these, and deployRunnerAddressPrefixes, reach the private endpoint; everything else, peered or not, is denied. Empty: nothing reaches it.')
-param clusterSubnetAddressPrefixes array = []
+@allowed([
+  'url'
+  'relay'
+])
+@description('private mode: how the API server reaches the private endpoint. url: directly, with API Server VNet Integration; the webhooks are served without function keys (the API server cannot send one) and only apiServerSubnetAddressPrefixes are admitted. relay: through the in-cluster relay, which sends a function key; relaySourceAddressPrefixes are admitted. Public mode always uses the relay.')
+param privateWireMode string = 'url'
+
+@description('private mode, url wiring: the API server subnet (API Server VNet Integration), and nothing else: node and pod subnets carry every pod\'s traffic, and the webhooks answer there without a function key. Only these, and deployRunnerAddressPrefixes, reach the private endpoint. Empty: nothing reaches it.')
+param apiServerSubnetAddressPrefixes array = []
+
+@description('private mode, relay wiring: the subnets the relay\'s pods send from (the node subnets, and the pod subnet with Azure CNI pod subnets). Any pod there reaches the endpoint, so the webhooks then require the function key the relay holds. Only these, and deployRunnerAddressPrefixes, reach the private endpoint. Empty: nothing reaches it.')
+param relaySourceAddressPrefixes array = []
 
 @description('private mode: address prefixes of the runner that deploys (the scm site shares the private endpoint) and checks /health.')
 param deployRunnerAddressPrefixes array = []
@@ -150,8 +160,12 @@ var hasCluster = !empty(clusterResourceId)
 var clusterIdSegments = split(clusterResourceId, '/')
 var clusterSubscriptionId = hasCluster ? clusterIdSegments[2] : subscription().subscriptionId
 var clusterResourceGroupName = hasCluster ? clusterIdSegments[4] : resourceGroup().name
-// Private mode puts the function where a VNet-integrated API server reaches it; public mode needs the relay.
-var wireMode = privateMode ? 'url' : 'relay'
+// Private mode puts the function where a VNet-integrated API server reaches it, or behind the
+// relay; public mode needs the relay.
+var wireMode = privateMode ? privateWireMode : 'relay'
+// Who may reach the private endpoint follows the wiring: the API server subnet alone when the
+// webhooks are keyless (url), the relay's subnets when they require the key (relay).
+var privateEndpointCallers = wireMode == 'url' ? apiServerSubnetAddressPrefixes : relaySourceAddressPrefixes
 var wiring = wireCluster && hasCluster
 
 module identity 'br/public:avm/res/managed-identity/user-assigned-identity:0.4.1' = {
@@ -196,7 +210,7 @@ module network 'modules/network.bicep' = if (privateMode) {
     functionSubnetPrefix: functionSubnetPrefix
     privateEndpointSubnetPrefix: privateEndpointSubnetPrefix
     storageEndpointSubnetPrefix: storageEndpointSubnetPrefix
-    privateEndpointAllowedSources: concat(clusterSubnetAddressPrefixes, deployRunnerAddressPrefixes)
+    privateEndpointAllowedSources: concat(privateEndpointCallers, deployRunnerAddressPrefixes)
     clusterVnetResourceId: clusterVnetResourceId
     peerWithClusterVnet: peerWithClusterVnet
   }
@@ -222,6 +236,7 @@ module functionApp 'modules/function-app.bicep' = {
     tags: allTags
     resourceToken: resourceToken
     networkMode: networkMode
+    wireMode: wireMode
     identityResourceId: identity.outputs.resourceId
     identityClientId: identity.outputs.clientId
     storageAccountName: storage.outputs.name

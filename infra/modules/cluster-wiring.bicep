@@ -63,7 +63,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('73f892a897f069e4', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('1248a38d7ff445e1', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -460,8 +460,8 @@ http {
 
   # A client that stalls loses its connection (and its memory) quickly; the TLS handshake counts
   # as header time.
-  client_header_timeout 5s;
-  client_body_timeout 5s;
+  client_header_timeout 3s;
+  client_body_timeout 1s;
   send_timeout 5s;
   keepalive_timeout 30s;
   keepalive_requests 1000;

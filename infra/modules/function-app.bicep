@@ -11,6 +11,13 @@ param resourceToken string
 ])
 param networkMode string
 
+@allowed([
+  'url'
+  'relay'
+])
+@description('How the API server\'s calls arrive: url, from the API server subnet itself (private mode only); relay, from the in-cluster relay, which sends a function key.')
+param wireMode string
+
 param identityResourceId string
 param identityClientId string
 param storageAccountName string
@@ -68,6 +75,10 @@ param maxCredSpecsPerPod int = 16
 param apiConcurrency int = 16
 
 var privateMode = networkMode == 'private'
+// The one deployment served without function keys: private, called by the API server itself,
+// whose subnet alone the private endpoint admits (it cannot send a key). A relay's traffic
+// leaves from subnets every pod shares, so only the key tells the relay from a forger.
+var anonymousWebhooks = privateMode && wireMode == 'url'
 var restrictInbound = !privateMode && !empty(clusterEgressIpAddresses)
 var appName = 'func-gmsa-${resourceToken}'
 
@@ -172,13 +183,14 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     GMSA_ADMISSION_BUDGET_MS: string(admissionBudgetMs)
     GMSA_MAX_CREDSPECS_PER_POD: string(maxCredSpecsPerPod)
     GMSA_API_CONCURRENCY: string(apiConcurrency)
-    // Reachable publicly only through the relay, which carries a function key; the app refuses
-    // to start in public mode without keys, so the two settings come from the same parameter.
+    // The app refuses to start keyless unless these say private and url, so the key setting
+    // below comes from the same two parameters.
     GMSA_NETWORK_MODE: networkMode
+    GMSA_WIRING_MODE: wireMode
     // A bad value of the two above throws while the functions register: the worker must then
     // stop the app (the default from Node 20 on; said here so it cannot drift).
     FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR: 'true'
-    GMSA_REQUIRE_FUNCTION_KEY: privateMode ? 'false' : 'true'
+    GMSA_REQUIRE_FUNCTION_KEY: anonymousWebhooks ? 'false' : 'true'
   }
 }
 

@@ -17,7 +17,7 @@ param privateEndpointSubnetPrefix string
 @description('Subnet of the storage account\'s private endpoints (blob, table), reached from the function subnet only.')
 param storageEndpointSubnetPrefix string
 
-@description('Address prefixes that may reach the site\'s private endpoint over HTTPS: the API server subnet and the node subnets of the cluster, and a deployment runner. Every other source is denied, peered or not.')
+@description('Address prefixes that may reach the site\'s private endpoint over HTTPS: the API server subnet (url wiring) or the relay\'s subnets (relay wiring, keyed), and a deployment runner. Every other source is denied, peered or not.')
 param privateEndpointAllowedSources array
 
 @description('Resource ID of the cluster VNet. Empty: no link and no peering.')

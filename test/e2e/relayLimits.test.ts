@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect as netConnect } from "node:net";
 import { connect, type TLSSocket } from "node:tls";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -134,8 +135,9 @@ Limits("connections holding large bodies keep nginx under its memory budget; pas
   ]);
   const bodies = 80;
   const holding = await Promise.all(Array.from({ length: bodies }, () => hold(relayProcess, context.relayCertificate.caPem, request)));
-  // Long enough for nginx to read what it accepts; shorter than its body timeout and the function's budget.
-  await sleep(2000);
+  // Long enough for nginx to read what it accepts; shorter than its body timeout (past it the
+  // bodies it reads are dropped, and their memory with them) and the function's budget.
+  await sleep(relayLimits.clientBodyTimeoutSeconds * 800);
   const during = relayProcess.residentBytes();
   const refused = holding.filter((h) => /^HTTP\/1\.1 429 /.test(h.answer())).length;
   for (const h of [...stalled, ...holding]) h.socket.destroy();
@@ -180,4 +182,45 @@ Limits("a slow function's answer reaches the API server: the relay outwaits the 
   assert.ok(elapsedMs < timeoutSeconds * 1000, "before the API server gives up");
 });
 
+/** A TLS connection from `localAddress` that sends request headers, then one body byte every `everyMs`. */
+function trickle(relayProcess: RelayProcess, caPem: string, localAddress: string, everyMs: number): Promise<Held & { stop(): void }> {
+  return new Promise((resolve, reject) => {
+    let answer = "";
+    const raw = netConnect({ host: "127.0.0.1", port: relayProcess.port, localAddress });
+    const socket = connect({ socket: raw, ca: caPem, servername: "relay" }, () => {
+      socket.write(`POST /validate?timeout=5s HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: ${relayLimits.bodyBufferBytes - 1}\r\n\r\n{`);
+      const timer = setInterval(() => socket.writable && socket.write(" "), everyMs);
+      resolve({ socket, answer: () => answer, stop: () => clearInterval(timer) });
+    });
+    socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")));
+    socket.on("error", (error) => (answer === "" && !socket.destroyed ? reject(error) : undefined));
+  });
+}
+
+Limits("bodies trickled one byte per 1.5 s lose their slots: the API server's admission is served", async (context) => {
+  const relayProcess = await relay(context, 5);
+  const ca = context.relayCertificate.caPem;
+  // Gaps shorter than the 5 s the relay used to allow between two reads of a body.
+  const gapMs = 1500;
+  const perClient = relayLimits.requestsInFlightPerClient;
+  const held: Array<Held & { stop(): void }> = [];
+  try {
+    // Two sources (two pods, each its own address), each up to its own limit: every slot in all.
+    held.push(...(await Promise.all(Array.from({ length: perClient }, () => trickle(relayProcess, ca, "127.0.0.2", gapMs)))));
+    held.push(...(await Promise.all(Array.from({ length: perClient }, () => trickle(relayProcess, ca, "127.0.0.3", gapMs)))));
+    assert.is(held.length, relayLimits.requestsInFlight);
+    await sleep(gapMs * 2 + 500);
+    const stillHeld = held.filter((h) => !h.socket.destroyed && h.answer() === "").length;
+    // The API server (another address) asks for an ordinary admission meanwhile.
+    const reply = await postReview(`${relayProcess.url}/validate?timeout=5s`, ca, review("CREATE", pod()));
+    console.log(`    one byte every ${gapMs} ms: ${stillHeld} of ${held.length} trickling requests still held; the API server's review got HTTP ${reply.status}`);
+    assert.is(stillHeld, 0, `${stillHeld} trickling requests still hold their slots`);
+    assert.is(reply.status, 200, `the API server's admission: HTTP ${reply.status} ${reply.text.slice(0, 120)}`);
+  } finally {
+    for (const h of held) {
+      h.stop();
+      h.socket.destroy();
+    }
+  }
+});
 Limits.run();

@@ -72,6 +72,7 @@ Wiring("a CRD that someone else installed (the AKS gMSA add-on) is detected and 
 Wiring("url mode: every object applies, and the webhooks call the function's URL", async (context) => {
   const run = await wire(context, [...urlMode, "--apply"]);
   assert.is(run.code, exitCodes.ok, run.stderr);
+  assert.not.match(run.stderr, /network policy/, "url wiring has no relay to guard");
   assert.equal(lines(run.stdout), [
     "ClusterRole/gmsa-admission-webhook: applied",
     "ClusterRoleBinding/gmsa-admission-webhook: applied",
@@ -101,6 +102,8 @@ Wiring("relay mode: every object applies, and the webhooks address the relay's s
   const run = await wire(context, [...relayMode, "--apply"]);
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.match(run.stderr, /relay certificate: issued/);
+  // The test cluster runs no network policy engine: the relay's NetworkPolicy would not hold.
+  assert.match(run.stderr, /warning: no network policy engine found .*any pod in the cluster can call the relay/);
   assert.is(lines(run.stdout).length, 14);
   const mutating = await get(context, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission");
   const clientConfig = mutating.webhooks[0].clientConfig;

@@ -138,6 +138,7 @@ const expectedSettings = [
   "GMSA_API_CONCURRENCY",
   "GMSA_REQUIRE_FUNCTION_KEY",
   "GMSA_NETWORK_MODE",
+  "GMSA_WIRING_MODE",
   "FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR",
 ];
 
@@ -177,8 +178,8 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
   assert.is(literal(settings.get("GMSA_CLUSTER_ACCESS")), "entra");
   assert.is(settings.get("GMSA_AKS_RESOURCE_ID")?.text, "clusterResourceId");
   const scenarios = [
-    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, maxCredSpecsPerPod: 16, apiConcurrency: 16, networkMode: "public" },
-    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, maxCredSpecsPerPod: 3, apiConcurrency: 64, networkMode: "private" },
+    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, maxCredSpecsPerPod: 16, apiConcurrency: 16, networkMode: "public", wireMode: "relay" },
+    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, maxCredSpecsPerPod: 3, apiConcurrency: 64, networkMode: "private", wireMode: "url" },
   ];
   for (const bindings of scenarios) {
     const value = (name: string) => evaluate(app, settings.get(name)!, { bindings });
@@ -190,22 +191,36 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
     assert.is(value("GMSA_MAX_CREDSPECS_PER_POD"), String(bindings.maxCredSpecsPerPod));
     assert.is(value("GMSA_API_CONCURRENCY"), String(bindings.apiConcurrency));
     assert.is(value("GMSA_REQUIRE_FUNCTION_KEY"), String(bindings.networkMode === "public"));
+    assert.is(value("GMSA_WIRING_MODE"), bindings.wireMode);
   }
 });
 
-hosting("the network mode and the function-key setting agree: the app starts in both modes, keyed when public", ({ app }) => {
+hosting("the network mode, the wiring and the function-key setting agree: keyless only when private and called by the API server itself", ({ app }) => {
   const settings = appSettings(app);
-  for (const networkMode of ["public", "private"]) {
+  const deployments = [
+    { networkMode: "public", wireMode: "relay", keyless: false },
+    { networkMode: "private", wireMode: "relay", keyless: false },
+    { networkMode: "private", wireMode: "url", keyless: true },
+  ];
+  for (const bindings of deployments) {
+    const value = (name: string) => String(evaluate(app, settings.get(name)!, { bindings }));
     const env = {
       WEBSITE_SITE_NAME: "func-gmsa-abc",
-      GMSA_NETWORK_MODE: String(evaluate(app, settings.get("GMSA_NETWORK_MODE")!, { bindings: { networkMode } })),
-      GMSA_REQUIRE_FUNCTION_KEY: String(evaluate(app, settings.get("GMSA_REQUIRE_FUNCTION_KEY")!, { bindings: { networkMode } })),
+      GMSA_NETWORK_MODE: value("GMSA_NETWORK_MODE"),
+      GMSA_WIRING_MODE: value("GMSA_WIRING_MODE"),
+      GMSA_REQUIRE_FUNCTION_KEY: value("GMSA_REQUIRE_FUNCTION_KEY"),
     };
     const protection = readEndpointProtection(env);
     assert.is(literal(settings.get("FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR")), "true", "an entry point that throws stops the app");
-    assert.is(protection.networkMode, networkMode);
-    assert.is(protection.requireFunctionKey, networkMode === "public");
+    assert.is(protection.networkMode, bindings.networkMode);
+    assert.is(protection.wiringMode, bindings.wireMode);
+    assert.is(protection.requireFunctionKey, !bindings.keyless, JSON.stringify(bindings));
   }
+});
+
+hosting("main hands the app the wiring it tells the wiring step", ({ main }) => {
+  const params = property(declared(main, "module", "functionApp").body?.object, "params");
+  assert.is(property(params, "wireMode")?.text, "wireMode");
 });
 
 hosting("main passes the identity's client ID and the documented setting defaults", ({ main }) => {

@@ -161,8 +161,9 @@ network("the function VNet and the cluster VNet are peered both ways when asked"
 network("each mode tells the wiring step how the API server reaches the webhooks", ({ main }) => {
   const output = declarations(main).find((d) => d.kind === "output" && d.name === "WIRE_MODE");
   assert.ok(output?.value !== undefined);
-  assert.is(evaluate(main, output.value, { bindings: { networkMode: "public" } }), "relay");
-  assert.is(evaluate(main, output.value, { bindings: { networkMode: "private" } }), "url");
+  assert.is(evaluate(main, output.value, { bindings: { networkMode: "public", privateWireMode: "url" } }), "relay");
+  assert.is(evaluate(main, output.value, { bindings: { networkMode: "private", privateWireMode: "url" } }), "url");
+  assert.is(evaluate(main, output.value, { bindings: { networkMode: "private", privateWireMode: "relay" } }), "relay");
 });
 
 network.run();

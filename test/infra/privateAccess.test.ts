@@ -107,13 +107,20 @@ privateAccess("NSG rules apply to the endpoints: network policies enabled on bot
   }
 });
 
-privateAccess("main lets the cluster subnets and the deploy runner in, and nothing by default", ({ main }) => {
+privateAccess("url wiring admits the API server subnet alone; relay wiring admits the relay's subnets; the deploy runner either way; nothing by default", ({ main }) => {
   const params = property(declared(main, "module", "network").body?.object, "params");
   const sources = property(params, "privateEndpointAllowedSources");
   assert.ok(sources !== undefined);
-  assert.equal(evaluate(main, sources, { bindings: { clusterSubnetAddressPrefixes: clusterSubnets, deployRunnerAddressPrefixes: ["10.30.0.4/32"] } }), [...clusterSubnets, "10.30.0.4/32"]);
-  assert.equal(valueOf(main, "clusterSubnetAddressPrefixes"), []);
+  const apiServer = ["10.225.0.0/28"];
+  const nodesAndPods = ["10.224.0.0/16", "10.226.0.0/16"];
+  const given = { apiServerSubnetAddressPrefixes: apiServer, relaySourceAddressPrefixes: nodesAndPods, deployRunnerAddressPrefixes: ["10.30.0.4/32"], networkMode: "private" };
+  assert.equal(evaluate(main, sources, { bindings: { ...given, privateWireMode: "url" } }), [...apiServer, "10.30.0.4/32"], "keyless webhooks: the API server only");
+  assert.equal(evaluate(main, sources, { bindings: { ...given, privateWireMode: "relay" } }), [...nodesAndPods, "10.30.0.4/32"]);
+  assert.is(valueOf(main, "privateWireMode"), "url");
+  assert.equal(valueOf(main, "apiServerSubnetAddressPrefixes"), []);
+  assert.equal(valueOf(main, "relaySourceAddressPrefixes"), []);
   assert.equal(valueOf(main, "deployRunnerAddressPrefixes"), []);
+  assert.not.ok(declarationsOf(main, "param").has("clusterSubnetAddressPrefixes"), "no parameter mixes the API server subnet with the pods' subnets");
 });
 
 privateAccess("private mode: the storage account has no public endpoint; public mode keeps it (no VNet to come from)", ({ main, storage }) => {

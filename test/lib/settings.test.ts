@@ -105,17 +105,32 @@ Endpoints("stops on a misspelt function-key setting, naming it", () => {
     assert.throws(() => readEndpointProtection({ GMSA_REQUIRE_FUNCTION_KEY: value }), new RegExp(`GMSA_REQUIRE_FUNCTION_KEY must be true or false, got "${value}"`));
   }
 });
-Endpoints("public mode needs function keys; private mode may go without", () => {
-  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public" }), /GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true/);
-  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /needs GMSA_REQUIRE_FUNCTION_KEY=true/);
-  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "true" }), { requireFunctionKey: true, networkMode: "public" });
-  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" }), { requireFunctionKey: false, networkMode: "private" });
-  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "Public", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be one of public, private/);
+Endpoints("public mode needs function keys; private mode wired by url may go without", () => {
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay" }), /GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }), { requireFunctionKey: true, networkMode: "public", wiringMode: "relay" });
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "url", GMSA_REQUIRE_FUNCTION_KEY: "false" }), { requireFunctionKey: false, networkMode: "private", wiringMode: "url" });
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "Public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be one of public, private/);
 });
-Endpoints("on a Function App the network mode must be said", () => {
+Endpoints("private mode behind the relay needs function keys: the relay's subnets are every pod's subnets", () => {
+  for (const key of [undefined, "false", "0", ""]) {
+    const env = { GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", ...(key === undefined ? {} : { GMSA_REQUIRE_FUNCTION_KEY: key }) };
+    assert.throws(() => readEndpointProtection(env), /GMSA_WIRING_MODE=relay needs GMSA_REQUIRE_FUNCTION_KEY=true/, JSON.stringify(env));
+    assert.throws(() => readEndpointProtection({ ...env, WEBSITE_SITE_NAME: "func-gmsa-abc" }), /GMSA_WIRING_MODE=relay needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+  }
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }), { requireFunctionKey: true, networkMode: "private", wiringMode: "relay" });
+});
+Endpoints("a deployment says how it is wired; url wiring is for private mode only", () => {
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /GMSA_NETWORK_MODE \(public or private\) and GMSA_WIRING_MODE \(url or relay\) go together/);
+  assert.throws(() => readEndpointProtection({ GMSA_WIRING_MODE: "url" }), /go together/);
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "direct" }), /GMSA_WIRING_MODE must be one of url, relay, got "direct"/);
+  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "url", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_WIRING_MODE=url needs GMSA_NETWORK_MODE=private/);
+});
+Endpoints("on a Function App the network and wiring modes must be said", () => {
   assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /GMSA_NETWORK_MODE must be public or private on a Function App/);
   assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be public or private/);
-  assert.equal(readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private" }), { requireFunctionKey: false, networkMode: "private" });
+  assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private" }), /go together/);
+  assert.equal(readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "url" }), { requireFunctionKey: false, networkMode: "private", wiringMode: "url" });
 });
 Endpoints.run();
 

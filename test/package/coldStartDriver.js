@@ -45,13 +45,20 @@ require.cache["@azure/functions-core"] = { id: "@azure/functions-core", filename
   const target = functions.find((f) => f.metadata.name === functionName);
   const request = JSON.parse(requestJson);
   const body = Buffer.from(request.body);
+  // The body streams from a fetch Request, as the Functions library's HttpRequest reads it.
+  const native = new Request(`https://localhost/${functionName}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "content-length": String(body.length) },
+    body,
+  });
   const response = await target.handler(
     {
       method: "POST",
-      url: `https://localhost/${functionName}`,
-      headers: new Headers({ "content-type": "application/json", "content-length": String(body.length) }),
+      url: native.url,
+      headers: native.headers,
       query: new URLSearchParams(),
-      arrayBuffer: async () => body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength),
+      body: native.body,
+      arrayBuffer: () => native.arrayBuffer(),
     },
     { invocationId: "cold-start", functionName, log() {}, info() {}, warn() {}, error: (...a) => console.error(...a), debug() {}, trace() {} },
   );

@@ -106,7 +106,10 @@ Package("a misspelt function-key setting registers no function and names the set
 });
 
 Package("public network mode refuses to load without function keys", async (context) => {
-  const keyless: Array<Record<string, string>> = [{ GMSA_NETWORK_MODE: "public" }, { GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "false" }];
+  const keyless: Array<Record<string, string>> = [
+    { GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay" },
+    { GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "false" },
+  ];
   for (const env of keyless) {
     const { loadError, registered } = await failedLoad(context, env);
     assert.match(loadError, /GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true/);
@@ -117,10 +120,27 @@ Package("public network mode refuses to load without function keys", async (cont
   const unsaid = await failedLoad(context, { WEBSITE_SITE_NAME: "func-gmsa-abc" });
   assert.match(unsaid.loadError, /GMSA_NETWORK_MODE must be public or private on a Function App/);
   assert.equal(unsaid.registered, []);
-  const keyed = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "public", GMSA_REQUIRE_FUNCTION_KEY: "true" });
+  const keyed = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" });
   assert.is(keyed.registered.find((r) => r.name === "validate")?.authLevel, "function");
-  const privateMode = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" });
+  const privateMode = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "url", GMSA_REQUIRE_FUNCTION_KEY: "false" });
   assert.is(privateMode.registered.find((r) => r.name === "validate")?.authLevel, "anonymous");
+});
+
+Package("private mode behind the relay refuses to load without function keys; with them every webhook asks for one", async (context) => {
+  const keyless: Array<Record<string, string>> = [
+    { WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "false" },
+    { GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay" },
+  ];
+  for (const env of keyless) {
+    const { loadError, registered } = await failedLoad(context, env);
+    assert.match(loadError, /GMSA_WIRING_MODE=relay needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+    assert.equal(registered, [], JSON.stringify(env));
+  }
+  const unsaid = await failedLoad(context, { WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" });
+  assert.match(unsaid.loadError, /GMSA_WIRING_MODE \(url or relay\) go together/);
+  assert.equal(unsaid.registered, []);
+  const keyed = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" });
+  for (const name of ["mutate", "validate", "metrics"]) assert.is(keyed.registered.find((r) => r.name === name)?.authLevel, "function", name);
 });
 
 Package("a bad setting stops the app at start", async (context) => {
