@@ -5,7 +5,7 @@ import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { lookupProblem, namesOf, shapeProblem } from "./settingChecks.js";
 import { withSuggestions } from "./suggestCredSpecs.js";
 import { useGrantAdvice } from "./useGrant.js";
-import { refusedUse, usePrincipals } from "./usePrincipals.js";
+import { firstRefusal, usePrincipals } from "./usePrincipals.js";
 import { allowed, denied, type Verdict } from "./verdict.js";
 
 /**
@@ -13,7 +13,8 @@ import { allowed, denied, type Verdict } from "./verdict.js";
  * `use`-able by the pod's service account (and the requesting user when that is on), exists,
  * and any contents equal the named spec. Authorization is settled before anything is looked
  * up, so nobody learns which credential specs exist by naming ones they may not use, and a
- * refused name costs the API server no read.
+ * refused name costs the API server no read. Names are judged in order and judging stops at
+ * the first refusal, so the denial names the first refused setting.
  */
 export async function authorizeCredSpecs(
   admission: PodAdmission,
@@ -29,15 +30,13 @@ export async function authorizeCredSpecs(
   if ("problem" in who) {
     return denied(403, `${settings[0]!.owner}: ${who.problem} for GMSACredentialSpec ${names.map((n) => `"${n}"`).join(", ")}`, { credSpecs: names });
   }
-  const refused = await refusedUse(names, who.principals, admission.namespace, deps);
-  for (const setting of settings) {
-    const refusedBy = setting.name === undefined ? undefined : refused.get(setting.name);
-    if (refusedBy) {
-      const advice = useGrantAdvice(setting.name!, admission.namespace, refusedBy.grantee);
-      return denied(403, `${setting.owner}: ${refusedBy.description} is not authorized to use GMSACredentialSpec "${setting.name}"; ${advice}`, {
-        credSpecs: [setting.name!],
-      });
-    }
+  const { refused } = await firstRefusal(names, who.principals, admission.namespace, deps);
+  if (refused) {
+    const owner = settings.find((s) => s.name === refused.name)!.owner;
+    const advice = useGrantAdvice(refused.name, admission.namespace, refused.by.grantee);
+    return denied(403, `${owner}: ${refused.by.description} is not authorized to use GMSACredentialSpec "${refused.name}"; ${advice}`, {
+      credSpecs: [refused.name],
+    });
   }
 
   const lookups = await resolveCredSpecs(deps.credSpecs, names, deps.signal);

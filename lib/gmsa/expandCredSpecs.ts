@@ -5,7 +5,7 @@ import { gmsaSettings, type GmsaSetting, type Pod } from "./pod.js";
 import { isBinding, type Admission, type PodAdmission, type PolicyDependencies } from "./podAdmission.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { namesOf, shapeProblem } from "./settingChecks.js";
-import { refusedUse, usePrincipals } from "./usePrincipals.js";
+import { firstRefusal, usePrincipals } from "./usePrincipals.js";
 import { allowed, type Verdict } from "./verdict.js";
 
 /**
@@ -40,13 +40,16 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
   return allowed({ patch, warnings, credSpecs: names });
 }
 
-/** The names every principal may `use`; none when a principal cannot even be named. */
-async function usableNames(admission: PodAdmission, names: readonly string[], deps: PolicyDependencies): Promise<string[]> {
+/**
+ * The names confirmed usable by every principal; none when a principal cannot even be named.
+ * Asking stops at the first refusal: validation refuses such a pod whatever mutation does, and
+ * what it has not confirmed it does not inline.
+ */
+async function usableNames(admission: PodAdmission, names: readonly string[], deps: PolicyDependencies): Promise<readonly string[]> {
   if (names.length === 0) return [];
   const who = usePrincipals(admission, deps);
   if ("problem" in who) return [];
-  const refused = await refusedUse(names, who.principals, admission.namespace, deps);
-  return names.filter((name) => !refused.has(name));
+  return (await firstRefusal(names, who.principals, admission.namespace, deps)).confirmed;
 }
 
 /** CREATE: the whole pod. UPDATE: only ephemeral containers the update adds. */
