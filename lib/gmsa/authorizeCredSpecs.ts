@@ -5,7 +5,7 @@ import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { lookupProblem, namesOf, shapeProblem } from "./settingChecks.js";
 import { withSuggestions } from "./suggestCredSpecs.js";
 import { useGrantAdvice } from "./useGrant.js";
-import { firstRefusal, usePrincipals } from "./usePrincipals.js";
+import { firstRefusal, usePrincipals, type UsePrincipal } from "./usePrincipals.js";
 import { allowed, denied, type Verdict } from "./verdict.js";
 
 /**
@@ -26,18 +26,8 @@ export async function authorizeCredSpecs(
   const names = namesOf(settings);
   if (names.length === 0) return allowed();
 
-  const who = usePrincipals(admission, deps);
-  if ("problem" in who) {
-    return denied(403, `${settings[0]!.owner}: ${who.problem} for GMSACredentialSpec ${names.map((n) => `"${n}"`).join(", ")}`, { credSpecs: names });
-  }
-  const { refused } = await firstRefusal(names, who.principals, admission.namespace, deps);
-  if (refused) {
-    const owner = settings.find((s) => s.name === refused.name)!.owner;
-    const advice = useGrantAdvice(refused.name, admission.namespace, refused.by.grantee);
-    return denied(403, `${owner}: ${refused.by.description} is not authorized to use GMSACredentialSpec "${refused.name}"; ${advice}`, {
-      credSpecs: [refused.name],
-    });
-  }
+  const use = await authorizeUse(admission, settings, deps);
+  if ("refusal" in use) return use.refusal;
 
   const lookups = await resolveCredSpecs(deps.credSpecs, names, deps.signal);
   for (const setting of settings) {
@@ -45,11 +35,37 @@ export async function authorizeCredSpecs(
     if (name === undefined) continue;
     const lookup = lookups.get(name);
     const missing = lookupProblem(setting, name, lookup);
-    if (missing?.kind === "denied") return lookup?.kind === "notFound" ? withSuggestions(missing, name, who.principals, admission.namespace, deps) : missing;
+    if (missing?.kind === "denied") return lookup?.kind === "notFound" ? withSuggestions(missing, name, use.principals, admission.namespace, deps) : missing;
     if (setting.contents !== undefined && lookup?.kind === "found") {
       const mismatch = contentsProblem(setting.contents, lookup.credspec);
       if (mismatch) return denied(422, `${setting.owner}: ${mismatch} GMSACredentialSpec "${name}"`, { credSpecs: [name] });
     }
   }
   return allowed({ credSpecs: names });
+}
+
+/**
+ * The `use` half of the checks: every principal that must hold `use` holds it on every name the
+ * settings carry. Returns the denial for the first refused setting, or the principals asked.
+ */
+export async function authorizeUse(
+  admission: PodAdmission,
+  settings: readonly GmsaSetting[],
+  deps: PolicyDependencies,
+): Promise<{ readonly refusal: Verdict } | { readonly principals: readonly UsePrincipal[] }> {
+  const names = namesOf(settings);
+  if (names.length === 0) return { principals: [] };
+  const who = usePrincipals(admission, deps);
+  if ("problem" in who) {
+    return { refusal: denied(403, `${settings[0]!.owner}: ${who.problem} for GMSACredentialSpec ${names.map((n) => `"${n}"`).join(", ")}`, { credSpecs: names }) };
+  }
+  const { refused } = await firstRefusal(names, who.principals, admission.namespace, deps);
+  if (!refused) return { principals: who.principals };
+  const owner = settings.find((s) => s.name === refused.name)!.owner;
+  const advice = useGrantAdvice(refused.name, admission.namespace, refused.by.grantee);
+  return {
+    refusal: denied(403, `${owner}: ${refused.by.description} is not authorized to use GMSACredentialSpec "${refused.name}"; ${advice}`, {
+      credSpecs: [refused.name],
+    }),
+  };
 }

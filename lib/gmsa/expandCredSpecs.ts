@@ -65,6 +65,33 @@ export function settingsOfNewEphemeralContainers(settings: readonly GmsaSetting[
   return settings.filter((s) => s.source === "field" && s.containerKind === "ephemeralContainer" && !existing.has(s.containerName!));
 }
 
+/**
+ * The pod-level names each new ephemeral container runs under because it names none of its own,
+ * one setting per container and name. Whoever adds such a container uses that credential spec
+ * as surely as if the container named it, so the update asks `use` of these too. Their contents
+ * are the pod's, already checked when the pod was created: only `use` is in question, and there
+ * is nothing to inline.
+ */
+export function settingsInheritedByNewEphemeralContainers(settings: readonly GmsaSetting[], pod: Pod, oldPod: Pod): GmsaSetting[] {
+  const podLevel = settings.filter((s) => (s.key === "field:pod" || s.key === "annotation:pod") && s.name !== undefined);
+  if (podLevel.length === 0) return [];
+  const existing = new Set((oldPod.spec?.ephemeralContainers ?? []).map((c) => c.name));
+  const namingTheirOwn = new Set(settings.filter((s) => s.containerKind === "ephemeralContainer" && s.name !== undefined).map((s) => s.containerName));
+  return (pod.spec?.ephemeralContainers ?? [])
+    .filter((c) => !existing.has(c.name) && !namingTheirOwn.has(c.name))
+    .flatMap((c) =>
+      podLevel.map((from) => ({
+        ...from,
+        key: `inherited:ephemeralContainer/${c.name}/${from.key}`,
+        owner: `ephemeral container "${c.name}" of ${from.pod} (inheriting the pod's credential spec)`,
+        containerKind: "ephemeralContainer" as const,
+        containerName: c.name,
+        contents: undefined,
+        deprecatedAnnotations: undefined,
+      })),
+    );
+}
+
 // The API server passes warnings on to the client as headers: a pod with thousands of alpha
 // annotations must not turn into thousands of them.
 const maxWarnings = 10;
