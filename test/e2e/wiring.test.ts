@@ -75,6 +75,8 @@ Wiring("url mode: every object applies, and the webhooks call the function's URL
   assert.equal(lines(run.stdout), [
     "ClusterRole/gmsa-admission-webhook: applied",
     "ClusterRoleBinding/gmsa-admission-webhook: applied",
+    "PriorityLevelConfiguration/gmsa-admission-webhook: applied",
+    "FlowSchema/gmsa-admission-webhook: applied",
     "MutatingWebhookConfiguration/gmsa-admission: applied",
     "ValidatingWebhookConfiguration/gmsa-admission: applied",
   ]);
