@@ -103,7 +103,7 @@ Wiring("relay mode: every object applies, and the webhooks address the relay's s
   const run = await wire(context, [...relayMode, "--apply"]);
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.match(run.stderr, /relay certificate: issued/);
-  assert.is(lines(run.stdout).length, 14);
+  assert.is(lines(run.stdout).length, 16);
   const mutating = await get(context, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission");
   const clientConfig = mutating.webhooks[0].clientConfig;
   assert.equal(clientConfig.service, { namespace: "gmsa-admission", name: "gmsa-admission-relay", path: "/mutate", port: 443 });
