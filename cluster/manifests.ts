@@ -1,6 +1,7 @@
 import { credSpecCrd } from "./credSpecCrd.js";
 import { relayObjects, relayServiceTarget, type RelayWiring } from "./relay.js";
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName, type WebhookTarget } from "./webhookConfigurations.js";
+import { webhookFlowSchema, webhookPriorityLevel } from "./webhookFlowSchema.js";
 import { webhookClusterRole, webhookClusterRoleBinding, type WebhookSubject } from "./webhookRbac.js";
 
 /** The relay in the cluster, which the webhook configurations address as a service. */
@@ -50,6 +51,8 @@ export function clusterManifests(wiring: ClusterWiring): KubernetesObject[] {
     ...(wiring.includeCrd === false ? [] : [credSpecCrd()]),
     webhookClusterRole({ authorizeRequestingUser: wiring.authorizeRequestingUser === true }),
     webhookClusterRoleBinding(wiring.subject),
+    webhookPriorityLevel(),
+    webhookFlowSchema(wiring.subject),
     ...(relay ? relayObjects(relay, timeoutSeconds) : []),
     mutatingWebhookConfiguration(webhook),
     validatingWebhookConfiguration(webhook),

@@ -5,15 +5,16 @@ import type { KubernetesObject } from "./manifests.js";
 import { namespaceOwnership } from "./namespaceOwnership.js";
 import { relayName, relayPriorityClassName } from "./relay.js";
 import { webhookConfigurationName } from "./webhookConfigurations.js";
+import { webhookFlowControlName } from "./webhookFlowSchema.js";
 import { webhookClusterRoleName } from "./webhookRbac.js";
 
 type ObjectHeader = Pick<KubernetesObject, "apiVersion" | "kind" | "metadata">;
 
 /**
  * What `--uninstall` removes, in order: the webhook configurations first (a configuration whose
- * webhook is gone would refuse every GMSA pod), then the relay, then the RBAC. Never the CRD or
- * a credential spec: workloads and the AKS add-on may still need them. The namespace only when
- * the wiring created it (namespaceOwnership.ts).
+ * webhook is gone would refuse every GMSA pod), then the relay, then the API priority level of the
+ * webhook's calls and the RBAC. Never the CRD or a credential spec: workloads and the AKS add-on
+ * may still need them. The namespace only when the wiring created it (namespaceOwnership.ts).
  */
 export function uninstallOrder(namespace: string): ObjectHeader[] {
   const inRelay = (apiVersion: string, kind: string, name = relayName): ObjectHeader => ({ apiVersion, kind, metadata: { name, namespace } });
@@ -30,6 +31,8 @@ export function uninstallOrder(namespace: string): ObjectHeader[] {
     inRelay("v1", "ServiceAccount"),
     { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
     { apiVersion: "scheduling.k8s.io/v1", kind: "PriorityClass", metadata: { name: relayPriorityClassName } },
+    { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", metadata: { name: webhookFlowControlName } },
+    { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", metadata: { name: webhookFlowControlName } },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: webhookClusterRoleName } },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: webhookClusterRoleName } },
   ];

@@ -63,7 +63,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('1248a38d7ff445e1', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+var relayChecksum = uniqueString('f66781c317bb8cf9', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -369,6 +369,102 @@ resource clusterRoleBinding 'rbac.authorization.k8s.io/ClusterRoleBinding@v1' = 
       name: identityObjectId
     }
   ]
+}
+
+resource priorityLevelConfiguration 'flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration@v1' = {
+  metadata: {
+    name: 'gmsa-admission-webhook'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+    }
+  }
+  spec: {
+    type: 'Limited'
+    limited: {
+      nominalConcurrencyShares: 10
+      lendablePercent: 0
+      limitResponse: {
+        type: 'Queue'
+        queuing: {
+          queues: 1
+          handSize: 1
+          queueLengthLimit: 128
+        }
+      }
+    }
+  }
+}
+
+resource flowSchema 'flowcontrol.apiserver.k8s.io/FlowSchema@v1' = {
+  metadata: {
+    name: 'gmsa-admission-webhook'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+    }
+  }
+  spec: {
+    priorityLevelConfiguration: {
+      name: 'gmsa-admission-webhook'
+    }
+    matchingPrecedence: 500
+    distinguisherMethod: {
+      type: 'ByUser'
+    }
+    rules: [
+      {
+        subjects: [
+          {
+            kind: 'User'
+            user: {
+              name: identityObjectId
+            }
+          }
+        ]
+        resourceRules: [
+          {
+            verbs: [
+              'create'
+            ]
+            apiGroups: [
+              'authorization.k8s.io'
+            ]
+            resources: [
+              'localsubjectaccessreviews'
+            ]
+            namespaces: [
+              '*'
+            ]
+          }
+          {
+            verbs: [
+              'create'
+            ]
+            apiGroups: [
+              'authorization.k8s.io'
+            ]
+            resources: [
+              'subjectaccessreviews'
+            ]
+            clusterScope: true
+          }
+          {
+            verbs: [
+              'get'
+              'list'
+              'watch'
+            ]
+            apiGroups: [
+              'windows.k8s.io'
+            ]
+            resources: [
+              'gmsacredentialspecs'
+            ]
+            clusterScope: true
+          }
+        ]
+      }
+    ]
+  }
 }
 
 resource priorityClass 'scheduling.k8s.io/PriorityClass@v1' = if (relay) {
@@ -978,6 +1074,8 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
     customResourceDefinition
     clusterRole
     clusterRoleBinding
+    priorityLevelConfiguration
+    flowSchema
     priorityClass
     namespace
     serviceAccount
@@ -1142,6 +1240,8 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
     customResourceDefinition
     clusterRole
     clusterRoleBinding
+    priorityLevelConfiguration
+    flowSchema
     priorityClass
     namespace
     serviceAccount

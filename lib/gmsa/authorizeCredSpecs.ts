@@ -5,7 +5,7 @@ import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { lookupProblem, namesOf, shapeProblem } from "./settingChecks.js";
 import { withSuggestions } from "./suggestCredSpecs.js";
 import { useGrantAdvice } from "./useGrant.js";
-import { refusedUse, usePrincipals } from "./usePrincipals.js";
+import { firstRefusal, usePrincipals, type UsePrincipal } from "./usePrincipals.js";
 import { allowed, denied, type Verdict } from "./verdict.js";
 
 /**
@@ -13,7 +13,8 @@ import { allowed, denied, type Verdict } from "./verdict.js";
  * `use`-able by the pod's service account (and the requesting user when that is on), exists,
  * and any contents equal the named spec. Authorization is settled before anything is looked
  * up, so nobody learns which credential specs exist by naming ones they may not use, and a
- * refused name costs the API server no read.
+ * refused name costs the API server no read. Names are judged in order and judging stops at
+ * the first refusal, so the denial names the first refused setting.
  */
 export async function authorizeCredSpecs(
   admission: PodAdmission,
@@ -25,20 +26,8 @@ export async function authorizeCredSpecs(
   const names = namesOf(settings);
   if (names.length === 0) return allowed();
 
-  const who = usePrincipals(admission, deps);
-  if ("problem" in who) {
-    return denied(403, `${settings[0]!.owner}: ${who.problem} for GMSACredentialSpec ${names.map((n) => `"${n}"`).join(", ")}`, { credSpecs: names });
-  }
-  const refused = await refusedUse(names, who.principals, admission.namespace, deps);
-  for (const setting of settings) {
-    const refusedBy = setting.name === undefined ? undefined : refused.get(setting.name);
-    if (refusedBy) {
-      const advice = useGrantAdvice(setting.name!, admission.namespace, refusedBy.grantee);
-      return denied(403, `${setting.owner}: ${refusedBy.description} is not authorized to use GMSACredentialSpec "${setting.name}"; ${advice}`, {
-        credSpecs: [setting.name!],
-      });
-    }
-  }
+  const use = await authorizeUse(admission, settings, deps);
+  if ("refusal" in use) return use.refusal;
 
   const lookups = await resolveCredSpecs(deps.credSpecs, names, deps.signal);
   for (const setting of settings) {
@@ -46,11 +35,37 @@ export async function authorizeCredSpecs(
     if (name === undefined) continue;
     const lookup = lookups.get(name);
     const missing = lookupProblem(setting, name, lookup);
-    if (missing?.kind === "denied") return lookup?.kind === "notFound" ? withSuggestions(missing, name, who.principals, admission.namespace, deps) : missing;
+    if (missing?.kind === "denied") return lookup?.kind === "notFound" ? withSuggestions(missing, name, use.principals, admission.namespace, deps) : missing;
     if (setting.contents !== undefined && lookup?.kind === "found") {
       const mismatch = contentsProblem(setting.contents, lookup.credspec);
       if (mismatch) return denied(422, `${setting.owner}: ${mismatch} GMSACredentialSpec "${name}"`, { credSpecs: [name] });
     }
   }
   return allowed({ credSpecs: names });
+}
+
+/**
+ * The `use` half of the checks: every principal that must hold `use` holds it on every name the
+ * settings carry. Returns the denial for the first refused setting, or the principals asked.
+ */
+export async function authorizeUse(
+  admission: PodAdmission,
+  settings: readonly GmsaSetting[],
+  deps: PolicyDependencies,
+): Promise<{ readonly refusal: Verdict } | { readonly principals: readonly UsePrincipal[] }> {
+  const names = namesOf(settings);
+  if (names.length === 0) return { principals: [] };
+  const who = usePrincipals(admission, deps);
+  if ("problem" in who) {
+    return { refusal: denied(403, `${settings[0]!.owner}: ${who.problem} for GMSACredentialSpec ${names.map((n) => `"${n}"`).join(", ")}`, { credSpecs: names }) };
+  }
+  const { refused } = await firstRefusal(names, who.principals, admission.namespace, deps);
+  if (!refused) return { principals: who.principals };
+  const owner = settings.find((s) => s.name === refused.name)!.owner;
+  const advice = useGrantAdvice(refused.name, admission.namespace, refused.by.grantee);
+  return {
+    refusal: denied(403, `${owner}: ${refused.by.description} is not authorized to use GMSACredentialSpec "${refused.name}"; ${advice}`, {
+      credSpecs: [refused.name],
+    }),
+  };
 }

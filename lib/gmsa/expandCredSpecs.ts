@@ -5,7 +5,7 @@ import { gmsaSettings, type GmsaSetting, type Pod } from "./pod.js";
 import { isBinding, type Admission, type PodAdmission, type PolicyDependencies } from "./podAdmission.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { namesOf, shapeProblem } from "./settingChecks.js";
-import { refusedUse, usePrincipals } from "./usePrincipals.js";
+import { firstRefusal, usePrincipals } from "./usePrincipals.js";
 import { allowed, type Verdict } from "./verdict.js";
 
 /**
@@ -40,13 +40,16 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
   return allowed({ patch, warnings, credSpecs: names });
 }
 
-/** The names every principal may `use`; none when a principal cannot even be named. */
-async function usableNames(admission: PodAdmission, names: readonly string[], deps: PolicyDependencies): Promise<string[]> {
+/**
+ * The names confirmed usable by every principal; none when a principal cannot even be named.
+ * Asking stops at the first refusal: validation refuses such a pod whatever mutation does, and
+ * what it has not confirmed it does not inline.
+ */
+async function usableNames(admission: PodAdmission, names: readonly string[], deps: PolicyDependencies): Promise<readonly string[]> {
   if (names.length === 0) return [];
   const who = usePrincipals(admission, deps);
   if ("problem" in who) return [];
-  const refused = await refusedUse(names, who.principals, admission.namespace, deps);
-  return names.filter((name) => !refused.has(name));
+  return (await firstRefusal(names, who.principals, admission.namespace, deps)).confirmed;
 }
 
 /** CREATE: the whole pod. UPDATE: only ephemeral containers the update adds. */
@@ -60,6 +63,33 @@ function settingsToExpand(admission: PodAdmission): GmsaSetting[] {
 export function settingsOfNewEphemeralContainers(settings: readonly GmsaSetting[], oldPod: Pod): GmsaSetting[] {
   const existing = new Set((oldPod.spec?.ephemeralContainers ?? []).map((c) => c.name));
   return settings.filter((s) => s.source === "field" && s.containerKind === "ephemeralContainer" && !existing.has(s.containerName!));
+}
+
+/**
+ * The pod-level names each new ephemeral container runs under because it names none of its own,
+ * one setting per container and name. Whoever adds such a container uses that credential spec
+ * as surely as if the container named it, so the update asks `use` of these too. Their contents
+ * are the pod's, already checked when the pod was created: only `use` is in question, and there
+ * is nothing to inline.
+ */
+export function settingsInheritedByNewEphemeralContainers(settings: readonly GmsaSetting[], pod: Pod, oldPod: Pod): GmsaSetting[] {
+  const podLevel = settings.filter((s) => (s.key === "field:pod" || s.key === "annotation:pod") && s.name !== undefined);
+  if (podLevel.length === 0) return [];
+  const existing = new Set((oldPod.spec?.ephemeralContainers ?? []).map((c) => c.name));
+  const namingTheirOwn = new Set(settings.filter((s) => s.containerKind === "ephemeralContainer" && s.name !== undefined).map((s) => s.containerName));
+  return (pod.spec?.ephemeralContainers ?? [])
+    .filter((c) => !existing.has(c.name) && !namingTheirOwn.has(c.name))
+    .flatMap((c) =>
+      podLevel.map((from) => ({
+        ...from,
+        key: `inherited:ephemeralContainer/${c.name}/${from.key}`,
+        owner: `ephemeral container "${c.name}" of ${from.pod} (inheriting the pod's credential spec)`,
+        containerKind: "ephemeralContainer" as const,
+        containerName: c.name,
+        contents: undefined,
+        deprecatedAnnotations: undefined,
+      })),
+    );
 }
 
 // The API server passes warnings on to the client as headers: a pod with thousands of alpha

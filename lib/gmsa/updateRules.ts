@@ -1,13 +1,15 @@
-import { authorizeCredSpecs } from "./authorizeCredSpecs.js";
-import { settingsOfNewEphemeralContainers } from "./expandCredSpecs.js";
+import { authorizeCredSpecs, authorizeUse } from "./authorizeCredSpecs.js";
+import { settingsInheritedByNewEphemeralContainers, settingsOfNewEphemeralContainers } from "./expandCredSpecs.js";
 import { gmsaSettings, type GmsaSetting } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
+import { namesOf } from "./settingChecks.js";
 import { allowed, denied, type Verdict } from "./verdict.js";
 
 /**
  * A running pod keeps the identity it was admitted with: no GMSA name or contents may change,
  * appear or disappear, at any level. Ephemeral containers added by the update are new
- * workloads in the pod and get the CREATE checks.
+ * workloads in the pod and get the CREATE checks; one that names no credential spec runs under
+ * the pod's, so its principals must hold `use` on that.
  */
 export async function checkUpdate(admission: PodAdmission, deps: PolicyDependencies): Promise<Verdict> {
   if (!admission.oldPod) return denied(400, "an UPDATE of a pod must carry the old object");
@@ -33,8 +35,12 @@ export async function checkUpdate(admission: PodAdmission, deps: PolicyDependenc
       });
     }
   }
-  if (added.length === 0) return allowed();
-  return authorizeCredSpecs(admission, added, deps);
+  const inherited = settingsInheritedByNewEphemeralContainers(after, admission.pod, admission.oldPod);
+  if (added.length === 0 && inherited.length === 0) return allowed();
+  const ownChecks = added.length === 0 ? allowed({ credSpecs: namesOf(inherited) }) : await authorizeCredSpecs(admission, added, deps);
+  if (ownChecks.kind !== "allowed" || inherited.length === 0) return ownChecks;
+  const use = await authorizeUse(admission, inherited, deps);
+  return "refusal" in use ? use.refusal : ownChecks;
 }
 
 function repeatedPlace(settings: readonly GmsaSetting[]): GmsaSetting | undefined {

@@ -38,8 +38,50 @@ export function usePrincipals(admission: PodAdmission, deps: PolicyDependencies)
 }
 
 /**
+ * The first name, in the order given, that some principal may not `use`, with that principal;
+ * and the names confirmed usable before it. Names are judged in small batches, in order, and
+ * judging stops at the first batch with a refusal: a pod of made-up names costs one access
+ * review rather than one per name, so one principal cannot fill the API server's slots with
+ * questions whose answer is already known to be a refusal. The first name goes alone (most
+ * pods name one spec, and a made-up first name ends it there); later batches of four keep a
+ * pod of many usable names to a few round trips, and cost at most three wasted reviews after
+ * a refusal.
+ */
+export async function firstRefusal(
+  names: readonly string[],
+  principals: readonly UsePrincipal[],
+  namespace: string,
+  deps: PolicyDependencies,
+): Promise<{ readonly confirmed: readonly string[]; readonly refused?: { readonly name: string; readonly by: UsePrincipal } }> {
+  const confirmed: string[] = [];
+  for (const batch of inBatches(names)) {
+    const refused = await refusedUse(batch, principals, namespace, deps);
+    for (const name of batch) {
+      const by = refused.get(name);
+      if (by) return { confirmed, refused: { name, by } };
+      confirmed.push(name);
+    }
+  }
+  return { confirmed };
+}
+
+const firstBatchSize = 1;
+const laterBatchSize = 4;
+
+function inBatches(names: readonly string[]): string[][] {
+  const batches: string[][] = [];
+  for (let start = 0; start < names.length; ) {
+    const size = start === 0 ? firstBatchSize : laterBatchSize;
+    batches.push(names.slice(start, start + size));
+    start += size;
+  }
+  return batches;
+}
+
+/**
  * For each name, the first principal that may not `use` it; names every principal may use are
- * absent. Only these answers decide what happens next: nothing is looked up for a refused name.
+ * absent. Every name is asked about at once: only for a short list (suggestions); a pod's names
+ * go through firstRefusal.
  */
 export async function refusedUse(
   names: readonly string[],

@@ -35,6 +35,8 @@ Relay("are rendered in relay mode only, before the webhook configurations that p
     "CustomResourceDefinition",
     "ClusterRole",
     "ClusterRoleBinding",
+    "PriorityLevelConfiguration",
+    "FlowSchema",
     "PriorityClass",
     "Namespace",
     "ServiceAccount",

@@ -23,7 +23,7 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
   assert.is(run.code, exitCodes.ok, run.stderr);
   const objects = parseAllDocuments(run.stdout).map((d) => d.toJS());
   assert.equal(objects.map((o) => o.kind), [
-    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "Namespace", "ServiceAccount", "ConfigMap", "Secret", "Secret",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PriorityLevelConfiguration", "FlowSchema", "PriorityClass", "Namespace", "ServiceAccount", "ConfigMap", "Secret", "Secret",
     "Service", "NetworkPolicy", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
   ]);
   const conf: string = objects.find((o) => o.kind === "ConfigMap").data["nginx.conf"];
@@ -34,7 +34,7 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
 
 Render("--no-crd leaves the CRD out; url mode has no relay", async () => {
   const run = await wire(["--function-url", "https://func.example.com", "--mode", "url", "--identity", "x", "--no-crd"]);
-  assert.equal(parseAllDocuments(run.stdout).map((d) => d.toJS().kind), ["ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
+  assert.equal(parseAllDocuments(run.stdout).map((d) => d.toJS().kind), ["ClusterRole", "ClusterRoleBinding", "PriorityLevelConfiguration", "FlowSchema", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
 });
 
 Render("--authorize-requesting-user lets the function's identity create SubjectAccessReviews; without it LocalSubjectAccessReviews only", async () => {
@@ -56,12 +56,12 @@ Render("--out writes one numbered file per object, Secrets readable by their own
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.is(run.stdout, "");
   const files = readdirSync(dir).sort();
-  assert.is(files.length, 15);
+  assert.is(files.length, 17);
   assert.is(files[0], "01-customresourcedefinition-gmsacredentialspecs.windows.k8s.io.yaml");
-  assert.is(files[14], "15-validatingwebhookconfiguration-gmsa-admission.yaml");
+  assert.is(files[16], "17-validatingwebhookconfiguration-gmsa-admission.yaml");
   const secret = files.find((f) => f.includes("secret-gmsa-admission-relay-function-key"))!;
   assert.is(statSync(join(dir, secret)).mode & 0o777, 0o600);
-  assert.is(parse(readFileSync(join(dir, files[11]!), "utf8")).kind, "Deployment");
+  assert.is(parse(readFileSync(join(dir, files[13]!), "utf8")).kind, "Deployment");
 });
 
 Render("--certificate-out writes the relay certificate that the Secret and the caBundle carry", async () => {

@@ -14,6 +14,7 @@ import { useGrant } from "../support/useGrants.js";
  */
 const webapp = canonicalJson(credSpecFixture("webapp1-credspec").credspec);
 const ns = "abuse";
+const otherTeam = "abuse-other-team";
 const budgetMs = 4000;
 
 const Abuse = suite<{ cluster: E2eCluster }>("abuse through kube-apiserver");
@@ -24,6 +25,10 @@ Abuse.before(async (context) => {
     await context.cluster.apply([
       { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
       { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "web", namespace: ns } },
+      // Another team, whose service account is asked about for the first time during a flood.
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: otherTeam } },
+      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "reports", namespace: otherTeam } },
+      ...useGrant({ name: "use-webapp1", namespace: otherTeam, credSpecs: ["webapp1-credspec"], serviceAccount: "reports" }),
       ...useGrant({ name: "use-webapp1", namespace: ns, credSpecs: ["webapp1-credspec"], serviceAccount: "web" }),
       // Alice may create pods here and nothing else: no use of any credential spec.
       {
@@ -139,6 +144,43 @@ Abuse("more distinct names than the cap, on containers the pod has, are refused 
   assert.is(reply.status, 422, JSON.stringify(reply.body).slice(0, 500));
   assert.match(reply.body.message, /names 17 distinct GMSA credential specs; at most 16 are allowed in one pod/);
   assert.is(await servedFor(cluster, "localsubjectaccessreviews"), reviewsBefore);
+});
+
+/** A pod of alice's naming the most distinct credential specs one pod may: all made up. */
+function podNamingMadeUpSpecs(i: number, count = 16): PodSpec {
+  return windowsPod((p) => {
+    p.spec.containers = Array.from({ length: count }, (_, c) => ({ name: `c${c}`, image: "x", securityContext: gmsa(`made-up-${i}-${c}`) }));
+  });
+}
+
+Abuse("a flood of pods naming 16 made-up specs each costs about one review a pod and leaves another team's admission fast", async ({ cluster }) => {
+  const flood = 150;
+  const reviewsBefore = await servedFor(cluster, "localsubjectaccessreviews");
+  const floodReplies = Array.from({ length: flood }, (_, i) => timed(createAsAlice(cluster, podNamingMadeUpSpecs(i))));
+  await new Promise((r) => setTimeout(r, 200));
+  // A service account asked about for the first time: its answer cannot come from the cache.
+  const legitimate = await timed(
+    kubeRequest(cluster.admin, "POST", `/api/v1/namespaces/${otherTeam}/pods`, {
+      ...windowsPod((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+      metadata: { name: "reports-0", namespace: otherTeam },
+      spec: { serviceAccountName: "reports", securityContext: gmsa("webapp1-credspec"), containers: [{ name: "app", image: "x" }] },
+    }),
+  );
+  const refused = await Promise.all(floodReplies);
+  const reviews = (await servedFor(cluster, "localsubjectaccessreviews")) - reviewsBefore;
+  const slowest = Math.max(...refused.map((r) => r.ms));
+  console.log(`  ${flood} pods × 16 made-up names: ${reviews} access reviews, slowest refusal ${slowest.toFixed(0)} ms; other team's pod ${legitimate.status} in ${legitimate.ms.toFixed(0)} ms`);
+
+  assert.is(legitimate.status, 201, JSON.stringify(legitimate.body).slice(0, 500));
+  assert.is(legitimate.body.spec.securityContext.windowsOptions.gmsaCredentialSpec, webapp);
+  assert.ok(legitimate.ms < budgetMs / 2, `the other team's pod took ${legitimate.ms.toFixed(0)} ms`);
+  for (const reply of refused) {
+    assert.is(reply.status, 403, JSON.stringify(reply.body).slice(0, 500));
+    assert.match(reply.body.message, /service account "web" in namespace "abuse" is not authorized to use GMSACredentialSpec "made-up-\d+-0"/);
+  }
+  // One review per pod for its first name (validation may ask again when the answer is not
+  // cached), a few for the other team: far from the 16 a pod that every name used to cost.
+  assert.ok(reviews <= flood * 2 + 10, `${reviews} access reviews for ${flood} pods`);
 });
 
 /**

@@ -30,7 +30,10 @@ RequestingUser.before(async (context) => {
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "Role",
         metadata: { name: "pod-creator", namespace: ns },
-        rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["create"] }],
+        rules: [
+          { apiGroups: [""], resources: ["pods"], verbs: ["create"] },
+          { apiGroups: [""], resources: ["pods/ephemeralcontainers"], verbs: ["patch", "update"] },
+        ],
       },
       {
         apiVersion: "rbac.authorization.k8s.io/v1",
@@ -71,6 +74,35 @@ RequestingUser("a user who may not use the spec is refused with 403 although the
   assert.match(reply.body.message, /admission webhook "(mutate|validate)\.gmsa-admission\.windows\.k8s\.io" denied the request/);
   assert.match(reply.body.message, /alice/);
   assert.match(reply.body.message, /is not authorized to use GMSACredentialSpec "payroll-gmsa"/);
+});
+
+/** Alice adds an ephemeral container that names no credential spec to a pod someone else created. */
+async function addDebugContainer(cluster: E2eCluster, pod: string) {
+  return kubeRequest(
+    cluster.developer,
+    "PATCH",
+    `/api/v1/namespaces/${ns}/pods/${pod}/ephemeralcontainers`,
+    { spec: { ephemeralContainers: [{ name: "debug", image: "mcr.microsoft.com/windows/nanoserver:ltsc2022" }] } },
+    "application/strategic-merge-patch+json",
+  );
+}
+
+RequestingUser("an ephemeral container without a spec of its own runs under the pod's: a user who may not use it cannot add one", async ({ cluster }) => {
+  const created = await kubeRequest(cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods`, windowsPod("payroll-debug", "payroll", "payroll-gmsa"));
+  assert.is(created.status, 201, JSON.stringify(created.body));
+  const reply = await addDebugContainer(cluster, "payroll-debug");
+  assert.is(reply.status, 403, JSON.stringify(reply.body).slice(0, 500));
+  assert.match(reply.body.message, /ephemeral container "debug" of pod "payroll-debug" \(inheriting the pod's credential spec\): user "alice" is not authorized to use GMSACredentialSpec "payroll-gmsa"/);
+  const after = await kubeRequest(cluster.admin, "GET", `/api/v1/namespaces/${ns}/pods/payroll-debug`);
+  assert.is(after.body.spec.ephemeralContainers, undefined);
+});
+
+RequestingUser("a user who may use the pod's spec adds an ephemeral container that runs under it", async ({ cluster }) => {
+  const created = await kubeRequest(cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods`, windowsPod("web-debug", "web", "webapp1-credspec"));
+  assert.is(created.status, 201, JSON.stringify(created.body));
+  const reply = await addDebugContainer(cluster, "web-debug");
+  assert.is(reply.status, 200, JSON.stringify(reply.body).slice(0, 500));
+  assert.is(reply.body.spec.ephemeralContainers[0].name, "debug");
 });
 
 RequestingUser.run();

@@ -3,7 +3,11 @@ import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { credSpecFixture } from "../support/fixtures.js";
 
 /**
- * Random admissions for the property suite: pods with settings at every kind of place, alpha
+ * Random admissions for the property suite, of two kinds. Well-formed ones are what a real
+ * cluster sends for GMSA pods: valid names that mostly exist and are mostly usable, contents
+ * absent (for mutation to inline), right, or wrong, in a cluster that mostly answers; these
+ * reach the checks that matter (an allowed validation, an inlining mutation, a 403, a contents
+ * mismatch). Damaged ones stress the decoding: settings at every kind of place, alpha
  * annotations, nulls, odd and repeated names, missing containers, huge lists; a random cluster
  * answering each name (found, missing, no credspec, 5xx, hang) and each `use` question
  * (allowed, denied, 5xx, hang); random UPDATE pairs and bindings.
@@ -55,16 +59,39 @@ function answers<T>(arb: fc.Arbitrary<T>): fc.Arbitrary<Record<string, T>> {
   return fc.tuple(...knownNames.map(() => arb)).map((values) => Object.fromEntries(knownNames.map((n, i) => [n, values[i]!])));
 }
 
-const world: fc.Arbitrary<World> = fc.record({
-  specs: answers(specAnswer),
-  credspecs: fc.record({
+const credspecs: fc.Arbitrary<World["credspecs"]> = fc.record({
     "webapp1-credspec": fc.constant(exampleSpec("webapp1-credspec")),
     "payroll-gmsa": fc.constant(exampleSpec("payroll-gmsa")),
     "empty-credspec": fc.constant({ CmsPlugins: ["ActiveDirectory"], DomainJoinConfig: { Sid: "S-1-5-21" } }),
     "ghost-spec": fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
-  }),
+});
+
+const world: fc.Arbitrary<World> = fc.record({
+  specs: answers(specAnswer),
+  credspecs,
   serviceAccountUse: answers(useAnswer),
   userUse: answers(useAnswer),
+});
+
+// A cluster that mostly works: most names exist and are usable, a controlled share does not or
+// does not answer, so a pod of two or three names is often admitted and often refused.
+const calmSpecAnswer: fc.Arbitrary<SpecAnswer> = fc.oneof(
+  { weight: 40, arbitrary: fc.constant("found" as const) },
+  { weight: 2, arbitrary: fc.constant("notFound" as const) },
+  { weight: 1, arbitrary: fc.constant("noCredspec" as const) },
+  { weight: 2, arbitrary: fc.constantFrom("serverError" as const, "hang" as const, "deafHang" as const) },
+);
+const calmUseAnswer: fc.Arbitrary<UseAnswer> = fc.oneof(
+  { weight: 30, arbitrary: fc.constant("allow" as const) },
+  { weight: 5, arbitrary: fc.constant("deny" as const) },
+  { weight: 1, arbitrary: fc.constantFrom("serverError" as const, "hang" as const) },
+);
+
+const calmWorld: fc.Arbitrary<World> = fc.record({
+  specs: answers(calmSpecAnswer),
+  credspecs,
+  serviceAccountUse: answers(calmUseAnswer),
+  userUse: answers(calmUseAnswer),
 });
 
 /** Contents a pod may carry for a name: the spec in several spellings, or something else. */
@@ -180,7 +207,87 @@ function reviewOf(operation: string, object: unknown, oldObject: unknown, userIn
 
 const userInfo = fc.constantFrom({ username: "alice", groups: ["developers"] }, {}, { username: "system:serviceaccount:kube-system:replicaset-controller" });
 
-export const admissionCases: fc.Arbitrary<AdmissionCase> = world.chain((w) =>
+/** Settings for one place of a well-formed pod: a known name, contents absent, right or wrong. */
+function wellFormedOptions(w: World): fc.Arbitrary<{ gmsaCredentialSpecName: string; gmsaCredentialSpec?: string }> {
+  return fc.constantFrom(...knownNames).chain((name) => {
+    const spec = w.credspecs[name]!;
+    const other = knownNames.find((n) => n !== name && canonicalJson(w.credspecs[n]!) !== canonicalJson(spec))!;
+    return fc
+      .oneof(
+        { weight: 4, arbitrary: fc.constant(undefined) },
+        { weight: 3, arbitrary: fc.constant(canonicalJson(spec)) },
+        { weight: 1, arbitrary: fc.constant(JSON.stringify(spec, null, 2)) },
+        { weight: 2, arbitrary: fc.constant(canonicalJson(w.credspecs[other]!)) },
+      )
+      .map((contents) => ({ gmsaCredentialSpecName: name, ...(contents === undefined ? {} : { gmsaCredentialSpec: contents }) }));
+  });
+}
+
+function wellFormedPlace(w: World): fc.Arbitrary<{ windowsOptions: { gmsaCredentialSpecName: string; gmsaCredentialSpec?: string } } | undefined> {
+  return fc.option(wellFormedOptions(w).map((windowsOptions) => ({ windowsOptions })), { nil: undefined, freq: 3 });
+}
+
+function wellFormedContainers(w: World, names: readonly string[], max: number): fc.Arbitrary<unknown[]> {
+  return fc
+    .subarray([...names], { minLength: 0, maxLength: max })
+    .chain((chosen) =>
+      fc.tuple(...chosen.map((name) => wellFormedPlace(w).map((securityContext) => ({ name, image: "mcr.microsoft.com/windows/nanoserver:ltsc2022", ...(securityContext ? { securityContext } : {}) })))),
+    );
+}
+
+/** A Windows pod as the API server sends it: unique container names, GMSA settings at any level. */
+function wellFormedPod(w: World): fc.Arbitrary<Record<string, unknown>> {
+  return fc
+    .record({
+      podLevel: wellFormedPlace(w),
+      containers: wellFormedContainers(w, ["iis", "app", "sidecar"], 3).filter((c) => c.length > 0),
+      initContainers: wellFormedContainers(w, ["setup"], 1),
+      ephemeralContainers: wellFormedContainers(w, ["debug"], 1),
+      podAnnotation: fc.option(fc.constantFrom(...knownNames), { nil: undefined, freq: 6 }),
+    })
+    .map(({ podLevel, containers, initContainers, ephemeralContainers, podAnnotation }) => ({
+      kind: "Pod",
+      apiVersion: "v1",
+      metadata: {
+        name: "web-0",
+        namespace: "apps",
+        ...(podAnnotation ? { annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": podAnnotation } } : {}),
+      },
+      spec: {
+        serviceAccountName: "web",
+        ...(podLevel ? { securityContext: podLevel } : {}),
+        containers,
+        ...(initContainers.length > 0 ? { initContainers } : {}),
+        ...(ephemeralContainers.length > 0 ? { ephemeralContainers } : {}),
+      },
+    }));
+}
+
+/** The pod before its ephemeral containers were added: what an ephemeralcontainers UPDATE carries. */
+function withoutEphemeralContainers(p: Record<string, unknown>): Record<string, unknown> {
+  const { ephemeralContainers: _added, ...spec } = p.spec as Record<string, unknown>;
+  return { ...p, spec };
+}
+
+const wellFormedCases: fc.Arbitrary<AdmissionCase> = calmWorld.chain((w) =>
+  fc.record({
+    webhook: fc.constantFrom("mutate" as const, "validate" as const),
+    settings: fc.record({ authorizeRequestingUser: fc.boolean(), randomHostname: fc.boolean(), maxCredSpecsPerPod: fc.constantFrom(16, 16, 16, 2) }),
+    world: fc.constant(w),
+    review: fc.oneof(
+      { weight: 4, arbitrary: wellFormedPod(w).map((p) => reviewOf("CREATE", p, undefined, { username: "alice", groups: ["developers"] })) },
+      {
+        weight: 1,
+        arbitrary: wellFormedPod(w).map((p) => {
+          const after = { ...p, spec: { ...(p.spec as object), ephemeralContainers: [{ name: "debug", image: "x", ...((p.spec as { ephemeralContainers?: Array<{ securityContext?: unknown }> }).ephemeralContainers?.[0] ?? {}) }] } };
+          return reviewOf("UPDATE", after, withoutEphemeralContainers(p), { username: "alice", groups: ["developers"] });
+        }),
+      },
+    ),
+  }),
+);
+
+const damagedCases: fc.Arbitrary<AdmissionCase> = world.chain((w) =>
   fc.record({
     webhook: fc.constantFrom("mutate" as const, "validate" as const),
     settings: fc.record({ authorizeRequestingUser: fc.boolean(), randomHostname: fc.boolean(), maxCredSpecsPerPod: fc.integer({ min: 1, max: 16 }) }),
@@ -197,3 +304,5 @@ export const admissionCases: fc.Arbitrary<AdmissionCase> = world.chain((w) =>
     ),
   }),
 );
+
+export const admissionCases: fc.Arbitrary<AdmissionCase> = fc.oneof({ weight: 3, arbitrary: wellFormedCases }, { weight: 2, arbitrary: damagedCases });

@@ -106,14 +106,33 @@ function createProblem(place: Place, world: OracleWorld): string | undefined {
 
 const same = (a: Place, b: Place) => a.id === b.id && a.name === b.name && a.contents === b.contents;
 
-/** An allowed validation: every place passed CREATE, or (UPDATE) was there unchanged before. */
+/**
+ * An allowed validation: every place passed CREATE, or (UPDATE) was there unchanged before; and
+ * an ephemeral container the update adds without a name of its own runs under the pod-level
+ * names, which every principal must be able to use.
+ */
 export function validateViolations(operation: string, object: unknown, oldObject: unknown, world: OracleWorld): string[] {
   const before = operation === "UPDATE" ? gmsaPlaces(oldObject) : [];
-  return gmsaPlaces(object).flatMap((place) => {
+  const places = gmsaPlaces(object);
+  const placeProblems = places.flatMap((place) => {
     if (before.some((old) => same(old, place))) return [];
     const problem = createProblem(place, world);
     return problem ? [problem] : [];
   });
+  return operation === "UPDATE" ? [...placeProblems, ...inheritedProblems(object, oldObject, places, world)] : placeProblems;
+}
+
+function inheritedProblems(object: unknown, oldObject: unknown, places: readonly Place[], world: OracleWorld): string[] {
+  const names = (pod: unknown) => {
+    const list = field(pod, "spec", "ephemeralContainers");
+    return Array.isArray(list) ? list.map((c) => field(c, "name")) : [];
+  };
+  const existing = new Set(names(oldObject));
+  const podNames = places.filter((p) => p.id === "pod" || p.id === "annotation/pod").flatMap((p) => (typeof p.name === "string" ? [p.name] : []));
+  return names(object)
+    .filter((c) => !existing.has(c))
+    .filter((c) => !places.some((p) => (p.id === `ephemeralContainers/${String(c)}` || p.id === `annotation/${String(c)}.container`) && typeof p.name === "string"))
+    .flatMap((c) => podNames.filter((name) => !world.mayUse(name)).map((name) => `ephemeral container ${String(c)} added under "${name}", which may not be used`));
 }
 
 /** Every contents a mutation adds belongs to a name all principals may use, and is the spec. */

@@ -301,5 +301,29 @@ Use("a decision the cache already holds costs validation no second review", asyn
   assert.equal(asked, ["system:serviceaccount:apps:default|apps|webapp1-credspec"]);
 });
 
+Use("a pod of made-up names costs one access review and no lookup", async () => {
+  const ports = fakePorts({ decide: () => ({ allowed: false }) });
+  const p = withPlaces((p) => (p.spec.containers = Array.from({ length: 16 }, (_, i) => ({ name: `c${i}`, securityContext: gmsa(`made-up-${i}`) }))));
+  const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, []);
+  assert.equal(ports.reviews.map((r) => r.name), ["made-up-0"]);
+  assert.equal(ports.lookups, []);
+});
+
+Use("stops asking at the first refusal and inlines only what was confirmed before it", async () => {
+  const names = ["webapp1-credspec", "payroll-gmsa", "made-up-a", "webapp1-credspec", "made-up-b", "made-up-c", "made-up-d", "made-up-e"];
+  const ports = fakePorts({ decide: (_p, name) => ({ allowed: !name.startsWith("made-up-a") }) });
+  const p = withPlaces((p) => (p.spec.containers = names.map((name, i) => ({ name: `c${i}`, securityContext: gmsa(name) }))));
+  const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+  // Distinct names in order: webapp1 alone, then payroll, made-up-a (refused), made-up-b, made-up-c.
+  assert.equal(ports.reviews.map((r) => r.name), ["webapp1-credspec", "payroll-gmsa", "made-up-a", "made-up-b", "made-up-c"]);
+  assert.equal(verdict.kind === "allowed" && verdict.patch.map((o) => o.path), [
+    "/spec/containers/0/securityContext/windowsOptions/gmsaCredentialSpec",
+    "/spec/containers/1/securityContext/windowsOptions/gmsaCredentialSpec",
+    "/spec/containers/3/securityContext/windowsOptions/gmsaCredentialSpec",
+  ]);
+  assert.equal(ports.lookups.sort(), ["payroll-gmsa", "webapp1-credspec"]);
+});
+
 Expand.run();
 Use.run();

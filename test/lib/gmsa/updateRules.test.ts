@@ -1,6 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { canonicalJson } from "../../../lib/gmsa/canonicalJson.js";
+import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import { admission, fakePorts } from "../../support/fakePorts.js";
 import { credSpecFixture } from "../../support/fixtures.js";
@@ -102,6 +103,64 @@ Update("refuses a container name given twice, which could hide a change behind a
 Update("refuses an UPDATE without the old object", async () => {
   const verdict = await validatePod(admission("UPDATE", running()), fakePorts());
   assert.is(verdict.kind === "denied" && verdict.code, 400);
+});
+
+const addEphemeral = (base: PodSpec, ...containers: PodSpec["spec"]["containers"]) => {
+  const after = structuredClone(base);
+  after.spec.ephemeralContainers = [...(after.spec.ephemeralContainers ?? []), ...containers];
+  return after;
+};
+const asEphemeralUpdate = (after: PodSpec, before: PodSpec) => admission("UPDATE", after, { oldPod: before as never, subResource: "ephemeralcontainers" });
+const aliceWithout = (...names: string[]) => fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p, name) => ({ allowed: p.user !== "alice" || !names.includes(name) }) });
+
+Update("an added ephemeral container that names no spec runs under the pod's: the requesting user needs use of it", async () => {
+  const ports = aliceWithout("webapp1-credspec");
+  const verdict = await validatePod(asEphemeralUpdate(addEphemeral(running(), { name: "debug" }), running()), ports);
+  assert.is(verdict.kind === "denied" && verdict.code, 403);
+  assert.match(
+    verdict.kind === "denied" ? verdict.message : "",
+    /^ephemeral container "debug" of pod "web-0" \(inheriting the pod's credential spec\): user "alice" is not authorized to use GMSACredentialSpec "webapp1-credspec"/,
+  );
+  assert.equal(ports.lookups, []);
+});
+
+Update("an added ephemeral container under the pod's spec is allowed when every principal holds use of it", async () => {
+  const ports = fakePorts({ settings: { authorizeRequestingUser: true } });
+  const verdict = await validatePod(asEphemeralUpdate(addEphemeral(running(), { name: "debug" }), running()), ports);
+  assert.is(verdict.kind, "allowed");
+  assert.equal(ports.reviews.map((r) => [r.principal.user, r.name]), [
+    ["system:serviceaccount:apps:default", "webapp1-credspec"],
+    ["alice", "webapp1-credspec"],
+  ]);
+});
+
+Update("the pod's alpha annotation is inherited the same way", async () => {
+  const base = pod();
+  base.metadata.annotations = { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa" };
+  const verdict = await validatePod(asEphemeralUpdate(addEphemeral(base, { name: "debug" }), base), aliceWithout("payroll-gmsa"));
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /ephemeral container "debug" .*user "alice" is not authorized to use GMSACredentialSpec "payroll-gmsa"/);
+});
+
+Update("an added ephemeral container that names its own spec needs use of that one, not the pod's", async () => {
+  const ports = aliceWithout("webapp1-credspec");
+  const verdict = await validatePod(asEphemeralUpdate(addEphemeral(running(), { name: "debug", securityContext: gmsa("payroll-gmsa", payroll) }), running()), ports);
+  assert.is(verdict.kind, "allowed");
+  assert.not.ok(ports.reviews.some((r) => r.name === "webapp1-credspec"));
+});
+
+Update("ephemeral containers already in the pod, or a pod with no pod-level spec, ask nothing", async () => {
+  const withDebug = addEphemeral(running(), { name: "debug" });
+  const ports = aliceWithout("webapp1-credspec");
+  assert.is((await validatePod(asEphemeralUpdate(withDebug, withDebug), ports)).kind, "allowed");
+  const plain = pod();
+  assert.is((await validatePod(asEphemeralUpdate(addEphemeral(plain, { name: "debug" }), plain), ports)).kind, "allowed");
+  assert.equal(ports.reviews, []);
+});
+
+Update("mutation inlines nothing for an ephemeral container that inherits the pod's spec", async () => {
+  const ports = fakePorts();
+  const verdict = await expandCredSpecs(asEphemeralUpdate(addEphemeral(running(), { name: "debug" }), running()), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, []);
 });
 
 Update.run();

@@ -260,4 +260,64 @@ Create("allows DELETE and CONNECT without looking", async () => {
   }
 });
 
+const madeUp = (count: number) => Array.from({ length: count }, (_, i) => `made-up-${i}`);
+
+function podNaming(names: readonly string[]): PodSpec {
+  return podWith((p) => (p.spec.containers = names.map((name, i) => ({ name: `c${i}`, securityContext: gmsa(name) }))));
+}
+
+Create("a pod of made-up names costs one access review, not one per name, and no lookup", async () => {
+  const ports = fakePorts({ decide: () => ({ allowed: false }) });
+  const verdict = await validatePod(admission("CREATE", podNaming(madeUp(16))), ports);
+  assert.is(verdict.kind === "denied" && verdict.code, 403);
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /^container "c0" of pod "web-0": service account "web" in namespace "apps" is not authorized to use GMSACredentialSpec "made-up-0"/);
+  assert.equal(ports.reviews.map((r) => r.name), ["made-up-0"]);
+  assert.equal(ports.lookups, []);
+});
+
+Create("names are judged in order, and judging stops at the batch holding the first refusal", async () => {
+  const names = madeUp(12);
+  const ports = fakePorts({ decide: (_p, name) => ({ allowed: name !== "made-up-3" && name !== "made-up-4" }) });
+  const verdict = await validatePod(admission("CREATE", podNaming(names)), ports);
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /^container "c3" of pod "web-0": .* GMSACredentialSpec "made-up-3"/);
+  // The first name alone, then the batch of four that holds the refusal; nothing after it.
+  assert.equal(ports.reviews.map((r) => r.name), names.slice(0, 5));
+  assert.equal(ports.lookups, []);
+});
+
+Create("a pod of usable names is still asked about, and looked up, name by name", async () => {
+  const names = ["webapp1-credspec", "payroll-gmsa"];
+  const ports = fakePorts();
+  const verdict = await validatePod(admission("CREATE", podNaming(names)), ports);
+  assert.is(verdict.kind, "allowed");
+  assert.equal(ports.reviews.map((r) => r.name), names);
+  assert.equal(ports.lookups.sort(), [...names].sort());
+});
+
+Create("with the requesting-user check on, a refused first name still ends it after one batch", async () => {
+  const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
+  const verdict = await validatePod(admission("CREATE", podNaming(madeUp(16))), ports);
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /user "alice" is not authorized to use GMSACredentialSpec "made-up-0"/);
+  assert.equal(ports.reviews.map((r) => [r.principal.user, r.name]), [
+    ["system:serviceaccount:apps:web", "made-up-0"],
+    ["alice", "made-up-0"],
+  ]);
+});
+
+Create("no more than a batch of names is asked about at once", async () => {
+  let inFlight = 0;
+  let most = 0;
+  const ports = fakePorts();
+  ports.authorizer = {
+    async mayUse() {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      inFlight--;
+      return { allowed: true };
+    },
+  };
+  await validatePod(admission("CREATE", podNaming(madeUp(16))), ports);
+  assert.is(most, 4);
+});
+
 Create.run();
