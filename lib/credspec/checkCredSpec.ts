@@ -19,6 +19,7 @@ export function checkCredSpec(value: unknown, root = "credspec"): CredSpecReport
   if (value === undefined || value === null) return { errors: [{ path: root, problem: "is required" }], warnings: [] };
   if (typeof value !== "object" || Array.isArray(value)) return { errors: [{ path: root, problem: "must be an object" }], warnings: [] };
   const respelled = withDocumentedKeyCase(value, root);
+  if (respelled.errors.length > 0) return { errors: respelled.errors, warnings: respelled.warnings };
   const decoded = WindowsCredSpec.decode(respelled.value);
   if (isLeft(decoded)) return { errors: findingsOf(decoded.left, root), warnings: respelled.warnings };
   return { errors: [], warnings: [...respelled.warnings, ...suspicions(decoded.right, root)] };

@@ -5,37 +5,51 @@ import type { Finding } from "./credSpecFindings.js";
  * Keys spelled in the wrong case (`domainJoinConfig`, `SID`): some readers of a credential spec
  * match keys exactly and others do not, so such a spec works on one host and fails on another.
  * The copy returned has the documented spellings, so that the rest of the checks judge what was
- * meant; each respelled key is a warning. A key present in both spellings keeps the exact one.
+ * meant; each respelled key is a warning. A key given twice in different spellings is an error:
+ * a reader that ignores case takes one of the two copies, and which one is not ours to know, so
+ * the copy the checks did not judge could be the one a Windows host uses.
  */
-export function withDocumentedKeyCase(value: unknown, root: string): { readonly value: unknown; readonly warnings: readonly Finding[] } {
+export function withDocumentedKeyCase(
+  value: unknown,
+  root: string,
+): { readonly value: unknown; readonly warnings: readonly Finding[]; readonly errors: readonly Finding[] } {
   const warnings: Finding[] = [];
-  return { value: respell(value, "", root, warnings), warnings };
+  const errors: Finding[] = [];
+  return { value: respell(value, "", root, { warnings, errors }), warnings, errors };
 }
 
-function respell(value: unknown, level: string, path: string, warnings: Finding[]): unknown {
+interface Findings {
+  readonly warnings: Finding[];
+  readonly errors: Finding[];
+}
+
+function respell(value: unknown, level: string, path: string, findings: Findings): unknown {
   const keys = knownKeys[level];
   if (!keys || typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value)) return level === "GroupManagedServiceAccounts" ? value.map((item, i) => respellObject(item, level, `${path}[${i}]`, warnings)) : value;
-  return respellObject(value, level, path, warnings);
+  if (Array.isArray(value)) return level === "GroupManagedServiceAccounts" ? value.map((item, i) => respellObject(item, level, `${path}[${i}]`, findings)) : value;
+  return respellObject(value, level, path, findings);
 }
 
-function respellObject(value: unknown, level: string, path: string, warnings: Finding[]): unknown {
+function respellObject(value: unknown, level: string, path: string, findings: Findings): unknown {
   const keys = knownKeys[level] ?? [];
   if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
   const result: Record<string, unknown> = {};
+  const spellings = new Map<string, number>();
+  for (const key of Object.keys(value)) spellings.set(key.toLowerCase(), (spellings.get(key.toLowerCase()) ?? 0) + 1);
   for (const [key, child] of Object.entries(value)) {
     const documented = keys.find((k) => k.toLowerCase() === key.toLowerCase());
     const childPath = path === "" ? key : `${path}.${key}`;
+    if ((spellings.get(key.toLowerCase()) ?? 0) > 1) {
+      findings.errors.push({ path: childPath, problem: "is given more than once in different cases; give each key once" });
+      continue;
+    }
     if (documented === undefined) {
       result[key] = child;
       continue;
     }
-    if (documented !== key) {
-      warnings.push({ path: childPath, problem: `key in the wrong case: the documented spelling is ${documented}` });
-      if (Object.hasOwn(value, documented)) continue;
-    }
+    if (documented !== key) findings.warnings.push({ path: childPath, problem: `key in the wrong case: the documented spelling is ${documented}` });
     const nested = level === "GroupManagedServiceAccounts" ? "" : documented;
-    result[documented] = nested === "" ? child : respell(child, documented, childPath, warnings);
+    result[documented] = nested === "" ? child : respell(child, documented, childPath, findings);
   }
   return result;
 }

@@ -26,6 +26,18 @@ interface Variant {
 }
 
 const refused: Variant[] = [
+  {
+    what: "a section given twice in different cases (a case-blind reader may take the unchecked copy)",
+    edit: (c) => (c.domainJoinConfig = { ...c.DomainJoinConfig, Sid: "S-1-5-21-1-2-3-4-5" }),
+    path: "credspec.domainJoinConfig",
+    problem: /more than once in different cases/,
+  },
+  {
+    what: "a key given twice in different cases",
+    edit: (c) => (c.DomainJoinConfig.NETBIOSNAME = "OTHER"),
+    path: "credspec.DomainJoinConfig.NETBIOSNAME",
+    problem: /more than once in different cases/,
+  },
   { what: "credspec is a list", edit: () => {}, path: "credspec", problem: /must be an object/ },
   { what: "CmsPlugins without ActiveDirectory", edit: (c) => (c.CmsPlugins = ["Other"]), path: "credspec.CmsPlugins", problem: /contains "ActiveDirectory"/ },
   { what: "CmsPlugins missing", edit: (c) => delete c.CmsPlugins, path: "credspec.CmsPlugins", problem: /is required/ },
