@@ -149,7 +149,7 @@ Cache("when the watch breaks, the cache keeps serving what it knows and says it 
   await admit(cluster, "/mutate", gmsaReview("webapp1-credspec", "web"));
   await cluster.local.stop();
   const health = async () =>
-    JSON.parse((await httpsCall(`${cluster.webhook.server.url}/health`, { ca: cluster.webhook.caPem, method: "GET" })).text).credSpecCache;
+    JSON.parse((await httpsCall(`${cluster.webhook.server.url}/metrics`, { ca: cluster.webhook.caPem, method: "GET" })).text).credSpecCache;
   const started = Date.now();
   while (!(await health()).stale && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 100));
   assert.is((await health()).stale, true, "the cache says it is stale");

@@ -206,6 +206,8 @@ Host("accepts application/json with parameters", async (context) => {
 Host("GET /health answers 200 and GET /info names the product", async (context) => {
   const health = await httpsCall(`${context.webhook.server.url}/health`, { ca: context.webhook.caPem, method: "GET" });
   assert.is(health.status, 200);
+  // Anonymous: ready or not, and nothing about the credential specs it holds.
+  assert.equal(JSON.parse(health.text), { status: "ok" });
   const info = await httpsCall(`${context.webhook.server.url}/info`, { ca: context.webhook.caPem, method: "GET" });
   assert.is(info.status, 200);
   assert.is(JSON.parse(info.text).name, "gmsa-admission");
