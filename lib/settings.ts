@@ -131,6 +131,8 @@ const EndpointEnvironment = t.type({
   // Set by App Service on every Function App: the app is on Azure, where reachability is decided
   // by the network mode.
   WEBSITE_SITE_NAME: t.union([t.string, t.undefined]),
+  // Set in every pod: an app run inside a cluster is reachable by that cluster's pods.
+  KUBERNETES_SERVICE_HOST: t.union([t.string, t.undefined]),
 });
 
 /** Who may call the webhooks and /metrics: decided when the functions are registered. */
@@ -156,9 +158,12 @@ export interface EndpointProtection {
 export function readEndpointProtection(env: NodeJS.ProcessEnv = process.env): EndpointProtection {
   const raw = decodeWith(EndpointEnvironment, emptyAsUnset(env, Object.keys(EndpointEnvironment.props)));
   const onAzure = raw.WEBSITE_SITE_NAME !== undefined;
-  // On Azure, an app that does not say how it is reachable might be public: it does not start.
-  if (onAzure && raw.GMSA_NETWORK_MODE === undefined) {
-    throw new SettingsError([`GMSA_NETWORK_MODE must be public or private on a Function App (${raw.WEBSITE_SITE_NAME}); the Bicep in infra/ sets it`]);
+  const inPod = raw.KUBERNETES_SERVICE_HOST !== undefined;
+  // On Azure, an app that does not say how it is reachable might be public; in a pod, every other
+  // pod may reach it: neither starts without saying how it is reached.
+  if ((onAzure || inPod) && raw.GMSA_NETWORK_MODE === undefined) {
+    const where = onAzure ? `on a Function App (${raw.WEBSITE_SITE_NAME})` : "inside a pod (KUBERNETES_SERVICE_HOST is set)";
+    throw new SettingsError([`GMSA_NETWORK_MODE must be public or private ${where}; the Bicep in infra/ sets it`]);
   }
   // A public endpoint without keys would let anyone on the internet ask for credential specs.
   if (raw.GMSA_NETWORK_MODE === "public" && !raw.GMSA_REQUIRE_FUNCTION_KEY) {
@@ -166,7 +171,7 @@ export function readEndpointProtection(env: NodeJS.ProcessEnv = process.env): En
       "GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true: the webhooks are never served anonymously on a public endpoint",
     ]);
   }
-  const deployed = onAzure || raw.GMSA_NETWORK_MODE !== undefined || raw.GMSA_WIRING_MODE !== undefined;
+  const deployed = onAzure || inPod || raw.GMSA_NETWORK_MODE !== undefined || raw.GMSA_WIRING_MODE !== undefined;
   if (deployed) {
     if (raw.GMSA_NETWORK_MODE === undefined || raw.GMSA_WIRING_MODE === undefined) {
       throw new SettingsError([

@@ -105,6 +105,14 @@ Endpoints("stops on a misspelt function-key setting, naming it", () => {
     assert.throws(() => readEndpointProtection({ GMSA_REQUIRE_FUNCTION_KEY: value }), new RegExp(`GMSA_REQUIRE_FUNCTION_KEY must be true or false, got "${value}"`));
   }
 });
+Endpoints("inside a pod the app must say how it is reached, and then keys follow the usual rule", () => {
+  for (const env of [{ KUBERNETES_SERVICE_HOST: "10.0.0.1" }, { KUBERNETES_SERVICE_HOST: "10.0.0.1", GMSA_CLUSTER_ACCESS: "in-cluster" }]) {
+    assert.throws(() => readEndpointProtection(env), /GMSA_NETWORK_MODE must be public or private inside a pod/, JSON.stringify(env));
+  }
+  assert.throws(() => readEndpointProtection({ KUBERNETES_SERVICE_HOST: "10.0.0.1", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay" }), /needs GMSA_REQUIRE_FUNCTION_KEY=true/);
+  assert.equal(readEndpointProtection({ KUBERNETES_SERVICE_HOST: "10.0.0.1", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }).requireFunctionKey, true);
+});
+
 Endpoints("public mode needs function keys; private mode wired by url may go without", () => {
   assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay" }), /GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true/);
   assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /needs GMSA_REQUIRE_FUNCTION_KEY=true/);
