@@ -1,6 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
+import { servedFor } from "../support/apiServerMetrics.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { kubeRequest, type KubeReply } from "../support/kubeRequest.js";
 import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
@@ -86,16 +87,6 @@ async function timed(work: Promise<KubeReply>): Promise<KubeReply & { ms: number
 }
 
 const createAsAlice = (cluster: E2eCluster, p: PodSpec) => kubeRequest(cluster.developer, "POST", `/api/v1/namespaces/${ns}/pods`, p);
-
-/** Requests the API server has served for a resource, from its own metrics. */
-async function servedFor(cluster: E2eCluster, resource: string): Promise<number> {
-  const metrics = (await kubeRequest(cluster.admin, "GET", "/metrics")).body as string;
-  let total = 0;
-  for (const line of metrics.split("\n")) {
-    if (line.startsWith("apiserver_request_total{") && line.includes(`resource="${resource}"`)) total += Number(line.split(" ").pop());
-  }
-  return total;
-}
 
 Abuse("the pod is within the API server's own limits: it reaches the webhook", async ({ cluster }) => {
   const annotations = podNaming3000Specs().metadata.annotations!;

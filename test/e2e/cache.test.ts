@@ -2,6 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { instanceCounters } from "../../lib/observability/instanceCounters.js";
+import { servedFor } from "../support/apiServerMetrics.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall, postReview } from "../support/httpsClient.js";
 import { kubeRequest } from "../support/kubeRequest.js";
@@ -43,16 +44,6 @@ function gmsaReview(spec: string, serviceAccountName: string) {
 async function admit(cluster: E2eCluster, path: "/mutate" | "/validate", body: unknown) {
   const reply = await postReview(`${cluster.webhook.server.url}${path}`, cluster.webhook.caPem, body);
   return JSON.parse(reply.text).response;
-}
-
-/** Requests the API server has served for a resource, from its own metrics. */
-async function servedFor(cluster: E2eCluster, resource: string): Promise<number> {
-  const metrics = (await kubeRequest(cluster.admin, "GET", "/metrics")).body as string;
-  let total = 0;
-  for (const line of metrics.split("\n")) {
-    if (line.startsWith("apiserver_request_total{") && line.includes(`resource="${resource}"`)) total += Number(line.split(" ").pop());
-  }
-  return total;
 }
 
 const specs = ["webapp1-credspec", "payroll-gmsa"];
