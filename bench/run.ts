@@ -131,7 +131,7 @@ async function handlerCost(kubeconfig: string, bodies: { mutate: string; validat
     const call: HttpCall = { method: "POST", contentType: "application/json", contentLength: String(bytes.byteLength), timeout: "10s", readBody: async () => bytes };
     const { reply, record } = await exchangeAdmission(call, policy, deps);
     if (!record || reply.status !== 200) throw new Error(`unexpected answer ${reply.status}: ${reply.body}`);
-    return admissionLogLine({ ...record, webhook: "bench", latencyMs: 0, coldStart: false });
+    return admissionLogLine({ ...record, cluster: "default", webhook: "bench", latencyMs: 0, coldStart: false });
   };
   const result = { mutate: 0, validate: 0 };
   try {

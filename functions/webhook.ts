@@ -31,7 +31,7 @@ export async function serveAdmission(webhook: string, policy: ReviewPolicy, call
     });
     if (record) {
       instanceCounters.admissions += 1;
-      const line = admissionLogLine({ ...record, webhook, latencyMs: performance.now() - started, coldStart: takeColdStart() });
+      const line = admissionLogLine({ ...record, cluster: "default", webhook, latencyMs: performance.now() - started, coldStart: takeColdStart() });
       if (record.decision === "error") log.warn(line);
       else log.info(line);
     }

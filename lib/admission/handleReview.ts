@@ -34,7 +34,7 @@ export interface ReviewDependencies {
 
 export type ReviewOutcome =
   | { readonly kind: "badRequest"; readonly message: string }
-  | { readonly kind: "reviewed"; readonly review: AdmissionReviewResponse; readonly record: Omit<AdmissionRecord, "webhook" | "latencyMs" | "coldStart"> };
+  | { readonly kind: "reviewed"; readonly review: AdmissionReviewResponse; readonly record: Omit<AdmissionRecord, "cluster" | "webhook" | "latencyMs" | "coldStart"> };
 
 // Leave the API server time to receive the answer before it gives up on the webhook (the relay
 // sizes its own timeout from it: cluster/relay.ts).

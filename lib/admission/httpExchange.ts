@@ -23,7 +23,7 @@ export interface HttpReply {
   readonly body: string;
 }
 
-export type ExchangeRecord = Omit<AdmissionRecord, "webhook" | "latencyMs" | "coldStart">;
+export type ExchangeRecord = Omit<AdmissionRecord, "cluster" | "webhook" | "latencyMs" | "coldStart">;
 
 export const maxBodyBytes = 3 * 1024 * 1024;
 

@@ -8,6 +8,8 @@ import type { RequestCounters } from "./requestCounters.js";
  */
 
 export interface AdmissionRecord extends RequestCounters {
+  /** The fleet member the admission came from (the single-cluster settings make one named "default"). */
+  cluster: string;
   webhook: string;
   operation: string;
   uid: string;
@@ -29,6 +31,7 @@ export function admissionLogLine(record: AdmissionRecord): string {
   const f = schema.fields;
   return JSON.stringify({
     [f.event]: schema.event,
+    [f.cluster]: record.cluster,
     [f.webhook]: record.webhook,
     [f.operation]: record.operation,
     [f.uid]: record.uid,

@@ -46,7 +46,7 @@ async function admit(credSpecs: CredSpecSource, budgetMs = 3000): Promise<Told> 
   if (outcome.kind !== "reviewed") throw new Error(outcome.message);
   const status = outcome.review.response.status;
   assert.is(outcome.review.response.allowed, false);
-  const logLine = admissionLogLine({ ...outcome.record, webhook: "validate", latencyMs: 1, coldStart: false });
+  const logLine = admissionLogLine({ ...outcome.record, cluster: "default", webhook: "validate", latencyMs: 1, coldStart: false });
   return { code: status?.code ?? 0, message: status?.message ?? "", correlationId: outcome.record.correlationId, logLine };
 }
 
