@@ -5,7 +5,9 @@ import { webhookAuthLevel } from "./webhook.js";
 import packageJson from "../package.json";
 
 /**
- * GET /health: 200 once this instance has valid settings and its cluster clients, 503 otherwise.
+ * GET /health: 200 once this instance has valid settings (and, with a single cluster, its client
+ * started, as it always has been), 503 otherwise. A fleet's members are not started for a probe:
+ * each starts on its first admission.
  * Anyone who reaches the app may ask, so the reason (host names, paths, library errors) goes to
  * the log only.
  */
@@ -21,9 +23,31 @@ export async function health(_request: HttpRequest, context: InvocationContext):
   }
 }
 
-/** GET /metrics: this instance's counters since it started, as JSON. */
+/**
+ * GET /metrics: this instance's counters since it started, and each member's client: started or
+ * idle, its credential spec cache, its last admission. Never a secret, a path or an address.
+ */
 export async function metrics(): Promise<HttpResponseInit> {
-  return { status: 200, jsonBody: { ...instanceCounters, credSpecCache: (await admissionRuntime()).cluster.cacheStatus() ?? null } };
+  const runtime = await admissionRuntime();
+  const clusters: Record<string, unknown> = {};
+  let started = 0;
+  for (const member of runtime.members.values()) {
+    const status = member.status();
+    if (status.state === "started") started += 1;
+    clusters[member.name] = {
+      state: status.state,
+      admissions: status.admissions,
+      starts: status.starts,
+      lastAdmissionAt: status.lastAdmissionAt === undefined ? null : new Date(status.lastAdmissionAt).toISOString(),
+      credSpecCache: status.credSpecCache ?? null,
+    };
+  }
+  // With a single cluster, its cache where it always was.
+  const single = runtime.mode === "single" ? runtime.members.values().next().value?.status().credSpecCache : undefined;
+  return {
+    status: 200,
+    jsonBody: { ...instanceCounters, credSpecCache: single ?? null, mode: runtime.mode, clustersStarted: started, clusters },
+  };
 }
 
 /** GET /info: what is running. */

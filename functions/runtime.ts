@@ -1,23 +1,126 @@
+import type { TokenCredential } from "@azure/core-auth";
 import { performance } from "node:perf_hooks";
-import { clusterPorts, type ClusterPorts } from "../lib/kube/clusterClient.js";
-import { readAdmissionSettings, type AdmissionSettings } from "../lib/settings.js";
+import { fleetRouter, type FleetRouter } from "../lib/fleet/fleetRouter.js";
+import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../lib/fleet/memberClient.js";
+import { clusterPorts, localKubeConfig, type ClusterLog, type ClusterPorts } from "../lib/kube/clusterClient.js";
+import { defaultMemberName, readFleetSettings, SettingsError, type AdmissionSettings, type FleetMemberSettings, type FleetSettings, type SharedAdmissionSettings } from "../lib/settings.js";
 
 /**
- * What one instance of the app keeps between requests: its settings and its cluster clients.
- * Built once, at start-up in the Functions host (so bad settings stop it there) or by the local
- * host, which may hand in its own.
+ * What one instance of the app keeps between requests: its settings and one cluster client per
+ * fleet member. Built once, at start-up in the Functions host (so bad settings stop it there) or
+ * by the local host, which may hand in its own. The single-cluster settings make a fleet of one,
+ * named "default", whose client starts with the instance as it always has; a fleet's members
+ * start on their first admission and stop again when idle.
  */
 export interface AdmissionRuntime {
-  readonly settings: AdmissionSettings;
-  readonly cluster: ClusterPorts;
+  readonly mode: FleetSettings["mode"];
+  /** What every member shares: the policy's settings and the bounds on API calls. */
+  readonly settings: SharedAdmissionSettings;
+  readonly members: ReadonlyMap<string, MemberClient>;
+  readonly router: FleetRouter<MemberClient>;
   readonly startedAt: number;
+  stop(): Promise<void>;
+}
+
+export interface FleetRuntimeOptions {
+  /** How a member's client is built; default: from its settings, with one credential shared by Entra members. */
+  readonly startMember?: (member: FleetMemberSettings, log: ClusterLog) => Promise<MemberPorts>;
+  readonly now?: () => number;
+  readonly timers?: MemberClientOptions["timers"];
+  readonly log?: ClusterLog;
 }
 
 let current: Promise<AdmissionRuntime> | undefined;
 let served = 0;
 
+const consoleLog: ClusterLog = (level, message) => (level === "warn" ? console.warn(message) : console.info(message));
+
+/** The single-cluster runtime from its settings, its client started (or the one handed in). */
 export async function createAdmissionRuntime(settings: AdmissionSettings, cluster?: ClusterPorts): Promise<AdmissionRuntime> {
-  return { settings, cluster: cluster ?? (await clusterPorts(settings)), startedAt: performance.now() };
+  const { cluster: _access, ...shared } = settings;
+  const fleet: FleetSettings = { mode: "single", shared, members: [{ name: defaultMemberName, settings, secrets: [] }], idleMs: 0 };
+  return createFleetRuntime(fleet, cluster ? { startMember: async () => cluster } : {});
+}
+
+/**
+ * A runtime for the settings' members. The single-cluster member is started here, so that a
+ * broken cluster access stops start-up as before; a fleet's kubeconfig members are read here
+ * (a missing file or an unknown context stops start-up), and nothing reaches any cluster until
+ * an admission for it arrives.
+ */
+export async function createFleetRuntime(fleet: FleetSettings, options: FleetRuntimeOptions = {}): Promise<AdmissionRuntime> {
+  const log = options.log ?? consoleLog;
+  if (fleet.mode === "fleet") {
+    const problems: string[] = [];
+    for (const member of fleet.members) {
+      const cluster = member.settings.cluster;
+      if (cluster.access === "entra") continue;
+      try {
+        localKubeConfig(cluster);
+      } catch (error) {
+        problems.push(`GMSA_CLUSTERS.${member.name}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    if (problems.length > 0) throw new SettingsError(problems);
+  }
+  const startMember = options.startMember ?? defaultStart();
+  const members = new Map<string, MemberClient>();
+  for (const member of fleet.members) {
+    // Every line the client writes names its member.
+    const memberLog: ClusterLog = fleet.mode === "fleet" ? (level, message) => log(level, `cluster "${member.name}": ${message}`) : log;
+    members.set(
+      member.name,
+      memberClient({
+        name: member.name,
+        start: () => startMember(member, memberLog),
+        ...(fleet.mode === "fleet" ? { idleMs: fleet.idleMs } : {}),
+        ...(options.now ? { now: options.now } : {}),
+        ...(options.timers ? { timers: options.timers } : {}),
+        log,
+      }),
+    );
+  }
+  const stop = async () => void (await Promise.all([...members.values()].map((m) => m.stop())));
+  if (fleet.mode === "single") {
+    try {
+      await members.get(defaultMemberName)!.start();
+    } catch (error) {
+      await stop();
+      // The cause as it was: the message names the setting at fault.
+      throw error instanceof Error && error.cause instanceof Error ? error.cause : error;
+    }
+  }
+  return {
+    mode: fleet.mode,
+    settings: fleet.shared,
+    members,
+    router: fleetRouter(
+      fleet.mode,
+      fleet.members.map((m) => ({ name: m.name, secrets: m.secrets, member: members.get(m.name)! })),
+    ),
+    startedAt: performance.now(),
+    stop,
+  };
+}
+
+/** Builds members' clients from their settings; Entra members share one credential per identity. */
+function defaultStart(): (member: FleetMemberSettings, log: ClusterLog) => Promise<MemberPorts> {
+  const credentials = new Map<string, TokenCredential>();
+  let azureCredential: ((clientId?: string) => TokenCredential) | undefined;
+  return async (member, log) => {
+    if (member.settings.cluster.access === "entra") azureCredential ??= (await import("../lib/kube/entraAccess.js")).azureCredential;
+    return clusterPorts(member.settings, log, {
+      credential: (clientId) => {
+        const key = clientId ?? "";
+        let credential = credentials.get(key);
+        if (!credential) {
+          credential = azureCredential!(clientId);
+          credentials.set(key, credential);
+        }
+        return credential;
+      },
+    });
+  };
 }
 
 /**
@@ -27,7 +130,7 @@ export async function createAdmissionRuntime(settings: AdmissionSettings, cluste
 export function admissionRuntime(): Promise<AdmissionRuntime> {
   if (!current) {
     const building = Promise.resolve()
-      .then(() => createAdmissionRuntime(readAdmissionSettings()))
+      .then(() => createFleetRuntime(readFleetSettings()))
       .catch((error: unknown) => {
         if (current === building) current = undefined;
         throw error;
@@ -37,18 +140,18 @@ export function admissionRuntime(): Promise<AdmissionRuntime> {
   return current;
 }
 
-/** Hands this instance a runtime; the one it replaces stops watching its cluster. */
+/** Hands this instance a runtime; the one it replaces stops its members' clients. */
 export function useAdmissionRuntime(runtime: AdmissionRuntime): void {
   const previous = current;
   current = Promise.resolve(runtime);
   served = 0;
-  void previous?.then((old) => (old !== runtime ? old.cluster.stop() : undefined)).catch(() => {});
+  void previous?.then((old) => (old !== runtime ? old.stop() : undefined)).catch(() => {});
 }
 
 export async function stopAdmissionRuntime(): Promise<void> {
   const previous = current;
   current = undefined;
-  await (await previous?.catch(() => undefined))?.cluster.stop();
+  await (await previous?.catch(() => undefined))?.stop();
 }
 
 /** True for the first admission an instance serves: a cold start the API server waited for. */

@@ -1,7 +1,8 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
 import { performance } from "node:perf_hooks";
-import { exchangeAdmission, type HttpCall, type HttpReply } from "../lib/admission/httpExchange.js";
+import { exchangeAdmission, plainReply, type HttpCall, type HttpReply } from "../lib/admission/httpExchange.js";
 import type { ReviewPolicy } from "../lib/admission/handleReview.js";
+import { clusterSecretHeader, type MemberAddress } from "../lib/fleet/fleetRouter.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
 import { readEndpointProtection } from "../lib/settings.js";
@@ -16,26 +17,39 @@ export interface AdmissionLogSink {
 }
 
 /**
- * One admission under the webhook's HTTP rules, whatever host carries it: the instance's runtime,
- * the exchange, and one log line per admission. A host adapts its own request type to `HttpCall`.
+ * One admission under the webhook's HTTP rules, whatever host carries it: the member the request
+ * is for, the exchange, and one log line per admission. A host adapts its own request type to
+ * `HttpCall` and says how the request addressed its cluster. An unknown cluster or a wrong secret
+ * is answered before the body is read or any cluster client is started.
  */
-export async function serveAdmission(webhook: string, policy: ReviewPolicy, call: HttpCall, log: AdmissionLogSink): Promise<HttpReply> {
+export async function serveAdmission(webhook: string, policy: ReviewPolicy, call: HttpCall, log: AdmissionLogSink, address: MemberAddress = topLevel): Promise<HttpReply> {
   const started = performance.now();
   try {
     const runtime = await admissionRuntime();
-    const { reply, record } = await exchangeAdmission(call, policy, {
-      credSpecs: runtime.cluster.credSpecs,
-      authorizer: runtime.cluster.authorizer,
-      settings: runtime.settings,
-      budgetMs: runtime.settings.admissionBudgetMs,
-    });
-    if (record) {
-      instanceCounters.admissions += 1;
-      const line = admissionLogLine({ ...record, cluster: "default", webhook, latencyMs: performance.now() - started, coldStart: takeColdStart() });
-      if (record.decision === "error") log.warn(line);
-      else log.info(line);
+    const route = runtime.router.route(address, webhook);
+    if (!route.ok) {
+      if (route.warning) log.warn(route.warning);
+      return plainReply(route.status, route.message);
     }
-    return reply;
+    const member = route.member;
+    member.enter();
+    try {
+      const { reply, record } = await exchangeAdmission(call, policy, {
+        credSpecs: member.credSpecs,
+        authorizer: member.authorizer,
+        settings: runtime.settings,
+        budgetMs: runtime.settings.admissionBudgetMs,
+      });
+      if (record) {
+        instanceCounters.admissions += 1;
+        const line = admissionLogLine({ ...record, cluster: member.name, webhook, latencyMs: performance.now() - started, coldStart: takeColdStart() });
+        if (record.decision === "error") log.warn(line);
+        else log.info(line);
+      }
+      return reply;
+    } finally {
+      member.leave();
+    }
   } catch (error) {
     // A bug, not a policy answer: the API server treats a 500 as a failed call and, with
     // failurePolicy Fail, refuses the pod.
@@ -44,8 +58,26 @@ export async function serveAdmission(webhook: string, policy: ReviewPolicy, call
   }
 }
 
+const topLevel: MemberAddress = { kind: "top" };
+
+/** How a route addresses its cluster: today's paths, the cluster in the path, or the cluster and its secret. */
+export type WebhookAddressing = MemberAddress["kind"];
+
+/** The member address of a request, from its route's parameters and the secret header. */
+export function memberAddress(addressing: WebhookAddressing, params: { readonly cluster?: string | undefined; readonly secret?: string | undefined }, secretHeader: string | null): MemberAddress {
+  if (addressing === "top") return topLevel;
+  const cluster = params.cluster ?? "";
+  return addressing === "header" ? { kind: "header", cluster, secret: secretHeader } : { kind: "path", cluster, secret: params.secret ?? "" };
+}
+
 /** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
-export async function serveWebhook(webhook: string, policy: ReviewPolicy, request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+export async function serveWebhook(
+  webhook: string,
+  policy: ReviewPolicy,
+  request: HttpRequest,
+  context: InvocationContext,
+  addressing: WebhookAddressing = "top",
+): Promise<HttpResponseInit> {
   const call: HttpCall = {
     method: request.method,
     contentType: request.headers.get("content-type"),
@@ -53,21 +85,40 @@ export async function serveWebhook(webhook: string, policy: ReviewPolicy, reques
     timeout: request.query.get("timeout"),
     readBody: (limit) => readBodyUpTo(request.body, limit),
   };
-  const reply = await serveAdmission(webhook, policy, call, { info: (line) => context.info(line), warn: (line) => context.warn(line), error: (line) => context.error(line) });
+  const address = memberAddress(addressing, request.params, addressing === "header" ? request.headers.get(clusterSecretHeader) : null);
+  const reply = await serveAdmission(webhook, policy, call, { info: (line) => context.info(line), warn: (line) => context.warn(line), error: (line) => context.error(line) }, address);
   return { status: reply.status, headers: reply.headers, body: reply.body };
 }
 
-/**
- * The webhooks this app registers, by function name, with their policies: the local host serves
- * these straight from its own request type, without building Functions request objects for each
- * admission. The Functions host knows nothing of this table and calls the registered handlers.
- */
-export const webhookPolicies = new Map<string, ReviewPolicy>();
+/** A registered webhook route: which webhook, its policy, and how it addresses its cluster. */
+export interface WebhookRoute {
+  readonly webhook: string;
+  readonly policy: ReviewPolicy;
+  readonly addressing: WebhookAddressing;
+}
 
-/** Registers a webhook with the Functions app, and with the table above. */
+/**
+ * The webhook routes this app registers, by function name: the local host serves these straight
+ * from its own request type, without building Functions request objects for each admission. The
+ * Functions host knows nothing of this table and calls the registered handlers.
+ */
+export const webhookRoutes = new Map<string, WebhookRoute>();
+
+/**
+ * Registers a webhook with the Functions app on its three routes, and with the table above:
+ * `<webhook>` (a single cluster), `clusters/{cluster}/<webhook>` (the secret in a header, as the
+ * relay sends it) and `clusters/{cluster}/{secret}/<webhook>` (url wiring, where the path is all
+ * the API server sends). Which of them answer is the runtime's to say, so that both hosts and
+ * every test process register the same functions whatever the settings.
+ */
 export function registerWebhook(name: string, policy: ReviewPolicy, handler: (request: HttpRequest, context: InvocationContext) => Promise<HttpResponseInit>): void {
-  app.http(name, { route: name, methods: [...allMethods], authLevel: webhookAuthLevel(), handler });
-  webhookPolicies.set(name, policy);
+  const authLevel = webhookAuthLevel();
+  app.http(name, { route: name, methods: [...allMethods], authLevel, handler });
+  app.http(`cluster-${name}`, { route: `clusters/{cluster}/${name}`, methods: [...allMethods], authLevel, handler: (request, context) => serveWebhook(name, policy, request, context, "header") });
+  app.http(`cluster-secret-${name}`, { route: `clusters/{cluster}/{secret}/${name}`, methods: [...allMethods], authLevel, handler: (request, context) => serveWebhook(name, policy, request, context, "path") });
+  webhookRoutes.set(name, { webhook: name, policy, addressing: "top" });
+  webhookRoutes.set(`cluster-${name}`, { webhook: name, policy, addressing: "header" });
+  webhookRoutes.set(`cluster-secret-${name}`, { webhook: name, policy, addressing: "path" });
 }
 
 /** Every method reaches the handler, so that the HTTP rules can answer 405 themselves. */

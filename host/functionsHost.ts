@@ -17,9 +17,57 @@ export interface HttpRegistration {
   readonly handler: HttpHandler;
 }
 
+export interface RouteMatch {
+  readonly registration: HttpRegistration;
+  /** The values of the route's `{parameters}`, as the Functions host hands them in `request.params`. */
+  readonly params: Readonly<Record<string, string>>;
+}
+
 export interface LoadedApp {
   readonly registrations: readonly HttpRegistration[];
-  find(path: string): HttpRegistration | undefined;
+  find(path: string): RouteMatch | undefined;
+}
+
+const noParams: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * Routes as the Functions host reads them: literal segments, and `{name}` segments that take any
+ * one non-empty segment. A literal route wins over a template, and a template with more literal
+ * segments over one with fewer, as in the Functions host's routing.
+ */
+export function routeMatcher(registrations: readonly HttpRegistration[]): (path: string) => RouteMatch | undefined {
+  const literal = new Map<string, RouteMatch>();
+  const templates: Array<{ readonly registration: HttpRegistration; readonly segments: readonly string[]; readonly literals: number }> = [];
+  for (const registration of registrations) {
+    const segments = registration.route.split("/");
+    if (!segments.some(isParameter)) {
+      if (!literal.has(registration.route)) literal.set(registration.route, { registration, params: noParams });
+    } else templates.push({ registration, segments, literals: segments.filter((s) => !isParameter(s)).length });
+  }
+  templates.sort((a, b) => b.literals - a.literals);
+  return (path) => {
+    const trimmed = path.replace(/^\/+|\/+$/g, "");
+    const exact = literal.get(trimmed);
+    if (exact) return exact;
+    const parts = trimmed.split("/");
+    for (const template of templates) {
+      if (template.segments.length !== parts.length) continue;
+      const params: Record<string, string> = {};
+      const matched = template.segments.every((segment, i) => {
+        const part = parts[i]!;
+        if (!isParameter(segment)) return segment === part;
+        if (part === "") return false;
+        params[segment.slice(1, -1)] = part;
+        return true;
+      });
+      if (matched) return { registration: template.registration, params };
+    }
+    return undefined;
+  };
+}
+
+function isParameter(segment: string): boolean {
+  return segment.startsWith("{") && segment.endsWith("}");
 }
 
 const functionsDir = join(__dirname, "..", "functions");
@@ -50,10 +98,7 @@ async function load(): Promise<LoadedApp> {
   // require, not import(): the modules must share state (the runtime) with the host that loads them.
   for (const file of modules.sort()) require(join(functionsDir, file));
   for (const hook of startHooks) await hook();
-  return {
-    registrations,
-    find: (path) => registrations.find((r) => r.route === path.replace(/^\/+|\/+$/g, "")),
-  };
+  return { registrations, find: routeMatcher(registrations) };
 }
 
 export interface LocalCall {

@@ -2,9 +2,9 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ReviewPolicy } from "../lib/admission/handleReview.js";
 import { maxBodyBytes, type HttpCall } from "../lib/admission/httpExchange.js";
-import { serveAdmission, webhookPolicies } from "../functions/webhook.js";
+import { memberAddress, serveAdmission, webhookRoutes, type WebhookRoute } from "../functions/webhook.js";
+import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { invoke, loadFunctionsApp, type LoadedApp } from "./functionsHost.js";
 
 export interface LocalServerOptions {
@@ -63,15 +63,16 @@ function listen(server: Server, host: string, port: number): Promise<void> {
 
 async function route(functionsApp: LoadedApp, options: LocalServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", `https://${req.headers.host ?? "localhost"}`);
-  const registration = functionsApp.find(url.pathname);
-  if (!registration) return reply(res, 404, `no function at ${url.pathname}`);
+  const match = functionsApp.find(url.pathname);
+  if (!match) return reply(res, 404, `no function at ${url.pathname}`);
+  const registration = match.registration;
   if (!registration.methods.includes((req.method ?? "GET").toUpperCase())) return reply(res, 405, `${req.method} is not allowed`);
   if (registration.authLevel !== "anonymous" && options.functionKey !== undefined && !keyMatches(req, url, options.functionKey)) {
     return reply(res, 401, "a function key is required (x-functions-key header)");
   }
+  const webhook = webhookRoutes.get(registration.name);
+  if (webhook) return serveAdmissionLocally(webhook, match.params, req, url, options.log, res);
   const body = await readLimited(req, res, maxBodyBytes + 1);
-  const policy = webhookPolicies.get(registration.name);
-  if (policy) return serveAdmissionLocally(registration.name, policy, req, url, body, options.log, res);
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(", ") : value;
   const answer = await invoke(registration, { method: req.method ?? "GET", url: url.toString(), headers, body }, options.log);
@@ -84,28 +85,35 @@ async function route(functionsApp: LoadedApp, options: LocalServerOptions, req: 
  * registered handler, without a Functions request, context and response for every admission.
  */
 async function serveAdmissionLocally(
-  name: string,
-  policy: ReviewPolicy,
+  route: WebhookRoute,
+  params: Readonly<Record<string, string>>,
   req: IncomingMessage,
   url: URL,
-  body: Uint8Array,
   log: LocalServerOptions["log"],
   res: ServerResponse,
 ): Promise<void> {
   const header = (value: string | string[] | undefined) => (value === undefined ? null : Array.isArray(value) ? value.join(", ") : value);
+  // Read only when the exchange asks for it: an unknown cluster, a wrong secret or a refused
+  // method is answered without taking the body in.
+  let bodyRead = false;
   const call: HttpCall = {
     method: req.method ?? "GET",
     contentType: header(req.headers["content-type"]),
     contentLength: header(req.headers["content-length"]),
     timeout: url.searchParams.get("timeout"),
-    readBody: async () => body,
+    readBody: (limit) => {
+      bodyRead = true;
+      return readLimited(req, res, limit + 1);
+    },
   };
+  const address = memberAddress(route.addressing, params, route.addressing === "header" ? header(req.headers[clusterSecretHeader]) : null);
   // The levels an invocation context logs with, so that both paths write the same lines.
-  const reply = await serveAdmission(name, policy, call, {
-    info: (line) => log("information", line),
-    warn: (line) => log("warning", line),
-    error: (line) => log("error", line),
-  });
+  const reply = await serveAdmission(route.webhook, route.policy, call, { info: (line) => log("information", line), warn: (line) => log("warning", line), error: (line) => log("error", line) }, address);
+  if (!bodyRead && !req.complete) {
+    // A body nobody will read is not drained either: the connection goes once the answer is out.
+    res.setHeader("connection", "close");
+    res.once("finish", () => req.socket.destroy());
+  }
   res.writeHead(reply.status, reply.headers);
   res.end(reply.body);
 }

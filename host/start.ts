@@ -1,5 +1,6 @@
-import { createAdmissionRuntime, useAdmissionRuntime } from "../functions/runtime.js";
-import { readAdmissionSettings } from "../lib/settings.js";
+import { createAdmissionRuntime, createFleetRuntime, useAdmissionRuntime } from "../functions/runtime.js";
+import { readAdmissionSettings, readFleetSettings } from "../lib/settings.js";
+import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { readHostSettings } from "./hostSettings.js";
 import type { LocalCluster } from "./localCluster.js";
 import { lineWriter } from "./lineWriter.js";
@@ -7,12 +8,14 @@ import { startLocalServer, type LocalServer } from "./localServer.js";
 import { generateServingCertificate, servingCertificateFromFiles } from "./servingCertificate.js";
 
 /**
- * `npm start`: the webhook on https://127.0.0.1:$PORT against the cluster in KUBECONFIG, or,
- * with none, against a local control plane started here with the webhook wired into it.
+ * `npm start`: the webhook on https://127.0.0.1:$PORT against the cluster in KUBECONFIG, or the
+ * fleet GMSA_CLUSTERS names, or, with neither, against a local control plane started here with
+ * the webhook wired into it.
  */
 async function main(): Promise<void> {
   const host = readHostSettings();
-  const clusterGiven = Boolean(process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST || process.env.GMSA_CLUSTER_ACCESS);
+  const fleetGiven = Boolean(process.env.GMSA_CLUSTERS?.trim());
+  const clusterGiven = fleetGiven || Boolean(process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST || process.env.GMSA_CLUSTER_ACCESS);
   let local: LocalCluster | undefined;
   let server: LocalServer | undefined;
   const stop = async (code: number) => {
@@ -31,8 +34,10 @@ async function main(): Promise<void> {
       local = await startLocalCluster({ log: (line) => say(line) });
     }
     const env = local ? { ...process.env, KUBECONFIG: local.webhookKubeconfig, GMSA_CLUSTER_ACCESS: "kubeconfig" } : process.env;
-    const settings = readAdmissionSettings(env);
-    useAdmissionRuntime(await createAdmissionRuntime(settings));
+    const fleet = fleetGiven ? readFleetSettings(env) : undefined;
+    const single = fleet ? undefined : readAdmissionSettings(env);
+    useAdmissionRuntime(single ? await createAdmissionRuntime(single) : await createFleetRuntime(fleet!));
+    const settings = single ?? fleet!.shared;
     const tls = host.tlsFiles ? servingCertificateFromFiles(host.tlsFiles.cert, host.tlsFiles.key) : await generateServingCertificate();
     server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
     if (local) {
@@ -48,6 +53,11 @@ async function main(): Promise<void> {
           "Ctrl-C stops the webhook and the cluster.",
         ].join("\n"),
       );
+    } else if (fleet) {
+      const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
+      // The paths only: the secrets stay in the settings they came from.
+      const lines = fleet.members.map((m) => `  ${m.name}: ${server!.url}/clusters/${m.name}/{mutate,validate,validate-credspec} (secret in ${clusterSecretHeader}) or ${server!.url}/clusters/${m.name}/<secret>/…`);
+      process.stdout.write(`gmsa-admission ready for ${fleet.members.length} cluster${fleet.members.length === 1 ? "" : "s"}${ca}:\n${lines.join("\n")}\n`);
     } else {
       const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
       process.stdout.write(`gmsa-admission ready at ${server.url}/mutate, ${server.url}/validate and ${server.url}/validate-credspec${ca}\n`);

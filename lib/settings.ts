@@ -1,5 +1,8 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
+import { parse as parseJsonTree, type AnyNode } from "@humanwhocodes/momoa";
+import { parseAksResourceId } from "./kube/aksResourceId.js";
+import { apiServerUrl, caBundlePem } from "./kube/apiServerEndpoint.js";
 
 /**
  * Every setting is an environment variable, the same names locally and as Function App
@@ -84,8 +87,17 @@ export interface AdmissionSettings {
   readonly apiConcurrency: number;
   /** The most distinct credential spec names one pod may carry; more is refused before any API call. */
   readonly maxCredSpecsPerPod: number;
-  readonly cluster:
-    | { readonly access: "kubeconfig"; readonly kubeconfig: string }
+  readonly cluster: ClusterAccessSettings;
+}
+
+/** How one cluster's API server is reached. */
+export type ClusterAccessSettings =
+    | {
+        readonly access: "kubeconfig";
+        readonly kubeconfig: string;
+        /** The kubeconfig context to use instead of its current one (fleet members only). */
+        readonly context?: string;
+      }
     | { readonly access: "in-cluster" }
     | {
         readonly access: "entra";
@@ -98,7 +110,6 @@ export interface AdmissionSettings {
         /** The user-assigned managed identity to sign in with. */
         readonly clientId?: string;
       };
-}
 
 export class SettingsError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -211,17 +222,38 @@ export function readPolicySettings(env: NodeJS.ProcessEnv = process.env): Pick<A
   return { randomHostname: raw.GMSA_RANDOM_HOSTNAME, authorizeRequestingUser: raw.GMSA_AUTHORIZE_REQUESTING_USER, maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD };
 }
 
-export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): AdmissionSettings {
+/** The settings every member of a fleet shares: all but how its cluster is reached. */
+export type SharedAdmissionSettings = Omit<AdmissionSettings, "cluster">;
+
+type AdmissionEnvironmentValues = t.TypeOf<typeof AdmissionEnvironment>;
+
+function decodeAdmissionEnvironment(env: NodeJS.ProcessEnv): { raw: AdmissionEnvironmentValues; shared: SharedAdmissionSettings; problems: string[] } {
   const raw = decodeWith(AdmissionEnvironment, emptyAsUnset(env, Object.keys(AdmissionEnvironment.props)));
   const problems: string[] = [];
   if (raw.GMSA_API_TIMEOUT_MS > raw.GMSA_ADMISSION_BUDGET_MS) {
     problems.push(`GMSA_API_TIMEOUT_MS (${raw.GMSA_API_TIMEOUT_MS}) must not exceed GMSA_ADMISSION_BUDGET_MS (${raw.GMSA_ADMISSION_BUDGET_MS})`);
   }
+  const shared: SharedAdmissionSettings = {
+    randomHostname: raw.GMSA_RANDOM_HOSTNAME,
+    authorizeRequestingUser: raw.GMSA_AUTHORIZE_REQUESTING_USER,
+    apiTimeoutMs: raw.GMSA_API_TIMEOUT_MS,
+    admissionBudgetMs: raw.GMSA_ADMISSION_BUDGET_MS,
+    authCacheTtlMs: raw.GMSA_AUTH_CACHE_TTL_SECONDS * 1000,
+    credSpecCache: raw.GMSA_CREDSPEC_CACHE,
+    apiConcurrency: raw.GMSA_API_CONCURRENCY,
+    maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD,
+  };
+  return { raw, shared, problems };
+}
+
+/** The single-cluster settings: one cluster, named by KUBECONFIG, a managed cluster, or the pod it runs in. */
+export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): AdmissionSettings {
+  const { raw, shared, problems } = decodeAdmissionEnvironment(env);
   const entraGiven = Boolean(raw.GMSA_AKS_RESOURCE_ID || raw.GMSA_API_SERVER_URL);
   const access =
     raw.GMSA_CLUSTER_ACCESS ?? (raw.KUBECONFIG ? "kubeconfig" : entraGiven ? "entra" : raw.KUBERNETES_SERVICE_HOST ? "in-cluster" : undefined);
   if (access === undefined) {
-    problems.push("no cluster to talk to: set KUBECONFIG, GMSA_AKS_RESOURCE_ID or GMSA_API_SERVER_URL, run inside a cluster, or set GMSA_CLUSTER_ACCESS");
+    problems.push("no cluster to talk to: set KUBECONFIG, GMSA_AKS_RESOURCE_ID or GMSA_API_SERVER_URL, run inside a cluster, or set GMSA_CLUSTER_ACCESS (or GMSA_CLUSTERS for a fleet)");
   } else if (access === "entra") {
     if (raw.GMSA_AKS_RESOURCE_ID && raw.GMSA_API_SERVER_URL) problems.push("GMSA_AKS_RESOURCE_ID and GMSA_API_SERVER_URL name the cluster twice: set one");
     else if (!entraGiven) problems.push("GMSA_CLUSTER_ACCESS=entra needs GMSA_AKS_RESOURCE_ID, or GMSA_API_SERVER_URL (and GMSA_API_SERVER_CA)");
@@ -234,14 +266,7 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
   }
   if (problems.length > 0) throw new SettingsError(problems);
   return {
-    randomHostname: raw.GMSA_RANDOM_HOSTNAME,
-    authorizeRequestingUser: raw.GMSA_AUTHORIZE_REQUESTING_USER,
-    apiTimeoutMs: raw.GMSA_API_TIMEOUT_MS,
-    admissionBudgetMs: raw.GMSA_ADMISSION_BUDGET_MS,
-    authCacheTtlMs: raw.GMSA_AUTH_CACHE_TTL_SECONDS * 1000,
-    credSpecCache: raw.GMSA_CREDSPEC_CACHE,
-    apiConcurrency: raw.GMSA_API_CONCURRENCY,
-    maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD,
+    ...shared,
     cluster:
       access === "kubeconfig"
         ? { access, kubeconfig: raw.KUBECONFIG! }
@@ -251,9 +276,289 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
               ...(raw.GMSA_AKS_RESOURCE_ID ? { resourceId: raw.GMSA_AKS_RESOURCE_ID } : {}),
               ...(raw.GMSA_API_SERVER_URL ? { server: raw.GMSA_API_SERVER_URL } : {}),
               ...(raw.GMSA_API_SERVER_CA ? { caPem: raw.GMSA_API_SERVER_CA } : {}),
-              ...(raw.GMSA_ARM_ENDPOINT ? { armEndpoint: raw.GMSA_ARM_ENDPOINT } : {}),
-              ...(raw.AZURE_CLIENT_ID?.trim() ? { clientId: raw.AZURE_CLIENT_ID.trim() } : {}),
+              ...entraIdentity(raw),
             }
           : { access: "in-cluster" },
   };
+}
+
+function entraIdentity(raw: AdmissionEnvironmentValues): { armEndpoint?: string; clientId?: string } {
+  return {
+    ...(raw.GMSA_ARM_ENDPOINT ? { armEndpoint: raw.GMSA_ARM_ENDPOINT } : {}),
+    ...(raw.AZURE_CLIENT_ID?.trim() ? { clientId: raw.AZURE_CLIENT_ID.trim() } : {}),
+  };
+}
+
+// --- A fleet: many clusters, one app ------------------------------------------------------------
+
+/** The name the single-cluster settings give their one cluster. */
+export const defaultMemberName = "default";
+export const maxFleetMembers = 64;
+
+/** One cluster the app serves: its name (in its paths and log lines), its access, its wiring's secrets. */
+export interface FleetMemberSettings {
+  readonly name: string;
+  /** The shared settings with this member's access: what its cluster client is built from. */
+  readonly settings: AdmissionSettings;
+  /**
+   * The secrets its wiring may present (two during a rotation, the new one first); empty for the
+   * single-cluster member, which is served on today's paths without one.
+   */
+  readonly secrets: readonly string[];
+}
+
+export interface FleetSettings {
+  /** `single`: no GMSA_CLUSTERS, one member named "default" on today's paths; `fleet`: /clusters/{name}/… */
+  readonly mode: "single" | "fleet";
+  readonly shared: SharedAdmissionSettings;
+  /** In the order GMSA_CLUSTERS lists them. */
+  readonly members: readonly FleetMemberSettings[];
+  /** A fleet member with no admission for this long stops its watch and frees its caches. */
+  readonly idleMs: number;
+}
+
+/** The app setting that holds a member's secret: the name upper-cased, `-` as `_` (a DNS label has no `_`, so no two names share one). */
+export function clusterSecretSettingName(name: string): string {
+  return `GMSA_CLUSTER_SECRET_${name.toUpperCase().replaceAll("-", "_")}`;
+}
+
+const dnsLabel = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const secretPart = /^[A-Za-z0-9_-]{32,128}$/;
+
+/** Where a problem is, as `GMSA_CLUSTERS.alpha.apiServerUrl`. */
+function pathOf(context: t.Context): string {
+  return context
+    .map((entry) => entry.key)
+    .filter((key) => key !== "")
+    .join(".");
+}
+
+function clusterField<A>(name: string, check: (value: string, where: string) => A): t.Type<A, unknown, unknown> {
+  return new t.Type<A, unknown, unknown>(
+    name,
+    (u): u is A => u !== undefined,
+    (u, c) => {
+      const where = pathOf(c);
+      if (typeof u !== "string" || u.trim() === "") return t.failure(u, c, `${where} must be a non-empty string`);
+      try {
+        return t.success(check(u.trim(), where));
+      } catch (error) {
+        return t.failure(u, c, error instanceof Error ? error.message : `${where} is invalid`);
+      }
+    },
+    (a) => a,
+  );
+}
+
+const text = clusterField("text", (value) => value);
+const httpsUrl = clusterField("apiServerUrl", (value, where) => {
+  try {
+    return apiServerUrl(value, where);
+  } catch {
+    throw new Error(`${where} must be an https URL without credentials, query or fragment`);
+  }
+});
+const caBundle = clusterField("apiServerCa", (value, where) => caBundlePem(value, where));
+const aksResourceId = clusterField("aksResourceId", (value, where) => {
+  try {
+    return parseAksResourceId(value).id;
+  } catch (error) {
+    throw new Error(`${where}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+});
+
+const accessFields = {
+  kubeconfig: { kubeconfig: text, context: text },
+  aksResourceId: { aksResourceId },
+  apiServerUrl: { apiServerUrl: httpsUrl, apiServerCa: caBundle },
+} as const;
+type AccessKind = keyof typeof accessFields;
+const accessKinds = Object.keys(accessFields) as AccessKind[];
+const allAccessFields = accessKinds.flatMap((kind) => Object.keys(accessFields[kind]));
+
+/** One member's access: exactly one of the three kinds, and no field that is not one of its own. */
+type MemberAccess =
+  | { readonly kubeconfig: string; readonly context?: string }
+  | { readonly aksResourceId: string }
+  | { readonly apiServerUrl: string; readonly apiServerCa?: string };
+
+const MemberAccess = new t.Type<MemberAccess, unknown, unknown>(
+  "MemberAccess",
+  (u): u is MemberAccess => typeof u === "object" && u !== null,
+  (u, c) => {
+    const where = pathOf(c);
+    if (typeof u !== "object" || u === null || Array.isArray(u)) {
+      return t.failure(u, c, `${where} must be an object with one of ${accessKinds.join(", ")}`);
+    }
+    const given = Object.keys(u);
+    const kinds = accessKinds.filter((kind) => given.includes(kind));
+    if (kinds.length !== 1) {
+      return t.failure(u, c, `${where} must give exactly one of ${accessKinds.join(", ")}${kinds.length > 1 ? `, not ${kinds.join(" and ")}` : ""}`);
+    }
+    const kind = kinds[0]!;
+    const own = Object.keys(accessFields[kind]);
+    const stray = given.filter((key) => !own.includes(key));
+    if (stray.length > 0) {
+      const known = stray.filter((key) => allAccessFields.includes(key));
+      return t.failure(u, c, `${where}.${stray[0]} ${known.length > 0 ? `does not go with ${kind}` : `is not a setting (${kind} takes ${own.join(", ")})`}`);
+    }
+    const fields: Record<string, t.Type<string, unknown, unknown>> = accessFields[kind];
+    const values: Record<string, string> = {};
+    const errors: t.Errors = [];
+    for (const key of own) {
+      const value: unknown = Reflect.get(u, key);
+      // The first field of each kind is the one that names it, and it was given.
+      if (value === undefined) continue;
+      const field = fields[key]!;
+      const result = field.validate(value, t.appendContext(c, key, field, value));
+      if (isLeft(result)) errors.push(...result.left);
+      else values[key] = result.right;
+    }
+    if (errors.length > 0) return t.failures(errors);
+    const access: MemberAccess =
+      kind === "kubeconfig"
+        ? { kubeconfig: values.kubeconfig!, ...(values.context !== undefined ? { context: values.context } : {}) }
+        : kind === "aksResourceId"
+          ? { aksResourceId: values.aksResourceId! }
+          : { apiServerUrl: values.apiServerUrl!, ...(values.apiServerCa !== undefined ? { apiServerCa: values.apiServerCa } : {}) };
+    return t.success(access);
+  },
+  (a) => a,
+);
+
+const ClusterName = new t.Type<string, string, unknown>(
+  "ClusterName",
+  (u): u is string => typeof u === "string",
+  (u, c) =>
+    typeof u === "string" && dnsLabel.test(u)
+      ? t.success(u)
+      : t.failure(u, c, `GMSA_CLUSTERS: ${JSON.stringify(String(u).slice(0, 80))} is not a cluster name (a DNS label: 1 to 63 of a-z, 0-9 and -, starting and ending with a letter or digit)`),
+  String,
+);
+
+const ClusterList = new t.Type<Record<string, MemberAccess>, unknown, unknown>(
+  "GMSA_CLUSTERS",
+  (u): u is Record<string, MemberAccess> => typeof u === "object" && u !== null,
+  (u, c) => {
+    if (typeof u !== "object" || u === null || Array.isArray(u)) {
+      return t.failure(u, c, 'GMSA_CLUSTERS must be a JSON object from cluster name to its access, as {"alpha": {"aksResourceId": "/subscriptions/…"}}');
+    }
+    const errors: t.Errors = [];
+    const members: Record<string, MemberAccess> = {};
+    for (const [name, value] of Object.entries(u)) {
+      const named = ClusterName.validate(name, c);
+      if (isLeft(named)) {
+        errors.push(...named.left);
+        continue;
+      }
+      const access = MemberAccess.validate(value, t.appendContext(c, name, MemberAccess, value));
+      if (isLeft(access)) errors.push(...access.left);
+      else members[name] = access.right;
+    }
+    return errors.length > 0 ? t.failures(errors) : t.success(members);
+  },
+  (a) => a,
+);
+
+/** The JSON of GMSA_CLUSTERS, with every key given twice named (JSON.parse would keep the last one silently). */
+function parseClusterList(value: string): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new SettingsError([`GMSA_CLUSTERS is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "unreadable"}`]);
+  }
+  const twice = duplicateKeys(parseJsonTree(value).body, "GMSA_CLUSTERS");
+  if (twice.length > 0) throw new SettingsError(twice.map((where) => `${where} is given more than once`));
+  return parsed;
+}
+
+function duplicateKeys(node: AnyNode, where: string): string[] {
+  if (node.type === "Array") return node.elements.flatMap((element, index) => duplicateKeys(element.value, `${where}.${index}`));
+  if (node.type !== "Object") return [];
+  const seen = new Set<string>();
+  const found: string[] = [];
+  for (const member of node.members) {
+    const key = member.name.type === "String" ? member.name.value : member.name.name;
+    if (seen.has(key)) found.push(`${where}.${key}`);
+    seen.add(key);
+    found.push(...duplicateKeys(member.value, `${where}.${key}`));
+  }
+  return found;
+}
+
+function memberSecrets(name: string, env: NodeJS.ProcessEnv, problems: string[]): string[] {
+  const setting = clusterSecretSettingName(name);
+  const value = env[setting]?.trim() ?? "";
+  // Never the value in a message: it is the secret, or most of it.
+  if (value === "") {
+    problems.push(`${setting} is required: every member of GMSA_CLUSTERS needs the secret its wiring presents`);
+    return [];
+  }
+  if (value.startsWith("@Microsoft.KeyVault(")) {
+    problems.push(`${setting} is a Key Vault reference the platform could not resolve: check the app's identity may read the secret`);
+    return [];
+  }
+  const parts = value.split(",").map((part) => part.trim());
+  if (parts.length > 2 || !parts.every((part) => secretPart.test(part))) {
+    problems.push(`${setting} must be one secret, or two separated by a comma while rotating (new,old), each 32 to 128 characters of A-Z, a-z, 0-9, _ and -`);
+    return [];
+  }
+  return [...new Set(parts)];
+}
+
+const FleetEnvironment = t.type({
+  GMSA_CLUSTERS: t.union([t.string, t.undefined]),
+  GMSA_CLUSTER_IDLE_SECONDS: withDefault(integerSetting("GMSA_CLUSTER_IDLE_SECONDS", 60, 86_400), 900),
+});
+
+/** With GMSA_CLUSTERS these would name a cluster beside the fleet's: refused rather than guessed at. */
+const singleClusterSettings = ["GMSA_CLUSTER_ACCESS", "GMSA_AKS_RESOURCE_ID", "GMSA_API_SERVER_URL", "GMSA_API_SERVER_CA"] as const;
+
+/**
+ * The clusters this app serves. Without GMSA_CLUSTERS: the single-cluster settings, as one
+ * member named "default" on today's paths. With it: one member per entry, each with the secret
+ * its wiring presents; KUBECONFIG is ignored (it is often set for kubectl).
+ */
+export function readFleetSettings(env: NodeJS.ProcessEnv = process.env): FleetSettings {
+  const fleet = decodeWith(FleetEnvironment, emptyAsUnset(env, Object.keys(FleetEnvironment.props)));
+  const idleMs = fleet.GMSA_CLUSTER_IDLE_SECONDS * 1000;
+  if (fleet.GMSA_CLUSTERS === undefined || fleet.GMSA_CLUSTERS.trim() === "") {
+    const settings = readAdmissionSettings(env);
+    const { cluster: _cluster, ...shared } = settings;
+    return { mode: "single", shared, members: [{ name: defaultMemberName, settings, secrets: [] }], idleMs };
+  }
+  const { raw, shared, problems } = decodeAdmissionEnvironment({ ...env, KUBECONFIG: undefined });
+  for (const name of singleClusterSettings) {
+    if (raw[name] !== undefined) problems.push(`${name} names a single cluster and GMSA_CLUSTERS a fleet: set one (each fleet member gives its own access)`);
+  }
+  const list = parseClusterList(fleet.GMSA_CLUSTERS);
+  const decoded = ClusterList.validate(list, [{ key: "GMSA_CLUSTERS", type: ClusterList, actual: list }]);
+  if (isLeft(decoded)) throw new SettingsError([...problems, ...new Set(decoded.left.map((e) => e.message ?? `${pathOf(e.context)} is invalid`))]);
+  const entries = Object.entries(decoded.right);
+  if (entries.length === 0) problems.push("GMSA_CLUSTERS names no cluster: give at least one, or unset it for a single cluster");
+  if (entries.length > maxFleetMembers) problems.push(`GMSA_CLUSTERS names ${entries.length} clusters; one app serves at most ${maxFleetMembers}`);
+  const identity = entraIdentity(raw);
+  const members = entries.map(([name, access]): FleetMemberSettings => {
+    const cluster: ClusterAccessSettings =
+      "kubeconfig" in access
+        ? { access: "kubeconfig", kubeconfig: access.kubeconfig, ...(access.context ? { context: access.context } : {}) }
+        : "aksResourceId" in access
+          ? { access: "entra", resourceId: access.aksResourceId, ...identity }
+          : { access: "entra", server: access.apiServerUrl, ...(access.apiServerCa ? { caPem: access.apiServerCa } : {}), ...identity };
+    return { name, settings: { ...shared, cluster }, secrets: memberSecrets(name, env, problems) };
+  });
+  // A secret two members share cannot tell their wirings apart.
+  const owners = new Map<string, string>();
+  for (const member of members) {
+    for (const secret of member.secrets) {
+      const other = owners.get(secret);
+      if (other !== undefined && other !== member.name) {
+        problems.push(`${clusterSecretSettingName(other)} and ${clusterSecretSettingName(member.name)} hold the same secret: each member needs its own`);
+      }
+      owners.set(secret, member.name);
+    }
+  }
+  if (problems.length > 0) throw new SettingsError([...new Set(problems)]);
+  return { mode: "fleet", shared, members, idleMs };
 }

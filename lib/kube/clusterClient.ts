@@ -1,3 +1,4 @@
+import type { TokenCredential } from "@azure/core-auth";
 import { AuthorizationV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
@@ -29,13 +30,13 @@ const consoleLog: ClusterLog = (level, message) => (level === "warn" ? console.w
  * Reaches the API server the settings name: a kubeconfig, the pod's own service account, or a
  * managed cluster through Microsoft Entra ID with the app's managed identity.
  */
-export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log: ClusterLog = consoleLog): Promise<KubeConfig> {
+export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<KubeConfig> {
   if (cluster.access === "entra") {
     // Loaded only here: the Azure identity and ARM code is most of what an instance would
     // otherwise load at start, and a kubeconfig or in-cluster instance never runs it.
     const { azureCredential, entraKubeConfig } = await import("./entraAccess.js");
     return entraKubeConfig({
-      credential: azureCredential(cluster.clientId),
+      credential: shared.credential?.(cluster.clientId) ?? azureCredential(cluster.clientId),
       ...(cluster.resourceId ? { resourceId: cluster.resourceId } : {}),
       ...(cluster.server ? { server: cluster.server } : {}),
       ...(cluster.caPem ? { caPem: cluster.caPem } : {}),
@@ -43,9 +44,30 @@ export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log:
       log,
     });
   }
+  return localKubeConfig(cluster);
+}
+
+/** What the members of a fleet share: one managed identity signs them all in. */
+export interface SharedAccess {
+  readonly credential?: (clientId: string | undefined) => TokenCredential;
+}
+
+/**
+ * A kubeconfig file (in the context it names, if it names one) or the pod's own service
+ * account: read from disk only, so it can be checked at start-up without reaching the cluster.
+ */
+export function localKubeConfig(cluster: Exclude<AdmissionSettings["cluster"], { access: "entra" }>): KubeConfig {
   const config = new KubeConfig();
-  if (cluster.access === "kubeconfig") config.loadFromFile(cluster.kubeconfig);
-  else config.loadFromCluster();
+  if (cluster.access === "kubeconfig") {
+    config.loadFromFile(cluster.kubeconfig);
+    if (cluster.context !== undefined) {
+      const known = config.getContexts().map((c) => c.name);
+      if (!known.includes(cluster.context)) {
+        throw new Error(`the kubeconfig ${cluster.kubeconfig} has no context "${cluster.context}" (it has ${known.length > 0 ? known.map((n) => `"${n}"`).join(", ") : "none"})`);
+      }
+      config.setCurrentContext(cluster.context);
+    }
+  } else config.loadFromCluster();
   const current = config.getCurrentCluster();
   if (!current) throw new Error(`the kubeconfig names no current cluster (${cluster.access})`);
   // Refused here, so that the instance never reports healthy and then fails every admission.
@@ -54,8 +76,8 @@ export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log:
   return config;
 }
 
-export async function clusterPorts(settings: AdmissionSettings, log: ClusterLog = consoleLog): Promise<ClusterPorts> {
-  return portsFor(await loadKubeConfig(settings.cluster, log), settings, log);
+export async function clusterPorts(settings: AdmissionSettings, log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<ClusterPorts> {
+  return portsFor(await loadKubeConfig(settings.cluster, log, shared), settings, log);
 }
 
 function isEntra(config: KubeConfig): config is EntraKubeConfig {

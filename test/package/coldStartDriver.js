@@ -48,7 +48,7 @@ require.cache["@azure/functions-core"] = { id: "@azure/functions-core", filename
   // The body streams from a fetch Request, as the Functions library's HttpRequest reads it.
   const native = new Request(`https://localhost/${functionName}`, {
     method: "POST",
-    headers: { "content-type": "application/json", "content-length": String(body.length) },
+    headers: { "content-type": "application/json", "content-length": String(body.length), ...(request.headers || {}) },
     body,
   });
   const response = await target.handler(
@@ -57,6 +57,8 @@ require.cache["@azure/functions-core"] = { id: "@azure/functions-core", filename
       url: native.url,
       headers: native.headers,
       query: new URLSearchParams(),
+      // The route's {parameters}, as the Functions host fills them in.
+      params: request.params || {},
       body: native.body,
       arrayBuffer: () => native.arrayBuffer(),
     },

@@ -40,8 +40,8 @@ Package.after(async (context) => {
 });
 
 // Asynchronous: the fake API server answering the child lives in this process.
-async function coldStart(context: { dir: string; api: FakeApiServer }, fn: string, body: unknown, env: Record<string, string> = {}) {
-  const { stdout: output } = await promisify(execFile)(process.execPath, [join(__dirname, "coldStartDriver.js"), context.dir, fn, JSON.stringify({ body: JSON.stringify(body) })], {
+async function coldStart(context: { dir: string; api: FakeApiServer }, fn: string, body: unknown, env: Record<string, string> = {}, params: Record<string, string> = {}) {
+  const { stdout: output } = await promisify(execFile)(process.execPath, [join(__dirname, "coldStartDriver.js"), context.dir, fn, JSON.stringify({ body: JSON.stringify(body), params })], {
     env: { PATH: process.env.PATH, KUBECONFIG: context.api.kubeconfig, GMSA_CREDSPEC_CACHE: "false", ...env },
     encoding: "utf8",
   });
@@ -61,7 +61,11 @@ Package("registers every function with its route, and serves a mutate from a col
   const p = pod();
   p.spec.securityContext = gmsa("webapp1-credspec");
   const result = await coldStart(context, "mutate", review("CREATE", p));
-  assert.equal(result.registered.map((r) => r.route).sort(), ["health", "info", "metrics", "mutate", "validate", "validate-credspec"]);
+  const webhooks = ["mutate", "validate", "validate-credspec"];
+  assert.equal(
+    result.registered.map((r) => r.route).sort(),
+    ["health", "info", "metrics", ...webhooks, ...webhooks.flatMap((w) => [`clusters/{cluster}/${w}`, `clusters/{cluster}/{secret}/${w}`])].sort(),
+  );
   assert.is(result.registered.find((r) => r.name === "mutate")?.authLevel, "anonymous");
   assert.is(result.response.status, 200);
   const answer = JSON.parse(result.response.body).response;
@@ -69,6 +73,20 @@ Package("registers every function with its route, and serves a mutate from a col
   const ops = JSON.parse(Buffer.from(answer.patch, "base64").toString());
   assert.is(ops[0].value, canonicalJson(credSpecFixture("webapp1-credspec").credspec));
   console.log(`  package loaded in ${result.loadedMs.toFixed(0)} ms`);
+});
+
+Package("with GMSA_CLUSTERS, serves a member on its path with its secret, and today's paths no more", async (context) => {
+  const p = pod();
+  p.spec.securityContext = gmsa("webapp1-credspec");
+  const secret = "s".repeat(40);
+  const fleet = { GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: context.api.kubeconfig } }), GMSA_CLUSTER_SECRET_ALPHA: secret, KUBECONFIG: "" };
+  const served = await coldStart(context, "cluster-secret-mutate", review("CREATE", p), fleet, { cluster: "alpha", secret });
+  assert.is(served.response.status, 200);
+  assert.ok(JSON.parse(served.response.body).response.patch, served.response.body);
+  const wrong = await coldStart(context, "cluster-secret-mutate", review("CREATE", p), fleet, { cluster: "alpha", secret: "t".repeat(40) });
+  assert.is(wrong.response.status, 401);
+  const top = await coldStart(context, "mutate", review("CREATE", p), fleet);
+  assert.is(top.response.status, 404);
 });
 
 Package("asks for function keys when the app setting says so", async (context) => {

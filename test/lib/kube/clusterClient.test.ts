@@ -13,7 +13,7 @@ import { credSpecFixture } from "../../support/fixtures.js";
 
 interface Context {
   api: FakeApiServer;
-  ports: ClusterPorts[];
+  ports: Array<Pick<ClusterPorts, "stop">>;
 }
 
 const noDeadline = new AbortController().signal;
@@ -241,10 +241,11 @@ PlainHttp("on loopback, as kubectl proxy serves it, reads, reviews and the watch
   context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
   context.api.state.grants.add(`${web.user}|webapp1-credspec`);
   const runtime = await createAdmissionRuntime(settings(context.api, { GMSA_CREDSPEC_CACHE: "true" }));
-  context.ports.push(runtime.cluster);
-  assert.is((await runtime.cluster.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
-  assert.equal(await runtime.cluster.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: true });
-  await until(() => runtime.cluster.cacheStatus()?.synced === true, "the watch over plain HTTP syncs");
+  const cluster = await runtime.members.get("default")!.start();
+  context.ports.push(cluster);
+  assert.is((await cluster.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
+  assert.equal(await cluster.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: true });
+  await until(() => cluster.cacheStatus()?.synced === true, "the watch over plain HTTP syncs");
   assert.ok(context.api.connections.count <= 3, `${context.api.connections.count} connections`);
 });
 

@@ -1,0 +1,132 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { clusterSecretSettingName, readAdmissionSettings, readFleetSettings, SettingsError } from "../../lib/settings.js";
+
+const secretA = "a".repeat(32);
+const secretB = "B_b-".repeat(10);
+const resourceId = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks1";
+
+function fleet(clusters: unknown, extra: Record<string, string> = {}): Record<string, string> {
+  return { GMSA_CLUSTERS: typeof clusters === "string" ? clusters : JSON.stringify(clusters), ...extra };
+}
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    readFleetSettings(env);
+  } catch (error) {
+    assert.instance(error, SettingsError);
+    return [...(error as SettingsError).problems];
+  }
+  assert.unreachable("the settings were accepted");
+  return [];
+}
+
+const Single = suite("readFleetSettings without GMSA_CLUSTERS");
+
+Single("the single-cluster settings are one member named default, with no secret", () => {
+  const env = { KUBECONFIG: "/k", GMSA_API_CONCURRENCY: "3" };
+  const settings = readFleetSettings(env);
+  assert.is(settings.mode, "single");
+  assert.equal(settings.members, [{ name: "default", settings: readAdmissionSettings(env), secrets: [] }]);
+  assert.is(settings.shared.apiConcurrency, 3);
+});
+
+Single("an empty GMSA_CLUSTERS is no fleet", () => {
+  assert.is(readFleetSettings({ KUBECONFIG: "/k", GMSA_CLUSTERS: "" }).mode, "single");
+});
+
+Single("the single-cluster problems are reported as before", () => {
+  assert.match(problemsOf({}).join("\n"), /no cluster to talk to/);
+});
+
+Single.run();
+
+const Fleet = suite("readFleetSettings with GMSA_CLUSTERS");
+
+Fleet("each kind of access becomes a member, in the order given, sharing the other settings", () => {
+  const settings = readFleetSettings(
+    fleet(
+      { alpha: { kubeconfig: "/a", context: "ctx" }, "beta-1": { aksResourceId: resourceId }, gamma: { apiServerUrl: "https://api.gamma.example:443/" } },
+      {
+        GMSA_CLUSTER_SECRET_ALPHA: secretA,
+        GMSA_CLUSTER_SECRET_BETA_1: `${secretB},${secretA.replaceAll("a", "c")}`,
+        GMSA_CLUSTER_SECRET_GAMMA: secretA.replaceAll("a", "g"),
+        GMSA_API_CONCURRENCY: "5",
+        AZURE_CLIENT_ID: "client",
+        KUBECONFIG: "/ignored-for-kubectl",
+      },
+    ),
+  );
+  assert.is(settings.mode, "fleet");
+  assert.equal(settings.members.map((m) => m.name), ["alpha", "beta-1", "gamma"]);
+  assert.equal(settings.members.map((m) => m.settings.cluster), [
+    { access: "kubeconfig", kubeconfig: "/a", context: "ctx" },
+    { access: "entra", resourceId, clientId: "client" },
+    { access: "entra", server: "https://api.gamma.example", clientId: "client" },
+  ]);
+  assert.equal(settings.members[1]!.secrets, [secretB, "c".repeat(32)]);
+  assert.ok(settings.members.every((m) => m.settings.apiConcurrency === 5));
+  assert.is(settings.idleMs, 900_000);
+});
+
+Fleet("the idle timeout is read in seconds", () => {
+  assert.is(readFleetSettings(fleet({ a: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_A: secretA, GMSA_CLUSTER_IDLE_SECONDS: "60" })).idleMs, 60_000);
+});
+
+Fleet("a secret setting's name is the cluster's, upper-cased with - as _", () => {
+  assert.is(clusterSecretSettingName("prod-eu-1"), "GMSA_CLUSTER_SECRET_PROD_EU_1");
+});
+
+const ok = { GMSA_CLUSTER_SECRET_ALPHA: secretA };
+const refused: Array<[string, Record<string, string>, RegExp]> = [
+  ["not JSON", fleet("{alpha:"), /^GMSA_CLUSTERS is not JSON/],
+  ["an array", fleet([{ kubeconfig: "/a" }]), /GMSA_CLUSTERS must be a JSON object/],
+  ["no cluster", fleet({}), /GMSA_CLUSTERS names no cluster/],
+  ["a name that is no DNS label", fleet({ Alpha: { kubeconfig: "/a" } }), /"Alpha" is not a cluster name/],
+  ["a name with _", fleet({ al_pha: { kubeconfig: "/a" } }), /"al_pha" is not a cluster name/],
+  ["a name of 64 characters", fleet({ ["a".repeat(64)]: { kubeconfig: "/a" } }), /is not a cluster name/],
+  ["a cluster given twice", fleet(`{"alpha":{"kubeconfig":"/a"},"alpha":{"kubeconfig":"/b"}}`, ok), /^GMSA_CLUSTERS\.alpha is given more than once$/],
+  ["a field given twice", fleet(`{"alpha":{"kubeconfig":"/a","kubeconfig":"/b"}}`, ok), /^GMSA_CLUSTERS\.alpha\.kubeconfig is given more than once$/],
+  ["an access that is not an object", fleet({ alpha: "/a" }, ok), /^GMSA_CLUSTERS\.alpha must be an object/],
+  ["no access", fleet({ alpha: {} }, ok), /^GMSA_CLUSTERS\.alpha must give exactly one of kubeconfig, aksResourceId, apiServerUrl$/],
+  ["two accesses", fleet({ alpha: { kubeconfig: "/a", aksResourceId: resourceId } }, ok), /GMSA_CLUSTERS\.alpha must give exactly one .*not kubeconfig and aksResourceId/],
+  ["an unknown field", fleet({ alpha: { kubeconfig: "/a", namespace: "x" } }, ok), /^GMSA_CLUSTERS\.alpha\.namespace is not a setting \(kubeconfig takes kubeconfig, context\)$/],
+  ["a field of another kind", fleet({ alpha: { apiServerUrl: "https://a.example", context: "x" } }, ok), /^GMSA_CLUSTERS\.alpha\.context does not go with apiServerUrl$/],
+  ["a CA with a resource ID", fleet({ alpha: { aksResourceId: resourceId, apiServerCa: "x" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerCa does not go with aksResourceId$/],
+  ["a plain HTTP API server", fleet({ alpha: { apiServerUrl: "http://a.example" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerUrl must be an https URL/],
+  ["a CA that is no PEM", fleet({ alpha: { apiServerUrl: "https://a.example", apiServerCa: "bm90IGEgY2VydA==" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerCa: the CA is neither PEM/],
+  ["a resource ID that is not one", fleet({ alpha: { aksResourceId: "/subscriptions/x" } }, ok), /^GMSA_CLUSTERS\.alpha\.aksResourceId: .*is not the resource ID of a managed cluster/],
+  ["an empty kubeconfig", fleet({ alpha: { kubeconfig: " " } }, ok), /^GMSA_CLUSTERS\.alpha\.kubeconfig must be a non-empty string$/],
+  ["a context that is not a string", fleet({ alpha: { kubeconfig: "/a", context: 3 } }, ok), /^GMSA_CLUSTERS\.alpha\.context must be a non-empty string$/],
+  ["more than 64 clusters", fleet(Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`c${i}`, { kubeconfig: "/a" }]))), /names 65 clusters; one app serves at most 64/],
+  ["a single-cluster access beside the fleet", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_AKS_RESOURCE_ID: resourceId }), /^GMSA_AKS_RESOURCE_ID names a single cluster and GMSA_CLUSTERS a fleet/],
+  ["GMSA_CLUSTER_ACCESS beside the fleet", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_CLUSTER_ACCESS: "kubeconfig" }), /^GMSA_CLUSTER_ACCESS names a single cluster/],
+  ["no secret", fleet({ alpha: { kubeconfig: "/a" } }), /^GMSA_CLUSTER_SECRET_ALPHA is required/],
+  ["a short secret", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: "a".repeat(31) }), /^GMSA_CLUSTER_SECRET_ALPHA must be one secret, or two/],
+  ["a secret with characters a path cannot carry", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: `${"a".repeat(32)}/x` }), /^GMSA_CLUSTER_SECRET_ALPHA must be/],
+  ["three secrets", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: [secretA, secretB, "c".repeat(32)].join(",") }), /^GMSA_CLUSTER_SECRET_ALPHA must be/],
+  ["an unresolved Key Vault reference", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: "@Microsoft.KeyVault(SecretUri=https://v.vault.azure.net/secrets/a)" }), /^GMSA_CLUSTER_SECRET_ALPHA is a Key Vault reference the platform could not resolve/],
+  ["one secret for two members", fleet({ alpha: { kubeconfig: "/a" }, beta: { kubeconfig: "/b" } }, { ...ok, GMSA_CLUSTER_SECRET_BETA: `${secretB},${secretA}` }), /^GMSA_CLUSTER_SECRET_ALPHA and GMSA_CLUSTER_SECRET_BETA hold the same secret/],
+  ["an idle timeout under a minute", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_CLUSTER_IDLE_SECONDS: "5" }), /GMSA_CLUSTER_IDLE_SECONDS must be a whole number from 60 to 86400/],
+];
+
+for (const [what, env, expected] of refused) {
+  Fleet(`refuses ${what}, naming where`, () => {
+    const problems = problemsOf(env);
+    assert.ok(problems.some((p) => expected.test(p)), `${expected} in ${JSON.stringify(problems)}`);
+  });
+}
+
+Fleet("no problem ever quotes a secret", () => {
+  const leaky = "x".repeat(20) + "/" + "y".repeat(20);
+  const problems = problemsOf(fleet({ alpha: { kubeconfig: "/a" }, beta: { kubeconfig: "/b" } }, { GMSA_CLUSTER_SECRET_ALPHA: leaky, GMSA_CLUSTER_SECRET_BETA: `${secretA},${secretA}` }));
+  assert.not.match(problems.join("\n"), "xxxxxxxx");
+  assert.not.match(problems.join("\n"), secretA);
+});
+
+Fleet("every problem is reported at once", () => {
+  const problems = problemsOf(fleet({ alpha: { kubeconfig: "/a" }, beta: { kubeconfig: "/b" } }, { GMSA_API_SERVER_URL: "https://x.example" }));
+  assert.equal(problems.length, 3, JSON.stringify(problems));
+});
+
+Fleet.run();
