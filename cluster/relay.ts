@@ -71,6 +71,8 @@ const files = { config: "nginx.conf", functionKey: "function-key.conf", clusterS
 export const relayFunctionKeySecretName = `${relayName}-function-key`;
 /** The key of that Secret that holds the member's secret header. */
 export const relayClusterSecretKey = files.clusterSecret;
+/** Where the relay's nginx reads the member's secret header from. */
+export const relayClusterSecretFile = `${paths.functionKey}/${files.clusterSecret}`;
 
 const labels = { "app.kubernetes.io/name": relayName, "app.kubernetes.io/part-of": "gmsa-admission" };
 const selector = { "app.kubernetes.io/name": relayName };
@@ -114,7 +116,7 @@ export function relayObjects(relay: RelayWiring, timeoutSeconds: number) {
     accessLog: "/dev/stdout",
     ...(relay.cluster === undefined
       ? {}
-      : { cluster: { upstreamPathPrefix: memberRelayPathPrefix(relay.cluster.name), secretFile: `${paths.functionKey}/${files.clusterSecret}` } }),
+      : { cluster: { upstreamPathPrefix: memberRelayPathPrefix(relay.cluster.name), secretFile: relayClusterSecretFile } }),
   });
   const tlsData = { [files.cert]: base64(relay.certificate.certPem), [files.key]: base64(relay.certificate.keyPem), [files.ca]: base64(relay.certificate.caPem) };
   const keyData = {
