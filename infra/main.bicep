@@ -65,6 +65,10 @@ param clusters fleetMember[] = []
 param clusterSecrets object = {}
 
 @secure()
+@description('The same as clusterSecrets as base64 of its JSON, for azd (GMSA_CLUSTER_SECRETS_B64): its parameter substitution cannot carry a value with braces. Both given: merged, this one winning.')
+param clusterSecretsBase64 string = ''
+
+@secure()
 @description('A fleet, members wired from this deployment in relay mode: member name -> PEM of the key of its relay certificate (tls.key).')
 param clusterRelayTlsKeys object = {}
 
@@ -215,6 +219,7 @@ var wireMode = privateMode ? privateWireMode : 'relay'
 var privateEndpointCallers = wireMode == 'url' ? apiServerSubnetAddressPrefixes : relaySourceAddressPrefixes
 var wiring = wireCluster && hasCluster
 var fleet = !empty(clusters)
+var memberSecrets = union(clusterSecrets, empty(clusterSecretsBase64) ? {} : json(base64ToString(clusterSecretsBase64)))
 
 module identity 'br/public:avm/res/managed-identity/user-assigned-identity:0.4.1' = {
   name: 'identity'
@@ -287,7 +292,7 @@ module clusterSecretVault 'modules/cluster-secrets.bicep' = if (fleet) {
     resourceToken: resourceToken
     principalId: identity.outputs.principalId
     clusterNames: [for member in clusters: member.name]
-    clusterSecrets: clusterSecrets
+    clusterSecrets: memberSecrets
     privateMode: privateMode
     endpointSubnetId: network.?outputs.storageEndpointSubnetId ?? ''
     dnsZoneId: network.?outputs.keyVaultDnsZoneId ?? ''
@@ -413,7 +418,7 @@ module memberWiring 'modules/cluster-wiring.bicep' = [
       authorizeRequestingUser: authorizeRequestingUser
       functionKey: relayFunctionKey
       clusterName: member.name
-      clusterSecret: first(split(clusterSecrets[member.name], ','))
+      clusterSecret: first(split(memberSecrets[member.name], ','))
       relayCaCertificate: member.?wire.?relayCaCertificate ?? ''
       relayTlsCertificate: member.?wire.?relayTlsCertificate ?? ''
       relayTlsKey: contains(clusterRelayTlsKeys, member.name) ? clusterRelayTlsKeys[member.name] : ''

@@ -531,6 +531,16 @@ export function evaluate(file: BicepFile, node: Node, options: Evaluation = {}):
         if ((typeof items !== "string" && !Array.isArray(items)) || typeof count !== "number") throw new Error(`take() arguments at ${where(at)}`);
         return items.slice(0, Math.max(count, 0));
       }
+      case "json": {
+        const [text] = values();
+        if (typeof text !== "string") throw new Error(`json() argument at ${where(at)}`);
+        return JSON.parse(text);
+      }
+      case "base64ToString": {
+        const [text] = values();
+        if (typeof text !== "string") throw new Error(`base64ToString() argument at ${where(at)}`);
+        return Buffer.from(text, "base64").toString("utf8");
+      }
       case "first": {
         const [items] = values();
         if (typeof items === "string" || Array.isArray(items)) return items[0] ?? "";

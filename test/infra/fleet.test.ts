@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { clusterSecretSettingName, memberNamePattern } from "../../cluster/fleetMember.js";
@@ -13,6 +15,7 @@ import {
   infraFile,
   literal,
   property,
+  repoRoot,
   resourcesOfType,
   valueOf,
 } from "./bicepTree.js";
@@ -232,7 +235,7 @@ fleet("a member with `wire` is wired on its own paths with its secret (the new o
   const secrets = { alpha: "A".repeat(40), "west-eu-2": `${"N".repeat(40)},${"O".repeat(40)}` };
   const keys = { "west-eu-2": "-----BEGIN PRIVATE KEY-----\n" };
   for (const [index, member] of memberList.entries()) {
-    const bindings = { member: json(member), index, clusterSecrets: secrets, clusterRelayTlsKeys: keys, resourceToken: "abc" };
+    const bindings = { member: json(member), index, memberSecrets: secrets, clusterRelayTlsKeys: keys, resourceToken: "abc" };
     const wired = evaluate(main, wiring.body!.condition!, { bindings });
     assert.is(wired, "wire" in member, member.name);
     if (wired !== true) continue;
@@ -248,6 +251,21 @@ fleet("a member with `wire` is wired on its own paths with its secret (the new o
   assert.is(property(object, "params", "functionHost")?.text, "functionApp.outputs.defaultHostName");
   assert.ok(property(object, "dependsOn")?.text.includes("memberAccess"), "access first, then the webhooks that need it");
   assert.match(declared(main, "resource", "memberClusters").body!.loop!.text, /^\[\s*for member in clusters:/);
+});
+
+fleet("the member secrets come as an object, or for azd as base64 of its JSON (its substitution cannot carry braces); both merge", ({ main }) => {
+  const encoded = Buffer.from(JSON.stringify({ beta: "B".repeat(40), alpha: "C".repeat(40) })).toString("base64");
+  assert.equal(valueOf(main, "memberSecrets", { bindings: { clusterSecrets: { alpha: "A".repeat(40) } } }), { alpha: "A".repeat(40) });
+  assert.equal(valueOf(main, "memberSecrets", { bindings: { clusterSecretsBase64: encoded } }), { beta: "B".repeat(40), alpha: "C".repeat(40) });
+  assert.equal(valueOf(main, "memberSecrets", { bindings: { clusterSecrets: { alpha: "A".repeat(40), gamma: "G".repeat(40) }, clusterSecretsBase64: encoded } }), {
+    alpha: "C".repeat(40),
+    gamma: "G".repeat(40),
+    beta: "B".repeat(40),
+  });
+  assert.ok(declared(main, "param", "clusterSecretsBase64").decorators.some((call) => call.text === "secure()"));
+  assert.is(property(bodyOf(declared(main, "module", "clusterSecretVault")), "params", "clusterSecrets")?.text, "memberSecrets");
+  const parameters: unknown = JSON.parse(readFileSync(join(repoRoot, "infra", "main.parameters.json"), "utf8"));
+  assert.equal(JSON.stringify(parameters).match(/"(clusters|clusterSecretsBase64)":\{"value":"[^"]*"\}/g), ['"clusters":{"value":"${GMSA_CLUSTERS=[]}"}', '"clusterSecretsBase64":{"value":"${GMSA_CLUSTER_SECRETS_B64=}"}']);
 });
 
 fleet("the outputs name the members and the vault, for the workflow", ({ main }) => {
