@@ -324,7 +324,7 @@ module functionApp 'modules/function-app.bicep' = {
       name: member.name
       aksResourceId: member.aksResourceId
     }]
-    clusterSecretUris: clusterSecretVault.?outputs.secretUris ?? []
+    clusterVaultReferenceUris: clusterSecretVault.?outputs.referenceUris ?? []
     authorizeRequestingUser: authorizeRequestingUser
     randomHostname: randomHostname
     apiTimeoutMs: apiTimeoutMs
@@ -459,4 +459,4 @@ output FUNCTION_EGRESS_IP string = network.?outputs.egressIpAddress ?? ''
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName
 output WORKBOOK_ID string = admissionMonitoring.outputs.workbookId
 output FLEET_CLUSTERS array = [for member in clusters: member.name]
-output CLUSTER_SECRETS_VAULT string = clusterSecretVault.?outputs.name ?? ''
+output FLEET_VAULT_NAME string = clusterSecretVault.?outputs.name ?? ''

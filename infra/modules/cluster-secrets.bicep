@@ -117,4 +117,4 @@ resource endpointDns 'Microsoft.Network/privateEndpoints/privateDnsZoneGroups@20
 output name string = vault.name
 // With their versions: a new secret is a new URI, so the app setting changes and the app takes
 // the new value at once, instead of whenever it next refreshes an unversioned reference.
-output secretUris array = [for (name, index) in clusterNames: secret[index].properties.secretUriWithVersion]
+output referenceUris array = [for (name, index) in clusterNames: secret[index].properties.secretUriWithVersion]

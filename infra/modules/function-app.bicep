@@ -61,7 +61,7 @@ param clusterResourceId string
 param clusters array = []
 
 @description('A fleet: the Key Vault URI (with its version) of each member\'s secret, in the order of clusters.')
-param clusterSecretUris array = []
+param clusterVaultReferenceUris array = []
 param authorizeRequestingUser bool = false
 param randomHostname bool = false
 param apiTimeoutMs int = 2000
@@ -101,7 +101,7 @@ var fleetSettings = fleet ? union({
   GMSA_CLUSTERS: string(toObject(clusters, member => '${member.name}', member => {
     aksResourceId: member.aksResourceId
   }))
-}, toObject(range(0, length(clusters)), index => 'GMSA_CLUSTER_SECRET_${toUpper(replace(clusters[index].name, '-', '_'))}', index => '@Microsoft.KeyVault(SecretUri=${clusterSecretUris[index]})')) : {}
+}, toObject(range(0, length(clusters)), index => 'GMSA_CLUSTER_SECRET_${toUpper(replace(clusters[index].name, '-', '_'))}', index => '@Microsoft.KeyVault(SecretUri=${clusterVaultReferenceUris[index]})')) : {}
 
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: 'plan-gmsa-${resourceToken}'

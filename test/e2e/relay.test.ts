@@ -391,6 +391,21 @@ async function recorded(context: Context, since: number, count: number): Promise
   return context.recorder.requests.slice(since);
 }
 
+Relay("a member's relay process runs the nginx.conf a member's ConfigMap holds: only where it listens and where its files are differ", (context) => {
+  const rendered = clusterManifests({ target: { kind: "relay", ...context.relayWiring, function: { host: functionHostName, port: context.recorder.port }, cluster: member }, subject: { kind: "User", name: localWebhookUser } });
+  const configMap = rendered.find((object) => object.kind === "ConfigMap") as { data: Record<string, string> } | undefined;
+  const placeBound = /^\s*(listen|ssl_certificate|ssl_certificate_key|include|proxy_ssl_trusted_certificate|pid|\w+_temp_path|access_log|resolver) /;
+  const portable = (conf: string) =>
+    conf
+      .split("\n")
+      .filter((line) => !placeBound.test(line))
+      .map((line) => (context.memberRelay.reResolve ? line : line.replace(/^(\s*server \S+ .*) resolve;$/, "$1;")));
+  assert.equal(portable(context.memberRelay.conf), portable(configMap?.data["nginx.conf"] ?? ""));
+  const includes = (conf: string) => conf.split("\n").filter((line) => /^\s*include /.test(line)).length;
+  assert.is(includes(context.memberRelay.conf), 2, "the key and the member's secret");
+  assert.is(includes(configMap?.data["nginx.conf"] ?? ""), 2);
+});
+
 Relay("a fleet member's relay calls /clusters/NAME/<webhook> with the member's secret header and the key, and nothing the client sent", async (context) => {
   const since = context.recorder.requests.length;
   const forged = randomBytes(30).toString("base64url");

@@ -144,7 +144,7 @@ fleet("the members' secrets live in an RBAC-authorized Key Vault that the app's 
   for (const name of ["alpha", "west-eu-2"]) {
     assert.match(String(evaluate(vault, property(bodyOf(secret), "properties", "contentType")!, { bindings: { name } })), new RegExp(`\\(${clusterSecretSettingName(name)}\\)$`));
   }
-  assert.match(declared(vault, "output", "secretUris").node.text, /secretUriWithVersion/, "versioned references: a new secret reaches the app at once");
+  assert.match(declared(vault, "output", "referenceUris").node.text, /secretUriWithVersion/, "versioned references: a new secret reaches the app at once");
 });
 
 fleet("private mode: the vault has no public endpoint, and a private endpoint where the storage endpoints are, in a zone linked to the function VNet", ({ main, vault, network }) => {
@@ -172,7 +172,7 @@ fleet("private mode: the vault has no public endpoint, and a private endpoint wh
 });
 
 fleet("the app gets GMSA_CLUSTERS built from the list and one Key Vault reference per member, and no single-cluster access setting", ({ app }) => {
-  const written = settings(app, { clusters: json(memberList.map(({ name, aksResourceId }) => ({ name, aksResourceId }))), clusterSecretUris: secretUris });
+  const written = settings(app, { clusters: json(memberList.map(({ name, aksResourceId }) => ({ name, aksResourceId }))), clusterVaultReferenceUris: secretUris });
   const clusters: unknown = JSON.parse(String(written["GMSA_CLUSTERS"]));
   assert.equal(clusters, { alpha: { aksResourceId: memberList[0]!.aksResourceId }, "west-eu-2": { aksResourceId: memberList[1]!.aksResourceId } });
   for (const name of Object.keys(clusters as object)) assert.match(name, memberNamePattern);
@@ -203,7 +203,7 @@ fleet("the site resolves the references with the app's identity; in private mode
 fleet("main hands the app the members and the vault's versioned URIs, and waits for the vault", ({ main }) => {
   const params = property(bodyOf(declared(main, "module", "functionApp")), "params");
   assert.equal(evaluate(main, property(params, "clusters")!, { bindings: { clusters: members } }), json(memberList.map(({ name, aksResourceId }) => ({ name, aksResourceId }))));
-  assert.is(property(params, "clusterSecretUris")?.text, "clusterSecretVault.?outputs.secretUris ?? []");
+  assert.is(property(params, "clusterVaultReferenceUris")?.text, "clusterSecretVault.?outputs.referenceUris ?? []");
   assert.ok(property(bodyOf(declared(main, "module", "functionApp")), "dependsOn")?.text.includes("clusterSecretVault"));
 });
 
@@ -213,7 +213,7 @@ fleet("an empty list changes nothing: today's settings, no vault, no member acce
   assert.is(written["GMSA_CLUSTER_ACCESS"], "entra");
   assert.is(written["GMSA_AKS_RESOURCE_ID"], id);
   assert.not.ok(Object.keys(written).some((key) => key === "GMSA_CLUSTERS" || key.startsWith("GMSA_CLUSTER_SECRET_")));
-  assert.equal(Object.keys(settings(app, { clusterResourceId: id, clusters: [], clusterSecretUris: [] })), Object.keys(written), "the defaults are the empty fleet");
+  assert.equal(Object.keys(settings(app, { clusterResourceId: id, clusters: [], clusterVaultReferenceUris: [] })), Object.keys(written), "the defaults are the empty fleet");
   assert.is(valueOf(main, "fleet"), false);
   assert.equal(evaluate(main, property(bodyOf(declared(main, "module", "functionApp")), "params", "clusters")!), []);
   assert.equal(evaluate(main, declared(main, "module", "memberAccess").body!.loop!, { bindings: { identity: {} } }), [], "no member, no access module");
@@ -223,7 +223,7 @@ fleet("an empty list changes nothing: today's settings, no vault, no member acce
 });
 
 fleet("with a cluster ID and members both set, the app gets both and refuses to start, instead of serving one of them silently", ({ app }) => {
-  const written = settings(app, { clusterResourceId: aks("1", "rg", "c"), clusters: [{ name: "alpha", aksResourceId: memberList[0]!.aksResourceId }], clusterSecretUris: [secretUris[0]!] });
+  const written = settings(app, { clusterResourceId: aks("1", "rg", "c"), clusters: [{ name: "alpha", aksResourceId: memberList[0]!.aksResourceId }], clusterVaultReferenceUris: [secretUris[0]!] });
   assert.ok("GMSA_CLUSTERS" in written && "GMSA_AKS_RESOURCE_ID" in written);
 });
 
@@ -270,7 +270,7 @@ fleet("the member secrets come as an object, or for azd as base64 of its JSON (i
 
 fleet("the outputs name the members and the vault, for the workflow", ({ main }) => {
   assert.equal(evaluate(main, declared(main, "output", "FLEET_CLUSTERS").value!, { bindings: { clusters: members } }), ["alpha", "west-eu-2"]);
-  assert.is(declared(main, "output", "CLUSTER_SECRETS_VAULT").value?.text, "clusterSecretVault.?outputs.name ?? ''");
+  assert.is(declared(main, "output", "FLEET_VAULT_NAME").value?.text, "clusterSecretVault.?outputs.name ?? ''");
 });
 
 fleet.run();
