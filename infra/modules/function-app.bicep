@@ -98,7 +98,7 @@ var singleClusterSettings = fleet && empty(clusterResourceId) ? {} : {
   GMSA_AKS_RESOURCE_ID: clusterResourceId
 }
 var fleetSettings = fleet ? union({
-  GMSA_CLUSTERS: string(toObject(clusters, member => '${member.name}', member => {
+  GMSA_CLUSTERS: string(toObject(clusters, member => string(member.name), member => {
     aksResourceId: member.aksResourceId
   }))
 }, toObject(range(0, length(clusters)), index => 'GMSA_CLUSTER_SECRET_${toUpper(replace(clusters[index].name, '-', '_'))}', index => '@Microsoft.KeyVault(SecretUri=${clusterVaultReferenceUris[index]})')) : {}
