@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "./manifests.js";
-import { memberRelayPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
+import { memberPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
 import { relayClusterSecretFile, relayClusterSecretKey, relayDefaultImage, relayDefaultNamespace, relayFunctionKeySecretName, relayName } from "./relay.js";
 import { networkPolicyPeer, relayIngressRule } from "./relayNetworkPolicy.js";
 import { webhookClusterRole } from "./webhookRbac.js";
@@ -105,7 +105,7 @@ function fleetVariables(relayKeyData: Record<string, unknown>): string {
 // presents. Empty, every value below gives today's single-cluster objects exactly.
 var fleet = !empty(clusterName)
 var webhookPathPrefix = fleet ? ${bicepValue(memberUrlPathPrefix(memberPlaceholders), "")} : ''
-var relayUpstreamPrefix = fleet ? ${bicepValue(memberRelayPathPrefix(memberPlaceholders.name), "")} : ''
+var relayUpstreamPrefix = fleet ? ${bicepValue(memberPathPrefix(memberPlaceholders.name), "")} : ''
 var relayClusterSecretIncludeLine = fleet ? ${quote(relayClusterSecretIncludeLine)} : ''
 var relayKeyData = union(${bicepValue({ [functionKeyFile]: relayKeyData[functionKeyFile] }, "")}, fleet ? ${bicepValue(memberOnly, "")} : {})`;
 }
@@ -144,7 +144,7 @@ function replaceExactly(text: string, find: string, by: string, times: number): 
  * prefix, and the line that includes the secret header. Empty, they give today's file exactly.
  */
 function memberConf(conf: string): string {
-  const prefixed = replaceExactly(conf, `https://gmsa_function${memberRelayPathPrefix(memberPlaceholders.name)}/`, `https://gmsa_function${placeholder("relayUpstreamPrefix")}/`, 3);
+  const prefixed = replaceExactly(conf, `https://gmsa_function${memberPathPrefix(memberPlaceholders.name)}/`, `https://gmsa_function${placeholder("relayUpstreamPrefix")}/`, 3);
   return replaceExactly(prefixed, relayClusterSecretIncludeLine, placeholder("relayClusterSecretIncludeLine"), 1);
 }
 

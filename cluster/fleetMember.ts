@@ -23,8 +23,8 @@ export function clusterSecretSettingName(name: string): string {
   return `GMSA_CLUSTER_SECRET_${name.toUpperCase().replace(/-/g, "_")}`;
 }
 
-/** Where the relay sends the member's reviews; the secret goes in a header, not the path. */
-export function memberRelayPathPrefix(name: string): string {
+/** The member's paths on the function: where the relay sends its reviews, the secret in a header. */
+export function memberPathPrefix(name: string): string {
   return `/clusters/${name}`;
 }
 

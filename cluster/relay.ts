@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { relayLimits } from "./relayLimits.js";
-import { memberRelayPathPrefix, type FleetMember } from "./fleetMember.js";
+import { memberPathPrefix, type FleetMember } from "./fleetMember.js";
 import { clusterSecretInclude, functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "./relayNginxConf.js";
 import { relayDefaultAllowFrom, relayNetworkPolicy, type RelayAllowedSource } from "./relayNetworkPolicy.js";
 import type { WebhookTarget } from "./webhookConfigurations.js";
@@ -116,7 +116,7 @@ export function relayObjects(relay: RelayWiring, timeoutSeconds: number) {
     accessLog: "/dev/stdout",
     ...(relay.cluster === undefined
       ? {}
-      : { cluster: { upstreamPathPrefix: memberRelayPathPrefix(relay.cluster.name), secretFile: relayClusterSecretFile } }),
+      : { cluster: { upstreamPathPrefix: memberPathPrefix(relay.cluster.name), secretFile: relayClusterSecretFile } }),
   });
   const tlsData = { [files.cert]: base64(relay.certificate.certPem), [files.key]: base64(relay.certificate.keyPem), [files.ca]: base64(relay.certificate.caPem) };
   const keyData = {

@@ -8,7 +8,7 @@ import { readClusterState, type ClusterState } from "./clusterState.js";
 import { clusterManifests, relayCaBundle, type KubernetesObject } from "./manifests.js";
 import { findPolicyEngine, policyEngineWarning } from "./networkPolicyEngine.js";
 import { ensureOwnNamespace, ForeignNamespaceError, readNamespaceOwnership } from "./namespaceOwnership.js";
-import { clusterSecretSettingName, memberRelayPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
+import { clusterSecretSettingName, memberPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
 import { relayName, type RelayCertificate } from "./relay.js";
 import { clusterSecretInclude } from "./relayNginxConf.js";
 import { previousRelayCas } from "./relayCaRotation.js";
@@ -135,7 +135,7 @@ async function applyRotation(config: KubeConfig, request: Install, bridging: Kub
 function memberSecretChanges(request: Install, state: ClusterState | undefined): boolean {
   if (request.cluster === undefined || state === undefined) return false;
   if (request.mode === "relay") return state.relayClusterSecretInclude !== undefined && state.relayClusterSecretInclude !== clusterSecretInclude(request.cluster.secret);
-  const member = `${request.functionUrl}${memberRelayPathPrefix(request.cluster.name)}/`;
+  const member = `${request.functionUrl}${memberPathPrefix(request.cluster.name)}/`;
   const wanted = `${request.functionUrl}${memberUrlPathPrefix(request.cluster)}/`;
   return state.webhookUrls.some((url) => url.startsWith(member) && !url.startsWith(wanted));
 }

@@ -5,7 +5,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RelayCertificate } from "../../cluster/relay.js";
-import { memberRelayPathPrefix, type FleetMember } from "../../cluster/fleetMember.js";
+import { memberPathPrefix, type FleetMember } from "../../cluster/fleetMember.js";
 import { clusterSecretInclude, functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "../../cluster/relayNginxConf.js";
 
 /**
@@ -144,7 +144,7 @@ export async function startRelayProcess(options: RelayProcessOptions): Promise<R
     accessLog,
     ...(options.cluster === undefined
       ? {}
-      : { cluster: { upstreamPathPrefix: memberRelayPathPrefix(options.cluster.name), secretFile: file("cluster-secret.conf", clusterSecretInclude(options.cluster.secret)) } }),
+      : { cluster: { upstreamPathPrefix: memberPathPrefix(options.cluster.name), secretFile: file("cluster-secret.conf", clusterSecretInclude(options.cluster.secret)) } }),
   });
   const confFile = file("nginx.conf", conf);
   const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path));
