@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "./manifests.js";
-import { relayDefaultImage, relayDefaultNamespace, relayName } from "./relay.js";
+import { memberPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
+import { relayClusterSecretFile, relayClusterSecretKey, relayDefaultImage, relayDefaultNamespace, relayFunctionKeySecretName, relayName } from "./relay.js";
 import { networkPolicyPeer, relayIngressRule } from "./relayNetworkPolicy.js";
 import { webhookClusterRole } from "./webhookRbac.js";
 
@@ -39,6 +40,20 @@ const params: readonly BicepParam[] = [
     description: "The function runs with GMSA_AUTHORIZE_REQUESTING_USER=true: its cluster role may create SubjectAccessReviews too (otherwise LocalSubjectAccessReviews only, and such a function refuses every GMSA pod).",
   },
   { name: "functionKey", type: "string", secure: true, defaultValue: "''", description: "relay mode: the function key the relay sends (x-functions-key)." },
+  {
+    name: "clusterName",
+    type: "string",
+    defaultValue: "''",
+    description:
+      "The fleet member this cluster is (a name in the function's GMSA_CLUSTERS; a DNS label). Empty: a single-cluster Function App, on today's paths. Set: url mode calls /clusters/<name>/<clusterSecret>/..., relay mode forwards to /clusters/<name>/... with the secret in x-gmsa-cluster-secret.",
+  },
+  {
+    name: "clusterSecret",
+    type: "string",
+    secure: true,
+    defaultValue: "''",
+    description: "With clusterName: the member's secret, one of those the function accepts in GMSA_CLUSTER_SECRET_<NAME> (32 to 128 of A-Z a-z 0-9 _ -).",
+  },
   { name: "relayNamespace", type: "string", defaultValue: `'${relayDefaultNamespace}'`, description: "relay mode: the relay's own namespace." },
   { name: "relayImage", type: "string", defaultValue: `'${relayDefaultImage}'`, description: "relay mode: the relay's image (nginx, unprivileged)." },
   { name: "relayCaCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the CA of the relay's serving certificate (npm run wire -- --certificate-out DIR writes ca.crt)." },
@@ -82,6 +97,19 @@ var relayIngress = empty(relayAllowFromPeers) ? [] : [
 ]`;
 }
 
+/** What makes the module wire a fleet member when clusterName is set, and a single cluster when it is not. */
+function fleetVariables(relayKeyData: Record<string, unknown>): string {
+  const functionKeyFile = Object.keys(relayKeyData).find((key) => key !== relayClusterSecretKey) ?? "";
+  const memberOnly = { [relayClusterSecretKey]: relayKeyData[relayClusterSecretKey] };
+  return `// A fleet member (clusterName set): the function's paths for it, and the secret its wiring
+// presents. Empty, every value below gives today's single-cluster objects exactly.
+var fleet = !empty(clusterName)
+var webhookPathPrefix = fleet ? ${bicepValue(memberUrlPathPrefix(memberPlaceholders), "")} : ''
+var relayUpstreamPrefix = fleet ? ${bicepValue(memberPathPrefix(memberPlaceholders.name), "")} : ''
+var relayClusterSecretIncludeLine = fleet ? ${quote(relayClusterSecretIncludeLine)} : ''
+var relayKeyData = union(${bicepValue({ [functionKeyFile]: relayKeyData[functionKeyFile] }, "")}, fleet ? ${bicepValue(memberOnly, "")} : {})`;
+}
+
 /** The access reviews the webhook's role may create, by the authorizeRequestingUser parameter. */
 function reviewResourcesVariable(): string {
   const resources = (authorizeRequestingUser: boolean) => bicepValue(reviewRule(webhookClusterRole({ authorizeRequestingUser })).resources, "");
@@ -100,6 +128,27 @@ function reviewRule(role: { readonly rules: readonly unknown[] }): { readonly re
 }
 
 const placeholder = (name: string) => `{{${name}}}`;
+
+/** The template renders the relay of a member named by the parameters; Bicep variables make that a member or none. */
+const memberPlaceholders = { name: placeholder("clusterName"), secret: placeholder("clusterSecret") } as const;
+
+/** Replaces the one piece of a member's nginx.conf that stands for the member, and fails loudly if it is not there. */
+function replaceExactly(text: string, find: string, by: string, times: number): string {
+  const found = text.split(find).length - 1;
+  if (found !== times) throw new Error(`the relay's nginx.conf holds ${JSON.stringify(find)} ${found} times, not ${times}: the Bicep template no longer matches the renderer`);
+  return text.split(find).join(by);
+}
+
+/**
+ * A member's nginx.conf with what differs from a single cluster's as variables: the paths'
+ * prefix, and the line that includes the secret header. Empty, they give today's file exactly.
+ */
+function memberConf(conf: string): string {
+  const prefixed = replaceExactly(conf, `https://gmsa_function${memberPathPrefix(memberPlaceholders.name)}/`, `https://gmsa_function${placeholder("relayUpstreamPrefix")}/`, 3);
+  return replaceExactly(prefixed, relayClusterSecretIncludeLine, placeholder("relayClusterSecretIncludeLine"), 1);
+}
+
+const relayClusterSecretIncludeLine = `    include ${relayClusterSecretFile};\n`;
 const placeholderPattern = /\{\{([A-Za-z][A-Za-z0-9]*)\}\}/g;
 
 function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
@@ -114,17 +163,21 @@ function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
           namespace: placeholder("relayNamespace"),
           image: placeholder("relayImage"),
           podTemplateChecksum: placeholder("relayChecksum"),
+          cluster: memberPlaceholders,
         } as const)
-      : ({ kind: "url", baseUrl: `https://${placeholder("functionHost")}` } as const);
+      : ({ kind: "url", baseUrl: `https://${placeholder("functionHost")}`, pathPrefix: placeholder("webhookPathPrefix") } as const);
   const objects = clusterManifests({
     target,
     subject,
     timeoutSeconds: defaultTimeoutSeconds,
     ...(mode === "relay" ? { relayCaBundlePem: placeholder("relayCaBundle") } : {}),
   });
-  // The NetworkPolicy's rules and the ClusterRole's access reviews come from parameters
-  // (allowFromVariables, reviewResourcesVariable), not from the template.
+  // The NetworkPolicy's rules, the ClusterRole's access reviews and what the relay adds to each
+  // request come from parameters (allowFromVariables, reviewResourcesVariable, fleetVariables),
+  // not from the template.
   return objects.map((object) => {
+    if (object.kind === "ConfigMap" && isRecord(object.data)) return { ...object, data: { ...object.data, "nginx.conf": memberConf(String(object.data["nginx.conf"])) } };
+    if (object.kind === "Secret" && object.metadata.name === relayFunctionKeySecretName) return { ...object, data: placeholder("relayKeyData") };
     if (object.kind === "NetworkPolicy") return { ...object, spec: { ...(isRecord(object.spec) ? object.spec : {}), ingress: placeholder("relayIngress") } };
     if (object.kind === "ClusterRole" && Array.isArray(object.rules)) {
       return { ...object, rules: object.rules.map((rule) => (isReviewRule(rule) && isRecord(rule) ? { ...rule, resources: placeholder("webhookReviewResources") } : rule)) };
@@ -249,11 +302,27 @@ function symbolFor(object: KubernetesObject, taken: Set<string>): string {
 
 const key = (object: KubernetesObject) => `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
 
+/** The data of the relay's key Secret as the template renders it for a member (both files). */
+function relayKeyDataTemplate(): Record<string, unknown> {
+  const secret = clusterManifests({
+    target: {
+      kind: "relay",
+      function: { host: placeholder("functionHost"), port: 443 },
+      functionKey: placeholder("functionKey"),
+      certificate: { caPem: "", certPem: "", keyPem: "" },
+      cluster: memberPlaceholders,
+    },
+    subject: { kind: "User", name: "" },
+  }).find((object) => object.kind === "Secret" && object.metadata.name === relayFunctionKeySecretName);
+  if (secret === undefined || !isRecord(secret.data)) throw new Error("the relay renders no key Secret");
+  return secret.data;
+}
+
 function resources(): { list: Resource[]; templateHash: string } {
   const url = templateObjects("url");
   const relay = templateObjects("relay");
   const urlByKey = new Map(url.map((object) => [key(object), object]));
-  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayCaBundle", "relayAllowFromSubnets", "relayAllowFromPeers", "relayIngress", "cidr", "webhookReviewResources"]);
+  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayCaBundle", "relayAllowFromSubnets", "relayAllowFromPeers", "relayIngress", "cidr", "webhookReviewResources", "fleet", "webhookPathPrefix", "relayUpstreamPrefix", "relayClusterSecretIncludeLine", "relayKeyData"]);
   const list = relay.map((object): Resource => {
     const inUrl = urlByKey.get(key(object));
     const fields = Object.keys(object)
@@ -321,14 +390,16 @@ ${params.map(paramDeclaration).join("\n\n")}
 
 var relay = mode == 'relay'
 
-// A new certificate, key, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('${templateHash}', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey)
+// A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
+var relayChecksum = uniqueString('${templateHash}', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '\${relayCaCertificate}\\n\${relayPreviousCaCertificate}'
 ${allowFromVariables()}
 
 ${reviewResourcesVariable()}
+
+${fleetVariables(relayKeyDataTemplate())}
 
 extension kubernetes with {
   namespace: relayNamespace

@@ -4,7 +4,7 @@ import * as t from "io-ts";
 import { fieldManager } from "./applyObjects.js";
 import { credSpecCrdName } from "./credSpecCrd.js";
 import type { KubernetesObject } from "./manifests.js";
-import { relayName, type RelayCertificate } from "./relay.js";
+import { relayClusterSecretKey, relayFunctionKeySecretName, relayName, type RelayCertificate } from "./relay.js";
 import { webhookConfigurationName } from "./webhookConfigurations.js";
 
 /** What the wiring must know of a cluster before it renders for it. */
@@ -20,12 +20,16 @@ export interface ClusterState {
    * bundles): more than the Secret's CA while a rotation's rollout has not been seen to finish.
    */
   readonly relayCaBundles: readonly string[];
+  /** The fleet member's secret header the relay's Secret holds now (its included file), if any. */
+  readonly relayClusterSecretInclude?: string;
+  /** The URLs the product's webhook configurations call now (url wiring). */
+  readonly webhookUrls: readonly string[];
 }
 
 const WebhookConfigurationCaBundles = t.type({
   webhooks: t.union([
     t.undefined,
-    t.array(t.type({ clientConfig: t.partial({ caBundle: t.string, service: t.partial({ name: t.string, namespace: t.string }) }) })),
+    t.array(t.type({ clientConfig: t.partial({ caBundle: t.string, url: t.string, service: t.partial({ name: t.string, namespace: t.string }) }) })),
   ]),
 });
 
@@ -38,6 +42,13 @@ function relayCaBundlesOf(configuration: unknown, namespace: string): string[] {
       ? [Buffer.from(clientConfig.caBundle, "base64").toString("utf8")]
       : [],
   );
+}
+
+/** The URLs one of our webhook configurations calls. */
+function urlsOf(configuration: unknown): string[] {
+  const decoded = WebhookConfigurationCaBundles.decode(configuration);
+  if (isLeft(decoded)) return [];
+  return (decoded.right.webhooks ?? []).flatMap(({ clientConfig }) => (clientConfig.url === undefined ? [] : [clientConfig.url]));
 }
 
 export function isNotFound(error: unknown): boolean {
@@ -87,12 +98,20 @@ export async function readClusterState(config: KubeConfig, namespace: string): P
     .filter((item) => item.metadata?.name !== webhookConfigurationName)
     .flatMap((item) => (item.webhooks ?? []).filter((webhook) => mutatesGmsaPods(item.metadata?.name ?? "", webhook)).map((webhook) => `${item.metadata?.name}/${webhook.name}`));
   const relayCaBundles: string[] = [];
+  const webhookUrls: string[] = [];
   for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {
     const live = await readLive(client, { apiVersion: "admissionregistration.k8s.io/v1", kind, metadata: { name: webhookConfigurationName } });
-    if (live !== undefined) relayCaBundles.push(...relayCaBundlesOf(live, namespace));
+    if (live !== undefined) {
+      relayCaBundles.push(...relayCaBundlesOf(live, namespace));
+      webhookUrls.push(...urlsOf(live));
+    }
   }
+  const keySecret = await readLive(client, { apiVersion: "v1", kind: "Secret", metadata: { name: relayFunctionKeySecretName, namespace } });
+  const relayClusterSecretInclude = keySecret ? text((keySecret as ClientObject & { data?: unknown }).data, relayClusterSecretKey) : undefined;
   return {
     relayCaBundles,
+    webhookUrls,
+    ...(relayClusterSecretInclude === undefined ? {} : { relayClusterSecretInclude }),
     crd: crd === undefined ? "absent" : owners.includes(fieldManager) ? "ours" : "foreign",
     ...(secret === undefined ? {} : { relayCertificate: { caPem: text(data, "ca.crt"), certPem: text(data, "tls.crt"), keyPem: text(data, "tls.key") } }),
     otherGmsaWebhooks,

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { relayLimits } from "./relayLimits.js";
-import { functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "./relayNginxConf.js";
+import { memberPathPrefix, type FleetMember } from "./fleetMember.js";
+import { clusterSecretInclude, functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "./relayNginxConf.js";
 import { relayDefaultAllowFrom, relayNetworkPolicy, type RelayAllowedSource } from "./relayNetworkPolicy.js";
 import type { WebhookTarget } from "./webhookConfigurations.js";
 
@@ -31,6 +32,11 @@ export interface RelayWiring {
   readonly resolver?: string;
   /** Who may connect to the relay (its NetworkPolicy); the konnectivity agents by default. */
   readonly allowFrom?: readonly RelayAllowedSource[];
+  /**
+   * The fleet member this relay serves: it forwards to the member's paths and adds its secret
+   * header. None: today's single-cluster paths, no secret.
+   */
+  readonly cluster?: FleetMember;
   /** Overrides the pod template's checksum (templates that compute it elsewhere). */
   readonly podTemplateChecksum?: string;
 }
@@ -59,7 +65,14 @@ const paths = {
   run: "/tmp",
   systemCaBundle: "/etc/ssl/certs/ca-certificates.crt",
 };
-const files = { config: "nginx.conf", functionKey: "function-key.conf", cert: "tls.crt", key: "tls.key", ca: "ca.crt" };
+const files = { config: "nginx.conf", functionKey: "function-key.conf", clusterSecret: "cluster-secret.conf", cert: "tls.crt", key: "tls.key", ca: "ca.crt" };
+
+/** The relay's Secret that holds what it adds to every request: the function key, and a fleet member's secret. */
+export const relayFunctionKeySecretName = `${relayName}-function-key`;
+/** The key of that Secret that holds the member's secret header. */
+export const relayClusterSecretKey = files.clusterSecret;
+/** Where the relay's nginx reads the member's secret header from. */
+export const relayClusterSecretFile = `${paths.functionKey}/${files.clusterSecret}`;
 
 const labels = { "app.kubernetes.io/name": relayName, "app.kubernetes.io/part-of": "gmsa-admission" };
 const selector = { "app.kubernetes.io/name": relayName };
@@ -101,10 +114,17 @@ export function relayObjects(relay: RelayWiring, timeoutSeconds: number) {
     trustedCaFile: paths.systemCaBundle,
     runDir: paths.run,
     accessLog: "/dev/stdout",
+    ...(relay.cluster === undefined
+      ? {}
+      : { cluster: { upstreamPathPrefix: memberPathPrefix(relay.cluster.name), secretFile: relayClusterSecretFile } }),
   });
   const tlsData = { [files.cert]: base64(relay.certificate.certPem), [files.key]: base64(relay.certificate.keyPem), [files.ca]: base64(relay.certificate.caPem) };
-  const keyData = { [files.functionKey]: base64(functionKeyInclude(relay.functionKey)) };
-  // A new certificate, key or config restarts the pods: nginx reads them only at start.
+  const keyData = {
+    [files.functionKey]: base64(functionKeyInclude(relay.functionKey)),
+    ...(relay.cluster === undefined ? {} : { [files.clusterSecret]: base64(clusterSecretInclude(relay.cluster.secret)) }),
+  };
+  // A new certificate, key, member secret or config restarts the pods: nginx reads them only at
+  // start. The rollout keeps old pods serving until new ones are ready (maxUnavailable 0).
   const checksum = relay.podTemplateChecksum ?? createHash("sha256").update(JSON.stringify([conf, tlsData, keyData])).digest("hex");
 
   return [
@@ -155,7 +175,7 @@ export function relayObjects(relay: RelayWiring, timeoutSeconds: number) {
     {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: metadata(`${relayName}-function-key`, namespace),
+      metadata: metadata(relayFunctionKeySecretName, namespace),
       type: "Opaque",
       data: keyData,
     },

@@ -1,4 +1,5 @@
 import { answerMarginMs } from "../lib/admission/handleReview.js";
+import { clusterSecretHeader } from "./fleetMember.js";
 import { relayLimits, relayMemoryBudget } from "./relayLimits.js";
 
 /** The Function App as the relay addresses it. */
@@ -32,6 +33,11 @@ export interface NginxConfOptions {
   /** Writable directory for the pid file and nginx's temporary paths. */
   readonly runDir: string;
   readonly accessLog: string;
+  /**
+   * A fleet member's relay: the function's paths for that member (`/clusters/NAME`) and the
+   * included file with its secret header, which like the key lives in a Secret. None: today's paths.
+   */
+  readonly cluster?: { readonly upstreamPathPrefix: string; readonly secretFile: string };
 }
 
 /** The paths the relay forwards; nothing else reaches the function. */
@@ -69,11 +75,12 @@ export function relayNginxConf(options: NginxConfOptions): string {
   const timeouts = relayUpstreamTimeouts(options.timeoutSeconds);
   const l = relayLimits;
   const budget = relayMemoryBudget();
+  const upstreamPrefix = options.cluster?.upstreamPathPrefix ?? "";
   const location = (path: string) => `    location = ${path} {
       limit_conn relay_per_client ${l.requestsInFlightPerClient};
       limit_conn relay_total ${l.requestsInFlight};
       # Exactly this path, whatever the client wrote: nginx matched the normalised URI.
-      proxy_pass https://${upstreamName}${path}$function_query;
+      proxy_pass https://${upstreamName}${upstreamPrefix}${path}$function_query;
     }
 `;
   return `# gmsa-admission relay: forwards the API server's AdmissionReviews to the Function App.
@@ -155,7 +162,7 @@ http {
     proxy_set_header Connection "";
     proxy_set_header Content-Type $content_type;
     include ${options.functionKeyFile};
-    proxy_http_version 1.1;
+${options.cluster ? `    include ${options.cluster.secretFile};\n` : ""}    proxy_http_version 1.1;
     proxy_buffering off;
 
     proxy_ssl_server_name on;
@@ -190,6 +197,11 @@ ${relayedPaths.map(location).join("\n")}
   }
 }
 `;
+}
+
+/** The included file that adds a fleet member's secret; next to the key, in the same Secret. */
+export function clusterSecretInclude(secret: string): string {
+  return `proxy_set_header ${clusterSecretHeader} "${secret}";\n`;
 }
 
 /** The included file that adds the key; it lives in a Secret, not in the ConfigMap. */

@@ -2,7 +2,13 @@ import { gmsaMatchConditions } from "./matchConditions.js";
 
 /** Where the API server sends AdmissionReviews: the function's URL, or the relay's service. */
 export type WebhookTarget =
-  | { readonly kind: "url"; readonly baseUrl: string; readonly caBundlePem?: string }
+  | {
+      readonly kind: "url";
+      readonly baseUrl: string;
+      readonly caBundlePem?: string;
+      /** A fleet member's paths (fleetMember.ts memberUrlPathPrefix), before /mutate etc.; none: today's paths. */
+      readonly pathPrefix?: string;
+    }
   | { readonly kind: "service"; readonly namespace: string; readonly name: string; readonly port: number; readonly caBundlePem: string };
 
 export interface WebhookOptions {
@@ -32,7 +38,7 @@ export type WebhookPath = "/mutate" | "/validate" | "/validate-credspec";
 
 function clientConfig(target: WebhookTarget, path: WebhookPath) {
   const caBundle = target.caBundlePem ? { caBundle: Buffer.from(target.caBundlePem).toString("base64") } : {};
-  if (target.kind === "url") return { url: `${target.baseUrl.replace(/\/+$/, "")}${path}`, ...caBundle };
+  if (target.kind === "url") return { url: `${target.baseUrl.replace(/\/+$/, "")}${target.pathPrefix ?? ""}${path}`, ...caBundle };
   return { service: { namespace: target.namespace, name: target.name, path, port: target.port }, ...caBundle };
 }
 

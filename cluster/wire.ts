@@ -8,12 +8,14 @@ import { readClusterState, type ClusterState } from "./clusterState.js";
 import { clusterManifests, relayCaBundle, type KubernetesObject } from "./manifests.js";
 import { findPolicyEngine, policyEngineWarning } from "./networkPolicyEngine.js";
 import { ensureOwnNamespace, ForeignNamespaceError, readNamespaceOwnership } from "./namespaceOwnership.js";
+import { clusterSecretSettingName, memberPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
 import { relayName, type RelayCertificate } from "./relay.js";
+import { clusterSecretInclude } from "./relayNginxConf.js";
 import { previousRelayCas } from "./relayCaRotation.js";
 import { issueRelayCertificate, reusableRelayCertificate } from "./relayCertificate.js";
 import { RolloutTimeoutError, waitForRollout } from "./relayRollout.js";
 import { uninstall } from "./uninstall.js";
-import { parseWireArguments, usage, UsageError, type WireRequest } from "./wireArguments.js";
+import { parseWireArguments, usage, UsageError, type WireEnvironment, type WireRequest } from "./wireArguments.js";
 
 /** `npm run wire`: renders the cluster's objects, applies them, shows a diff, or removes them. */
 export interface WireIo {
@@ -21,6 +23,8 @@ export interface WireIo {
   readonly stderr: (text: string) => void;
   /** The cluster to apply to; read only when the command needs one. */
   readonly kubeConfig: () => KubeConfig;
+  /** Where GMSA_CLUSTER_SECRET is read from (the process's environment in `npm run wire`). */
+  readonly env?: WireEnvironment;
 }
 
 export const exitCodes = { ok: 0, failed: 1, usage: 2 } as const;
@@ -40,12 +44,15 @@ function fileName(index: number, object: KubernetesObject): string {
   return `${String(index + 1).padStart(2, "0")}-${object.kind.toLowerCase()}-${object.metadata.name}.yaml`;
 }
 
-/** One file per object, numbered in apply order (`kubectl apply -f DIR` keeps that order). */
-export function writeObjectFiles(dir: string, objects: readonly KubernetesObject[]): string[] {
+/**
+ * One file per object, numbered in apply order (`kubectl apply -f DIR` keeps that order). Secrets,
+ * and whatever else `secret` says carries one, are readable by their owner only.
+ */
+export function writeObjectFiles(dir: string, objects: readonly KubernetesObject[], secret: (object: KubernetesObject) => boolean = () => false): string[] {
   mkdirSync(dir, { recursive: true });
   return objects.map((object, index) => {
     const path = join(dir, fileName(index, object));
-    writeFileSync(path, stringify(object, { lineWidth: 0 }), { mode: object.kind === "Secret" ? 0o600 : 0o644 });
+    writeFileSync(path, stringify(object, { lineWidth: 0 }), { mode: object.kind === "Secret" || secret(object) ? 0o600 : 0o644 });
     return path;
   });
 }
@@ -76,8 +83,14 @@ export function renderWiring(request: Install, includeCrd: boolean, certificate:
           image: request.image,
           resolver: request.resolver,
           allowFrom: request.relayAllowFrom,
+          ...(request.cluster === undefined ? {} : { cluster: request.cluster }),
         } as const)
-      : ({ kind: "url", baseUrl: request.functionUrl, ...(request.caBundlePem === undefined ? {} : { caBundlePem: request.caBundlePem }) } as const);
+      : ({
+          kind: "url",
+          baseUrl: request.functionUrl,
+          ...(request.caBundlePem === undefined ? {} : { caBundlePem: request.caBundlePem }),
+          ...(request.cluster === undefined ? {} : { pathPrefix: memberUrlPathPrefix(request.cluster) }),
+        } as const);
   return clusterManifests({
     target,
     subject: { kind: "User", name: request.identity },
@@ -115,7 +128,45 @@ async function applyRotation(config: KubeConfig, request: Install, bridging: Kub
   io.stderr("relay certificate: the relay's pods all serve the new certificate; the old CA is no longer trusted\n");
 }
 
+/**
+ * Whether this wiring replaces the member secret the cluster's wiring presents now: the relay's
+ * Secret holds another one, or the webhooks call the member's paths with another one.
+ */
+function memberSecretChanges(request: Install, state: ClusterState | undefined): boolean {
+  if (request.cluster === undefined || state === undefined) return false;
+  if (request.mode === "relay") return state.relayClusterSecretInclude !== undefined && state.relayClusterSecretInclude !== clusterSecretInclude(request.cluster.secret);
+  const member = `${request.functionUrl}${memberPathPrefix(request.cluster.name)}/`;
+  const wanted = `${request.functionUrl}${memberUrlPathPrefix(request.cluster)}/`;
+  return state.webhookUrls.some((url) => url.startsWith(member) && !url.startsWith(wanted));
+}
+
+/**
+ * A new member secret reaches the relay's pods only as they are replaced (nginx reads its files at
+ * start): until the rollout is done some still send the old one, which the function must keep
+ * accepting. Waits for it, then says that the old one may go.
+ */
+async function finishSecretRotation(config: KubeConfig, request: Install, io: WireIo, rolledOver: boolean): Promise<void> {
+  const setting = clusterSecretSettingName(request.cluster?.name ?? "");
+  if (request.mode === "url") {
+    io.stderr(`cluster secret: the webhooks now call with the new secret (the API server takes up changed configurations within seconds); then ${setting} may hold the new one alone\n`);
+    return;
+  }
+  if (!rolledOver) {
+    try {
+      await waitForRollout(config, request.namespace, relayName, { timeoutMs: request.rolloutTimeoutSeconds * 1000 });
+    } catch (error) {
+      if (!(error instanceof RolloutTimeoutError)) throw error;
+      throw new Error(
+        `${error.message}. Relay pods that still run send the old cluster secret: keep both in ${setting} ("new,old") until ` +
+          `\`kubectl -n ${request.namespace} rollout status deployment/${relayName}\` reports the rollout done`,
+      );
+    }
+  }
+  io.stderr(`cluster secret: every relay pod sends the new secret; ${setting} may now hold the new one alone\n`);
+}
+
 async function install(request: Install, io: WireIo): Promise<void> {
+  for (const notice of request.notices ?? []) io.stderr(notice);
   if (request.caBundleDropped !== undefined && request.caBundleDropped.length > 0) {
     io.stderr(`--ca-bundle-file: left out ${request.caBundleDropped.length} PEM block(s) that are not certificates (${request.caBundleDropped.join(", ")}); only certificates go into the webhook configurations\n`);
   }
@@ -139,6 +190,7 @@ async function install(request: Install, io: WireIo): Promise<void> {
   }
   const certificate = request.mode === "relay" ? await relayCertificate(request, state, io) : undefined;
   const objects = renderWiring(request, includeCrd, certificate);
+  const secretChanges = memberSecretChanges(request, state);
   const previousCas =
     certificate && state ? previousRelayCas(certificate.caPem, [...(state.relayCertificate?.caPem ? [state.relayCertificate.caPem] : []), ...state.relayCaBundles]) : "";
 
@@ -150,7 +202,9 @@ async function install(request: Install, io: WireIo): Promise<void> {
     io.stderr(`relay certificate written to ${request.certificateOutDir}\n`);
   }
   if (request.outDir) {
-    const written = writeObjectFiles(request.outDir, objects);
+    // url wiring puts the member's secret in the webhook configurations' URLs.
+    const carriesSecret = (object: KubernetesObject) => request.cluster !== undefined && request.mode === "url" && isWebhookConfiguration(object);
+    const written = writeObjectFiles(request.outDir, objects, carriesSecret);
     io.stderr(`${written.length} objects written to ${request.outDir}\n`);
   } else if (!config) {
     io.stdout(toYaml(objects));
@@ -159,6 +213,9 @@ async function install(request: Install, io: WireIo): Promise<void> {
 
   if (request.dryRun) {
     if (previousCas !== "") io.stderr("relay certificate: would roll over in two steps (the webhooks trust the old and the new CA until the relay's pods all serve the new one); the plan shows the end state\n");
+    if (secretChanges) {
+      io.stderr(`cluster secret: would be replaced; ${clusterSecretSettingName(request.cluster?.name ?? "")} must accept the new and the old one ("new,old") until the wiring says the old may go\n`);
+    }
     for (const change of await planChanges(config, objects)) io.stdout(`${describeChange(change)}\n`);
     return;
   }
@@ -171,10 +228,12 @@ async function install(request: Install, io: WireIo): Promise<void> {
   }
   if (previousCas !== "") {
     await applyRotation(config, request, renderWiring(request, includeCrd, certificate, previousCas), objects, io);
+    if (secretChanges) await finishSecretRotation(config, request, io, true);
     return;
   }
   await applyObjects(config, objects);
   for (const object of objects) io.stdout(`${objectRef(object)}: applied\n`);
+  if (secretChanges) await finishSecretRotation(config, request, io, false);
 }
 
 function failureMessage(error: unknown): string {
@@ -187,15 +246,22 @@ function failureMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** Whatever the command writes, an error the API server words included, never shows the member's secret. */
+function redacting(io: WireIo, secret: string): WireIo {
+  const redact = (text: string) => text.split(secret).join("<cluster secret>");
+  return { ...io, stdout: (text) => io.stdout(redact(text)), stderr: (text) => io.stderr(redact(text)) };
+}
+
 export async function runWire(argv: readonly string[], io: WireIo): Promise<number> {
   let request: WireRequest;
   try {
-    request = parseWireArguments(argv);
+    request = parseWireArguments(argv, io.env ?? {});
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     io.stderr(`wire: ${error.message}\n(npm run wire -- --help for the options)\n`);
     return exitCodes.usage;
   }
+  if (request.action === "install" && request.cluster !== undefined) io = redacting(io, request.cluster.secret);
   try {
     switch (request.action) {
       case "help":

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 import { ApiServerEndpointError, caBundlePem as certificatesOnly } from "../lib/kube/apiServerEndpoint.js";
+import { clusterSecretHeader, clusterSecretSettingName, memberNamePattern, memberSecretPattern, type FleetMember } from "./fleetMember.js";
 import { defaultTimeoutSeconds } from "./manifests.js";
 import { relayDefaultImage, relayDefaultNamespace, relayDefaultResolver, type FunctionEndpoint } from "./relay.js";
 import { AllowFromError, parseRelayAllowFrom, relayDefaultAllowFrom, type RelayAllowedSource } from "./relayNetworkPolicy.js";
@@ -36,6 +37,10 @@ export type WireRequest =
       readonly adoptNamespace: boolean;
       /** The function runs with GMSA_AUTHORIZE_REQUESTING_USER=true: its role may create SubjectAccessReviews. */
       readonly authorizeRequestingUser: boolean;
+      /** The fleet member this cluster is (--cluster and its secret); none: today's single-cluster paths. */
+      readonly cluster?: FleetMember;
+      /** Said on stderr before anything else happens (never a secret). */
+      readonly notices?: readonly string[];
     }
   | { readonly action: "help" };
 
@@ -56,6 +61,17 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             managed identity on Entra-integrated AKS
   --function-key KEY        relay mode: the function key the relay adds (x-functions-key)
   --function-key-file FILE  relay mode: the same, read from a file
+  --cluster NAME            the Function App serves a fleet (GMSA_CLUSTERS) and this
+                            cluster is its member NAME: url mode calls
+                            /clusters/NAME/<secret>/mutate etc.; relay mode forwards to
+                            /clusters/NAME/mutate etc. with the secret in ${clusterSecretHeader}.
+                            The objects then carry the secret: they go to --out DIR or
+                            --apply, never to stdout
+  --cluster-secret-file FILE
+                            the member's secret (32 to 128 of A-Z a-z 0-9 _ -), the one
+                            the function holds in GMSA_CLUSTER_SECRET_<NAME>; or set
+                            GMSA_CLUSTER_SECRET. Rotating: wire with the new one while
+                            the function accepts "new,old", then drop old there
   --ca-bundle-file FILE     url mode: CA bundle (PEM) that signs the function's certificate,
                             when it is not a public one
   --timeout-seconds N       how long the API server waits on a webhook, 1 to 30 (default ${defaultTimeoutSeconds})
@@ -100,6 +116,8 @@ const options = {
   identity: { type: "string" },
   "function-key": { type: "string" },
   "function-key-file": { type: "string" },
+  cluster: { type: "string" },
+  "cluster-secret-file": { type: "string" },
   "ca-bundle-file": { type: "string" },
   "timeout-seconds": { type: "string" },
   namespace: { type: "string" },
@@ -183,7 +201,31 @@ function integer(raw: string, name: string, min: number, max: number): number {
   return Number(raw);
 }
 
-export function parseWireArguments(argv: readonly string[]): WireRequest {
+/** The environment the command reads: the member's secret may come from GMSA_CLUSTER_SECRET. */
+export type WireEnvironment = Readonly<Record<string, string | undefined>>;
+
+/**
+ * The fleet member of --cluster, with its secret from --cluster-secret-file or GMSA_CLUSTER_SECRET.
+ * No message ever repeats the secret, not even a part of it.
+ */
+function fleetMember(name: string | undefined, secretFile: string | undefined, env: WireEnvironment, notices: string[]): FleetMember | undefined {
+  const fromEnv = env.GMSA_CLUSTER_SECRET;
+  if (name === undefined) {
+    if (secretFile !== undefined) throw new UsageError("--cluster-secret-file goes with --cluster NAME (the fleet member this cluster is)");
+    if (fromEnv !== undefined && fromEnv !== "") notices.push("GMSA_CLUSTER_SECRET is set but --cluster is not: wiring for a single-cluster Function App (today's paths, no cluster secret)\n");
+    return undefined;
+  }
+  if (!memberNamePattern.test(name)) throw new UsageError(`--cluster: ${JSON.stringify(name)} is not a member name (a DNS label: 1 to 63 of a-z 0-9 -, starting and ending with a letter or digit)`);
+  const setting = clusterSecretSettingName(name);
+  if (secretFile !== undefined && fromEnv !== undefined && fromEnv !== "") throw new UsageError("give the cluster secret once: --cluster-secret-file or GMSA_CLUSTER_SECRET");
+  const secret = secretFile !== undefined ? readText(secretFile, "--cluster-secret-file").trim() : (fromEnv ?? "").trim();
+  if (secret === "") throw new UsageError(`--cluster ${name} needs the member's secret (the one in the function's ${setting}): --cluster-secret-file FILE or GMSA_CLUSTER_SECRET`);
+  if (secret.includes(",")) throw new UsageError(`the cluster secret is one secret: while rotating, ${setting} holds "new,old" and the wiring gets the new one alone`);
+  if (!memberSecretPattern.test(secret)) throw new UsageError(`the cluster secret must be 32 to 128 characters of A-Z a-z 0-9 _ - (it may travel in a URL path); the one given is not`);
+  return { name, secret };
+}
+
+export function parseWireArguments(argv: readonly string[], env: WireEnvironment = {}): WireRequest {
   let values: { [K in keyof typeof options]?: (typeof options)[K]["type"] extends "string" ? string : boolean };
   try {
     ({ values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }));
@@ -198,7 +240,7 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
   if (values["dry-run"] && !values.apply) throw new UsageError("--dry-run goes with --apply: without --apply nothing is applied anyway");
 
   if (values.uninstall) {
-    const extra = (["function-url", "mode", "identity", "function-key", "function-key-file", "out", "certificate-out"] as const).filter((name) => values[name] !== undefined);
+    const extra = (["function-url", "mode", "identity", "function-key", "function-key-file", "cluster", "cluster-secret-file", "out", "certificate-out"] as const).filter((name) => values[name] !== undefined);
     if (extra.length > 0) throw new UsageError(`--uninstall takes only --namespace, --apply and --dry-run, not --${extra.join(", --")}`);
     if (!values.apply) throw new UsageError("--uninstall changes the cluster: add --apply (and --dry-run to see what it would delete)");
     return { action: "uninstall", namespace, dryRun: Boolean(values["dry-run"]) };
@@ -249,6 +291,11 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
     }
   }
   if (values["rotate-certificate"] && !values.apply) throw new UsageError("--rotate-certificate goes with --apply (without it every rendering issues a new certificate)");
+  const notices: string[] = [];
+  const cluster = fleetMember(values.cluster, values["cluster-secret-file"], env, notices);
+  if (cluster !== undefined && !values.apply && values.out === undefined) {
+    throw new UsageError(`--cluster ${cluster.name}: the objects carry the cluster secret, so they are not printed: write them with --out DIR (readable by their owner only) or --apply`);
+  }
 
   return {
     action: "install",
@@ -273,5 +320,7 @@ export function parseWireArguments(argv: readonly string[]): WireRequest {
       values["rollout-timeout-seconds"] === undefined ? defaultRolloutTimeoutSeconds : integer(values["rollout-timeout-seconds"], "--rollout-timeout-seconds", 1, 3600),
     adoptNamespace: Boolean(values["adopt-namespace"]),
     authorizeRequestingUser: Boolean(values["authorize-requesting-user"]),
+    ...(cluster === undefined ? {} : { cluster }),
+    ...(notices.length === 0 ? {} : { notices }),
   };
 }

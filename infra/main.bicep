@@ -3,6 +3,41 @@
 // the network for the chosen wiring, and the monitoring a cluster operator reads in the portal.
 targetScope = 'resourceGroup'
 
+@description('A cluster of the fleet this Function App serves.')
+type fleetMember = {
+  @minLength(1)
+  @maxLength(63)
+  @description('Its name, a DNS label (a-z, 0-9 and -, starting and ending with a letter or digit): its paths /clusters/<name>/..., its setting GMSA_CLUSTER_SECRET_<NAME>, its secret in clusterSecrets, and the cluster dimension of the workbook and the alerts.')
+  name: string
+
+  @description('Resource ID of its AKS cluster: the identity gets its access there, and the app reaches its API server through it.')
+  aksResourceId: string
+
+  @description('Also wire it from this deployment with the Bicep Kubernetes extension (its admin kubeconfig: local accounts enabled, not a private cluster). Absent: wire it with npm run wire -- --cluster <name> (the workflow does, for every member without it).')
+  wire: fleetMemberWiring?
+}
+
+@description('How this deployment wires one member (cluster-wiring.bicep); the mode is the deployment\'s (WIRE_MODE).')
+type fleetMemberWiring = {
+  @description('Install the GMSACredentialSpec CRD (default true); false when the cluster has it already (the AKS gMSA add-on).')
+  installCrd: bool?
+
+  @description('relay mode: PEM of the CA of the member\'s relay certificate (npm run wire -- --cluster <name> --certificate-out DIR writes ca.crt); its key goes in clusterRelayTlsKeys.')
+  relayCaCertificate: string?
+
+  @description('relay mode: PEM of the member\'s relay serving certificate (tls.crt).')
+  relayTlsCertificate: string?
+
+  @description('relay mode, while rotating the member\'s relay certificate: PEM of the CA deployed until now (docs/wiring.md).')
+  relayPreviousCaCertificate: string?
+
+  @description('relay mode: the konnectivity agents may reach the relay (default true).')
+  relayAllowKonnectivity: bool?
+
+  @description('relay mode: subnets that may reach the relay as well.')
+  relayAllowFromCidrs: string[]?
+}
+
 @minLength(1)
 @maxLength(64)
 @description('Name of the environment (azd), used to derive unique resource names.')
@@ -20,6 +55,22 @@ param networkMode string = 'public'
 
 @description('Resource ID of the existing AKS cluster the webhooks serve. Empty: no cluster role assignments (the app settings still need it at run time).')
 param clusterResourceId string = ''
+
+@maxLength(64)
+@description('A fleet: the clusters one Function App serves, each with its own paths, secret, API access and monitoring. Adding a cluster is adding an entry here (and its secret to clusterSecrets). Empty: the single cluster of clusterResourceId, exactly as before; with members, leave clusterResourceId empty (the app refuses both at once).')
+param clusters fleetMember[] = []
+
+@secure()
+@description('A fleet: member name -> its secret (32 to 128 of A-Z a-z 0-9 _ -; "new,old" while rotating), stored in Key Vault and handed to the app as a Key Vault reference. Every member needs one.')
+param clusterSecrets object = {}
+
+@secure()
+@description('The same as clusterSecrets as base64 of its JSON, for azd (GMSA_CLUSTER_SECRETS_B64): its parameter substitution cannot carry a value with braces. Both given: merged, this one winning.')
+param clusterSecretsBase64 string = ''
+
+@secure()
+@description('A fleet, members wired from this deployment in relay mode: member name -> PEM of the key of its relay certificate (tls.key).')
+param clusterRelayTlsKeys object = {}
 
 @description('True when the cluster uses Azure RBAC for Kubernetes authorization: the identity then gets a custom role with the data actions the webhooks need. False: the wiring step binds Kubernetes RBAC to the identity instead.')
 param clusterUsesAzureRbac bool = false
@@ -167,6 +218,8 @@ var wireMode = privateMode ? privateWireMode : 'relay'
 // webhooks are keyless (url), the relay's subnets when they require the key (relay).
 var privateEndpointCallers = wireMode == 'url' ? apiServerSubnetAddressPrefixes : relaySourceAddressPrefixes
 var wiring = wireCluster && hasCluster
+var fleet = !empty(clusters)
+var memberSecrets = union(clusterSecrets, empty(clusterSecretsBase64) ? {} : json(base64ToString(clusterSecretsBase64)))
 
 module identity 'br/public:avm/res/managed-identity/user-assigned-identity:0.4.1' = {
   name: 'identity'
@@ -213,6 +266,7 @@ module network 'modules/network.bicep' = if (privateMode) {
     privateEndpointAllowedSources: concat(privateEndpointCallers, deployRunnerAddressPrefixes)
     clusterVnetResourceId: clusterVnetResourceId
     peerWithClusterVnet: peerWithClusterVnet
+    keyVaultEndpoint: fleet
   }
 }
 
@@ -226,6 +280,22 @@ module storageEndpoints 'modules/storage-endpoints.bicep' = if (privateMode) {
     subnetId: network.?outputs.storageEndpointSubnetId ?? ''
     blobDnsZoneId: network.?outputs.blobDnsZoneId ?? ''
     tableDnsZoneId: network.?outputs.tableDnsZoneId ?? ''
+  }
+}
+
+// A fleet's member secrets, read by the identity alone (Key Vault Secrets User).
+module clusterSecretVault 'modules/cluster-secrets.bicep' = if (fleet) {
+  name: 'cluster-secrets'
+  params: {
+    location: location
+    tags: allTags
+    resourceToken: resourceToken
+    principalId: identity.outputs.principalId
+    clusterNames: [for member in clusters: member.name]
+    clusterSecrets: memberSecrets
+    privateMode: privateMode
+    endpointSubnetId: network.?outputs.storageEndpointSubnetId ?? ''
+    dnsZoneId: network.?outputs.keyVaultDnsZoneId ?? ''
   }
 }
 
@@ -250,6 +320,11 @@ module functionApp 'modules/function-app.bicep' = {
     privateEndpointSubnetId: network.?outputs.privateEndpointSubnetId ?? ''
     privateDnsZoneId: network.?outputs.privateDnsZoneId ?? ''
     clusterResourceId: clusterResourceId
+    clusters: [for member in clusters: {
+      name: member.name
+      aksResourceId: member.aksResourceId
+    }]
+    clusterVaultReferenceUris: clusterSecretVault.?outputs.referenceUris ?? []
     authorizeRequestingUser: authorizeRequestingUser
     randomHostname: randomHostname
     apiTimeoutMs: apiTimeoutMs
@@ -258,9 +333,11 @@ module functionApp 'modules/function-app.bicep' = {
     maxCredSpecsPerPod: maxCredSpecsPerPod
     apiConcurrency: apiConcurrency
   }
-  // In private mode the app starts only once its storage is reachable from its subnet.
+  // In private mode the app starts only once its storage is reachable from its subnet; its
+  // member secrets are readable before it resolves them.
   dependsOn: [
     storageEndpoints
+    clusterSecretVault
   ]
 }
 
@@ -303,6 +380,59 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
   }
 }
 
+// Each member's access on its own AKS cluster, in that cluster's resource group (or subscription).
+module memberAccess 'modules/cluster-access.bicep' = [
+  for member in clusters: {
+    name: 'access-${take(member.name, 40)}-${uniqueString(resourceToken, member.name)}'
+    scope: resourceGroup(split(member.aksResourceId, '/')[2], split(member.aksResourceId, '/')[4])
+    params: {
+      clusterName: last(split(member.aksResourceId, '/'))
+      principalId: identity.outputs.principalId
+      clusterUsesAzureRbac: clusterUsesAzureRbac
+      includeSubjectAccessReviews: authorizeRequestingUser
+      restrictCustomResourceReads: restrictCustomResourceReads
+      // Custom role names are unique in the tenant: two members' clusters may share a name.
+      roleNameSuffix: '${environmentName}-${member.name}'
+    }
+  }
+]
+
+resource memberClusters 'Microsoft.ContainerService/managedClusters@2024-09-01' existing = [
+  for member in clusters: {
+    name: last(split(member.aksResourceId, '/'))
+    scope: resourceGroup(split(member.aksResourceId, '/')[2], split(member.aksResourceId, '/')[4])
+  }
+]
+
+// Members with `wire`: the same objects `npm run wire -- --cluster <name>` renders, on the
+// member's paths and with its secret.
+module memberWiring 'modules/cluster-wiring.bicep' = [
+  for (member, index) in clusters: if (member.?wire != null) {
+    name: 'wiring-${take(member.name, 40)}-${uniqueString(resourceToken, member.name)}'
+    params: {
+      kubeConfig: member.?wire != null ? memberClusters[index].listClusterAdminCredential().kubeconfigs[0].value : ''
+      mode: wireMode
+      functionHost: functionApp.outputs.defaultHostName
+      identityObjectId: identity.outputs.principalId
+      installCrd: member.?wire.?installCrd ?? true
+      authorizeRequestingUser: authorizeRequestingUser
+      functionKey: relayFunctionKey
+      clusterName: member.name
+      clusterSecret: first(split(memberSecrets[member.name], ','))
+      relayCaCertificate: member.?wire.?relayCaCertificate ?? ''
+      relayTlsCertificate: member.?wire.?relayTlsCertificate ?? ''
+      relayTlsKey: contains(clusterRelayTlsKeys, member.name) ? clusterRelayTlsKeys[member.name] : ''
+      relayPreviousCaCertificate: member.?wire.?relayPreviousCaCertificate ?? ''
+      relayAllowKonnectivity: member.?wire.?relayAllowKonnectivity ?? true
+      relayAllowFromCidrs: member.?wire.?relayAllowFromCidrs ?? []
+    }
+    // The member's access exists before its webhooks call the app.
+    dependsOn: [
+      memberAccess
+    ]
+  }
+]
+
 module admissionMonitoring 'modules/admission-monitoring.bicep' = {
   name: 'admission-monitoring'
   params: {
@@ -328,3 +458,5 @@ output WIRE_MODE string = wireMode
 output FUNCTION_EGRESS_IP string = network.?outputs.egressIpAddress ?? ''
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName
 output WORKBOOK_ID string = admissionMonitoring.outputs.workbookId
+output FLEET_CLUSTERS array = [for member in clusters: member.name]
+output FLEET_VAULT_NAME string = clusterSecretVault.?outputs.name ?? ''

@@ -5,6 +5,7 @@ void runWire(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   kubeConfig: defaultKubeConfig,
+  env: process.env,
 }).then((code) => {
   process.exitCode = code;
 });

@@ -1,5 +1,7 @@
 // The portal view of admissions: a workbook and alert rules over the one structured line the
-// webhooks write per admission. Field names come from the same file the code uses, so a
+// webhooks write per admission, split by the cluster the line names (a fleet's member, or
+// "default" for a single-cluster deployment): one dashboard for the whole fleet, one alert per
+// cluster whose admissions go wrong. Field names come from the same file the code uses, so a
 // renamed field breaks this build instead of silently emptying the charts.
 param location string
 param tags object
@@ -26,6 +28,14 @@ param denialSpikeFactor int = 5
 @description('Admissions in the 5.5 hours before the last 30 minutes that make a cluster count as busy.')
 param busyClusterMinimum int = 30
 
+@minValue(1)
+@maxValue(100)
+@description('A cluster\'s error rate alert fires above this share of its admissions failing (refused with 5xx: API server, budget, internal), in percent.')
+param errorRateAlertPercent int = 5
+
+@description('Admissions of a cluster in the window below which its error rate is not judged.')
+param errorRateMinimum int = 10
+
 var admissionLog = loadJsonContent('../../lib/observability/admission-log.json')
 var field = admissionLog.fields
 var decisionDenied = 'denied'
@@ -43,6 +53,7 @@ var admissions = join(
     '| where tostring(entry["${field.event}"]) == "${admissionLog.event}"'
     '| project timestamp'
     ', ItemCount = itemCount'
+    ', Cluster = tostring(entry["${field.cluster}"])'
     ', Webhook = tostring(entry["${field.webhook}"])'
     ', Operation = tostring(entry["${field.operation}"])'
     ', Namespace = tostring(entry["${field.namespace}"])'
@@ -60,19 +71,31 @@ var admissions = join(
 )
 
 var admissionsPerMinuteQuery = '${admissions}\n| summarize Admissions = sum(ItemCount) by Decision, bin(timestamp, 1m)'
-var denialsQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Denials = sum(ItemCount) by Reason, Namespace\n| order by Denials desc'
+var denialsQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Denials = sum(ItemCount) by Cluster, Reason, Namespace\n| order by Denials desc'
 var latencyQuery = '${admissions}\n| summarize percentilesw(LatencyMs, ItemCount, 50, 95, 99) by bin(timestamp, 5m)\n| project timestamp, p50 = percentile_LatencyMs_50, p95 = percentile_LatencyMs_95, p99 = percentile_LatencyMs_99'
 var apiServerQuery = '${admissions}\n| summarize Calls = sum(ApiCalls * ItemCount), Errors = sum(ApiErrors * ItemCount) by bin(timestamp, 1m)'
 var cacheQuery = '${admissions}\n| summarize Hits = sum(CacheHits * ItemCount), Misses = sum(CacheMisses * ItemCount) by bin(timestamp, 5m)\n| extend HitRatio = iff(Hits + Misses == 0, real(null), todouble(Hits) / (Hits + Misses))\n| project timestamp, HitRatio'
+// The fleet: one row per cluster, the worst first, and the charts split by cluster.
+var fleetOverviewQuery = '${admissions}\n| summarize Admissions = sum(ItemCount), Denied = sumif(ItemCount, Decision == "${decisionDenied}"), Errors = sumif(ItemCount, Decision == "${decisionError}"), ApiErrors = sum(ApiErrors * ItemCount), P95 = percentilew(LatencyMs, ItemCount, 95), LastAdmission = max(timestamp) by Cluster\n| extend ErrorRatePercent = round(100.0 * Errors / Admissions, 2)\n| project Cluster, Admissions, Denied, Errors, ErrorRatePercent, P95, ApiErrors, LastAdmission\n| order by ErrorRatePercent desc, Admissions desc'
+var admissionsByClusterQuery = '${admissions}\n| summarize Admissions = sum(ItemCount) by Cluster, bin(timestamp, 5m)'
+var errorsByClusterQuery = '${admissions}\n| where Decision == "${decisionError}"\n| summarize Errors = sum(ItemCount) by Cluster, bin(timestamp, 5m)'
+var latencyByClusterQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95) by Cluster, bin(timestamp, 5m)'
+var apiErrorsByClusterQuery = '${admissions}\n| summarize ApiErrors = sum(ApiErrors * ItemCount) by Cluster, bin(timestamp, 5m)'
 var coldStartQuery = '${admissions}\n| summarize ColdStarts = sumif(ItemCount, ColdStart), Admissions = sum(ItemCount) by bin(timestamp, 15m)'
 
-// Each alert query returns a row only when its condition holds; the rules fire on any row.
+// Each alert query returns one row per cluster whose condition holds; the rules split by the
+// Cluster column (a dimension), so each such cluster fires, and resolves, on its own.
 // Only admissions that failed: a call that failed once and then succeeded on a retry leaves an
-// API error on a line that was still decided.
-var apiErrorAlertQuery = '${admissions}\n| where Decision == "${decisionError}" and ApiErrors > 0\n| summarize Refused = sum(ItemCount)\n| where Refused >= ${apiErrorThreshold}'
-var latencyAlertQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95), Admissions = sum(ItemCount)\n| where Admissions >= 10 and P95 > ${latencyAlertThresholdMs}'
-var denialSpikeAlertQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Recent = sumif(ItemCount, timestamp > ago(10m)), Earlier = sumif(ItemCount, timestamp <= ago(10m))\n| where Recent >= ${denialSpikeMinimum} and Recent > ${denialSpikeFactor} * (Earlier / 5.0)'
-var noTrafficAlertQuery = '${admissions}\n| summarize Recent = sumif(ItemCount, timestamp > ago(30m)), Earlier = sumif(ItemCount, timestamp <= ago(30m))\n| where Recent == 0 and Earlier >= ${busyClusterMinimum}'
+// API error on a line that was still decided. A cluster whose API server is down, slow or
+// unreachable fails closed for itself alone, and this says which.
+var apiErrorAlertQuery = '${admissions}\n| where Decision == "${decisionError}" and ApiErrors > 0\n| summarize Refused = sum(ItemCount) by Cluster\n| where Refused >= ${apiErrorThreshold}'
+var latencyAlertQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95), Admissions = sum(ItemCount) by Cluster\n| where Admissions >= 10 and P95 > ${latencyAlertThresholdMs}'
+var errorRateAlertQuery = '${admissions}\n| summarize Errors = sumif(ItemCount, Decision == "${decisionError}"), Admissions = sum(ItemCount) by Cluster\n| where Admissions >= ${errorRateMinimum} and 100.0 * Errors / Admissions > ${errorRateAlertPercent}'
+var denialSpikeAlertQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Recent = sumif(ItemCount, timestamp > ago(10m)), Earlier = sumif(ItemCount, timestamp <= ago(10m)) by Cluster\n| where Recent >= ${denialSpikeMinimum} and Recent > ${denialSpikeFactor} * (Earlier / 5.0)'
+var noTrafficAlertQuery = '${admissions}\n| summarize Recent = sumif(ItemCount, timestamp > ago(30m)), Earlier = sumif(ItemCount, timestamp <= ago(30m)) by Cluster\n| where Recent == 0 and Earlier >= ${busyClusterMinimum}'
+
+// The column of every alert query that names the cluster: one alert per cluster.
+var clusterDimension = 'Cluster'
 
 var componentsType = 'microsoft.insights/components'
 
@@ -83,7 +106,7 @@ var workbookContent = {
       type: 1
       name: 'title'
       content: {
-        json: '## GMSA admission (${environmentName})\nOne line per admission from the mutate and validate webhooks.'
+        json: '## GMSA admission (${environmentName})\nOne line per admission from the webhooks, of every cluster this app serves.'
       }
     }
     {
@@ -115,6 +138,80 @@ var workbookContent = {
         style: 'pills'
         queryType: 0
         resourceType: componentsType
+      }
+    }
+    {
+      type: 3
+      name: 'fleet-overview'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Fleet: each cluster, the worst first'
+        query: fleetOverviewQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'table'
+      }
+    }
+    {
+      type: 3
+      name: 'admissions-by-cluster'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Admissions by cluster'
+        query: admissionsByClusterQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'timechart'
+      }
+    }
+    {
+      type: 3
+      name: 'errors-by-cluster'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Failed admissions (5xx) by cluster'
+        query: errorsByClusterQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'timechart'
+      }
+    }
+    {
+      type: 3
+      name: 'latency-by-cluster'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Latency p95 by cluster (ms)'
+        query: latencyByClusterQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'linechart'
+      }
+    }
+    {
+      type: 3
+      name: 'api-errors-by-cluster'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'API-server errors by cluster'
+        query: apiErrorsByClusterQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'timechart'
       }
     }
     {
@@ -247,8 +344,8 @@ resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = {
 var alertRules = [
   {
     name: 'api-server-errors'
-    displayName: 'GMSA admission: API-server errors (${environmentName})'
-    description: 'Admissions were refused because calls to the Kubernetes API server failed (errors, timeouts, unreachable); GMSA pods fail closed while this lasts.'
+    displayName: 'GMSA admission: a cluster\'s API server failing or unreachable (${environmentName})'
+    description: 'A cluster\'s admissions were refused because calls to its Kubernetes API server failed (errors, timeouts, unreachable); its GMSA pods fail closed while this lasts. The alert names the cluster (dimension Cluster).'
     severity: 1
     evaluationFrequency: 'PT5M'
     windowSize: 'PT5M'
@@ -256,17 +353,26 @@ var alertRules = [
   }
   {
     name: 'latency-near-timeout'
-    displayName: 'GMSA admission: p95 latency near the admission budget (${environmentName})'
-    description: 'p95 admission latency is above ${latencyAlertThresholdMs} ms, close to the admission budget: an admission that runs out of it refuses its GMSA pod (504).'
+    displayName: 'GMSA admission: a cluster\'s p95 latency near the admission budget (${environmentName})'
+    description: 'A cluster\'s p95 admission latency is above ${latencyAlertThresholdMs} ms, close to the admission budget: an admission that runs out of it refuses its GMSA pod (504).'
     severity: 2
     evaluationFrequency: 'PT5M'
     windowSize: 'PT15M'
     query: latencyAlertQuery
   }
   {
+    name: 'error-rate'
+    displayName: 'GMSA admission: a cluster\'s admissions failing (${environmentName})'
+    description: 'More than ${errorRateAlertPercent}% of a cluster\'s admissions in 15 minutes were refused with an error (5xx: its API server, the admission budget, or the webhook itself), not a policy denial.'
+    severity: 1
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT15M'
+    query: errorRateAlertQuery
+  }
+  {
     name: 'denial-spike'
     displayName: 'GMSA admission: sudden rise in denials (${environmentName})'
-    description: 'Denials in the last 10 minutes are far above the hour before: a removed credential spec or role binding, or a misbehaving deployment.'
+    description: 'A cluster\'s denials in the last 10 minutes are far above its hour before: a removed credential spec or role binding, or a misbehaving deployment.'
     severity: 2
     evaluationFrequency: 'PT10M'
     windowSize: 'PT1H'
@@ -275,7 +381,7 @@ var alertRules = [
   {
     name: 'no-traffic'
     displayName: 'GMSA admission: no admissions from a busy cluster (${environmentName})'
-    description: 'No admission in 30 minutes after a busy few hours: the webhook configuration, the relay or the network path may be broken.'
+    description: 'No admission from a cluster in 30 minutes after a busy few hours: its webhook configuration, its relay, its secret or its network path may be broken.'
     severity: 2
     evaluationFrequency: 'PT15M'
     windowSize: 'PT6H'
@@ -305,6 +411,15 @@ resource alerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
           {
             query: rule.query
             timeAggregation: 'Count'
+            dimensions: [
+              {
+                name: clusterDimension
+                operator: 'Include'
+                values: [
+                  '*'
+                ]
+              }
+            ]
             operator: 'GreaterThan'
             threshold: 0
             failingPeriods: {

@@ -56,6 +56,12 @@ param privateEndpointSubnetId string = ''
 param privateDnsZoneId string = ''
 
 param clusterResourceId string
+
+@description('A fleet: its members ({ name, aksResourceId }), in order. Empty: the single cluster of clusterResourceId.')
+param clusters array = []
+
+@description('A fleet: the Key Vault URI (with its version) of each member\'s secret, in the order of clusters.')
+param clusterVaultReferenceUris array = []
 param authorizeRequestingUser bool = false
 param randomHostname bool = false
 param apiTimeoutMs int = 2000
@@ -81,6 +87,21 @@ var privateMode = networkMode == 'private'
 var anonymousWebhooks = privateMode && wireMode == 'url'
 var restrictInbound = !privateMode && !empty(clusterEgressIpAddresses)
 var appName = 'func-gmsa-${resourceToken}'
+var fleet = !empty(clusters)
+
+// One cluster: today's settings. A fleet: GMSA_CLUSTERS names every member and its AKS cluster,
+// and each member's secret is a Key Vault reference the host resolves with the app's identity.
+// The single-cluster access settings stay out (the app refuses both at once as ambiguous),
+// unless clusterResourceId is set as well, which the app then refuses at start-up, loudly.
+var singleClusterSettings = fleet && empty(clusterResourceId) ? {} : {
+  GMSA_CLUSTER_ACCESS: 'entra'
+  GMSA_AKS_RESOURCE_ID: clusterResourceId
+}
+var fleetSettings = fleet ? union({
+  GMSA_CLUSTERS: string(toObject(clusters, member => string(member.name), member => {
+    aksResourceId: member.aksResourceId
+  }))
+}, toObject(range(0, length(clusters)), index => 'GMSA_CLUSTER_SECRET_${toUpper(replace(clusters[index].name, '-', '_'))}', index => '@Microsoft.KeyVault(SecretUri=${clusterVaultReferenceUris[index]})')) : {}
 
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: 'plan-gmsa-${resourceToken}'
@@ -110,6 +131,8 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
+    // The member secrets' Key Vault references resolve with the app's one identity.
+    keyVaultReferenceIdentity: fleet ? identityResourceId : null
     publicNetworkAccess: privateMode ? 'Disabled' : 'Enabled'
     virtualNetworkSubnetId: privateMode ? functionSubnetId : null
     functionAppConfig: {
@@ -159,6 +182,9 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
       // workflow admits its runner before it deploys.
       scmIpSecurityRestrictionsUseMain: true
       scmIpSecurityRestrictionsDefaultAction: restrictInbound ? 'Deny' : 'Allow'
+      // A Linux app reaches a private endpoint (the fleet's Key Vault) for Key Vault references
+      // only when all its traffic is routed into the VNet.
+      vnetRouteAllEnabled: fleet && privateMode ? true : null
     }
   }
 }
@@ -167,15 +193,13 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
   parent: site
   name: 'appsettings'
   // Values are strings; booleans are spelled in lower case, as the code compares them.
-  properties: {
+  properties: union({
     AzureWebJobsStorage__accountName: storageAccountName
     AzureWebJobsStorage__credential: 'managedidentity'
     AzureWebJobsStorage__clientId: identityClientId
     APPLICATIONINSIGHTS_CONNECTION_STRING: appInsightsConnectionString
     APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
     AZURE_CLIENT_ID: identityClientId
-    GMSA_CLUSTER_ACCESS: 'entra'
-    GMSA_AKS_RESOURCE_ID: clusterResourceId
     GMSA_AUTHORIZE_REQUESTING_USER: authorizeRequestingUser ? 'true' : 'false'
     GMSA_RANDOM_HOSTNAME: randomHostname ? 'true' : 'false'
     GMSA_API_TIMEOUT_MS: string(apiTimeoutMs)
@@ -191,7 +215,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     // stop the app (the default from Node 20 on; said here so it cannot drift).
     FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR: 'true'
     GMSA_REQUIRE_FUNCTION_KEY: anonymousWebhooks ? 'false' : 'true'
-  }
+  }, singleClusterSettings, fleetSettings)
 }
 
 resource ftpPublishing 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-04-01' = {

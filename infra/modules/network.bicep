@@ -25,6 +25,9 @@ param clusterVnetResourceId string = ''
 
 param peerWithClusterVnet bool = true
 
+@description('A fleet: the members\' secrets live in a Key Vault with a private endpoint, which the function resolves through this zone.')
+param keyVaultEndpoint bool = false
+
 var hasClusterVnet = !empty(clusterVnetResourceId)
 var clusterVnetSegments = split(clusterVnetResourceId, '/')
 var clusterVnetSubscriptionId = hasClusterVnet ? clusterVnetSegments[2] : subscription().subscriptionId
@@ -229,6 +232,27 @@ resource storageDnsLinks 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@
   }
 ]
 
+// A fleet's Key Vault (cluster-secrets.bicep): the function resolves its member secrets through
+// this zone; nothing else needs it.
+resource keyVaultDnsZone 'Microsoft.Network/privateDnsZones@2024-06-01' = if (keyVaultEndpoint) {
+  name: 'privatelink.vaultcore.azure.net'
+  location: 'global'
+  tags: tags
+}
+
+resource keyVaultDnsLink 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2024-06-01' = if (keyVaultEndpoint) {
+  parent: keyVaultDnsZone
+  name: 'link-${vnet.name}'
+  location: 'global'
+  tags: tags
+  properties: {
+    registrationEnabled: false
+    virtualNetwork: {
+      id: vnet.id
+    }
+  }
+}
+
 resource sitesDnsZone 'Microsoft.Network/privateDnsZones@2024-06-01' = {
   name: 'privatelink.azurewebsites.net'
   location: 'global'
@@ -292,4 +316,5 @@ output privateDnsZoneId string = sitesDnsZone.id
 output storageEndpointSubnetId string = storageEndpointSubnet.id
 output blobDnsZoneId string = storageDnsZones[0].id
 output tableDnsZoneId string = storageDnsZones[1].id
+output keyVaultDnsZoneId string = keyVaultEndpoint ? keyVaultDnsZone.id : ''
 output egressIpAddress string = egressIp.properties.ipAddress

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -49,6 +50,51 @@ interface Context {
   relay: RelayProcess;
   relayWiring: RelayWiring;
   dir: string;
+  /** A fleet member's relay (`--cluster alpha`), in front of a server that records what reaches it. */
+  memberRelay: RelayProcess;
+  recorder: Recorder;
+}
+
+const member = { name: "alpha", secret: randomBytes(30).toString("base64url") };
+
+interface Recorded {
+  readonly url: string;
+  readonly headers: Record<string, string | string[] | undefined>;
+}
+
+/**
+ * Stands in for a fleet's Function App: same name and certificate as the function host, answers
+ * 200 to everything and records the path and headers of each request.
+ */
+interface Recorder {
+  readonly port: number;
+  readonly requests: Recorded[];
+  close(): Promise<void>;
+}
+
+function startRecorder(certPem: string, keyPem: string): Promise<Recorder> {
+  const requests: Recorded[] = [];
+  const server: Server = createServer({ cert: certPem, key: keyPem }, (request, response) => {
+    request.resume();
+    request.on("end", () => {
+      requests.push({ url: request.url ?? "", headers: { ...request.headers } });
+      response.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      resolve({
+        port: typeof address === "object" && address !== null ? address.port : 0,
+        requests,
+        close: () => new Promise<void>((done) => {
+          server.closeAllConnections();
+          server.close(() => done());
+        }),
+      });
+    });
+  });
 }
 
 const Relay = suite<Context>("relay mode through kube-apiserver", {} as Context);
@@ -101,6 +147,16 @@ async function setUp(context: Context): Promise<void> {
     resolver: context.dns.resolver,
     timeoutSeconds: 5,
   });
+  context.recorder = await startRecorder(functionCert.certPem, functionCert.keyPem);
+  context.memberRelay = await startRelayProcess({
+    function: { host: functionHostName, port: context.recorder.port },
+    functionKey: context.functionKey,
+    certificate: context.relayWiring.certificate,
+    trustedCaPem: functionCa.certPem,
+    resolver: context.dns.resolver,
+    timeoutSeconds: 5,
+    cluster: member,
+  });
   const target = { kind: "url", baseUrl: context.relay.url, caBundlePem: context.relayWiring.certificate.caPem } as const;
   await context.cluster.apply([
     mutatingWebhookConfiguration({ target, timeoutSeconds: 5, name: webhookConfigurationName }),
@@ -115,6 +171,8 @@ async function setUp(context: Context): Promise<void> {
 }
 
 Relay.after(async (context) => {
+  await context.memberRelay?.close().catch(() => {});
+  await context.recorder?.close().catch(() => {});
   await context.relay?.close().catch(() => {});
   await context.functionHost?.close().catch(() => {});
   await context.dns?.close().catch(() => {});
@@ -325,6 +383,74 @@ Relay("admissions share one TLS connection to the function", async (context) => 
   const { requests, handshakes } = reached(context, since);
   assert.is(requests.length, count);
   assert.ok(handshakes <= 1, `${handshakes} TLS handshakes for ${count} admissions`);
+});
+
+/** The recorder's requests from `since` on, once `count` of them are in. */
+async function recorded(context: Context, since: number, count: number): Promise<Recorded[]> {
+  for (let i = 0; i < 50 && context.recorder.requests.length - since < count; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  return context.recorder.requests.slice(since);
+}
+
+Relay("a member's relay process runs the nginx.conf a member's ConfigMap holds: only where it listens and where its files are differ", (context) => {
+  const rendered = clusterManifests({ target: { kind: "relay", ...context.relayWiring, function: { host: functionHostName, port: context.recorder.port }, cluster: member }, subject: { kind: "User", name: localWebhookUser } });
+  const configMap = rendered.find((object) => object.kind === "ConfigMap") as { data: Record<string, string> } | undefined;
+  const placeBound = /^\s*(listen|ssl_certificate|ssl_certificate_key|include|proxy_ssl_trusted_certificate|pid|\w+_temp_path|access_log|resolver) /;
+  const portable = (conf: string) =>
+    conf
+      .split("\n")
+      .filter((line) => !placeBound.test(line))
+      .map((line) => (context.memberRelay.reResolve ? line : line.replace(/^(\s*server \S+ .*) resolve;$/, "$1;")));
+  assert.equal(portable(context.memberRelay.conf), portable(configMap?.data["nginx.conf"] ?? ""));
+  const includes = (conf: string) => conf.split("\n").filter((line) => /^\s*include /.test(line)).length;
+  assert.is(includes(context.memberRelay.conf), 2, "the key and the member's secret");
+  assert.is(includes(configMap?.data["nginx.conf"] ?? ""), 2);
+});
+
+Relay("a fleet member's relay calls /clusters/NAME/<webhook> with the member's secret header and the key, and nothing the client sent", async (context) => {
+  const since = context.recorder.requests.length;
+  const forged = randomBytes(30).toString("base64url");
+  for (const path of ["/mutate?timeout=5s", "/validate?timeout=5s", "/validate-credspec"]) {
+    const reply = await httpsCall(`${context.memberRelay.url}${path}`, {
+      ca: context.relayWiring.certificate.caPem,
+      headers: { "content-type": "application/json", "x-gmsa-cluster-secret": forged, "x-functions-key": "a-key-the-client-made-up", authorization: "Bearer stolen-token" },
+      body: JSON.stringify(review("CREATE", pod({ namespace: ns }))),
+    });
+    assert.is(reply.status, 200, `${path}: ${reply.text}`);
+  }
+  const requests = await recorded(context, since, 3);
+  assert.equal(requests.map((r) => r.url), ["/clusters/alpha/mutate?timeout=5s", "/clusters/alpha/validate?timeout=5s", "/clusters/alpha/validate-credspec"]);
+  for (const request of requests) {
+    assert.equal(Object.keys(request.headers).sort(), ["content-length", "content-type", "host", "x-functions-key", "x-gmsa-cluster-secret"]);
+    assert.is(request.headers["x-gmsa-cluster-secret"], member.secret, "the relay's secret, not the client's");
+    assert.is(request.headers["x-functions-key"], context.functionKey);
+  }
+});
+
+Relay("whatever path a client writes, a member's relay calls only its own three paths", async (context) => {
+  const body = JSON.stringify(review("CREATE", pod({ namespace: ns })));
+  const paths = [
+    "/clusters/beta/mutate",
+    "/clusters/alpha/mutate",
+    "/mutate/../clusters/beta/mutate",
+    "/mutate%2F..%2F..%2Fclusters%2Fbeta%2Fmutate",
+    "/validate/..%2F..%2Fbeta%2Fvalidate",
+    "//mutate",
+    "/%6Dutate",
+    "/mutate?timeout=5s&x=../../beta",
+    "/validate-credspec/extra",
+  ];
+  const since = context.recorder.requests.length;
+  const answers: string[] = [];
+  for (const rawPath of paths) {
+    const reply = await httpsCall(context.memberRelay.url, { ca: context.relayWiring.certificate.caPem, rawPath, headers: { "content-type": "application/json" }, body });
+    answers.push(`${rawPath} → ${reply.status}`);
+  }
+  const forwarded = answers.filter((answer) => answer.endsWith(" 200")).length;
+  const requests = await recorded(context, since, forwarded);
+  assert.is(requests.length, forwarded, answers.join("\n"));
+  assert.ok(forwarded >= 2, `the normalised spellings of /mutate are forwarded:\n${answers.join("\n")}`);
+  for (const request of requests) assert.match(request.url, /^\/clusters\/alpha\/(mutate|validate|validate-credspec)(\?timeout=[0-9a-z.]+)?$/, `${request.url}:\n${answers.join("\n")}`);
+  for (const refused of ["/clusters/beta/mutate", "/clusters/alpha/mutate", "/mutate/../clusters/beta/mutate"]) assert.ok(answers.includes(`${refused} → 404`), answers.join("\n"));
 });
 
 Relay.run();

@@ -42,10 +42,10 @@ Wiring.after(async (context) => {
   await context.controlPlane?.stop();
 });
 
-async function wire(context: Context, argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function wire(context: Context, argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
-  const code = await runWire(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), kubeConfig: () => context.admin });
+  const code = await runWire(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), kubeConfig: () => context.admin, env });
   return { code, stdout, stderr };
 }
 
@@ -466,6 +466,98 @@ Wiring("a namespace the wiring creates is marked at creation (never by an apply)
   assert.match(adopted.stderr, /namespace legacy-relay: recorded as the wiring's own/);
   const gone = await wire(context, ["--uninstall", "--apply", "--namespace", "legacy-relay"]);
   assert.match(gone.stdout, /^Namespace\/legacy-relay: deleted$/m);
+});
+
+// A fleet member's wiring (--cluster): its paths, its secret, and replacing that secret.
+const memberSecrets = ["first-secret-of-alpha_0123456789abcdef", "second-secret-of-alpha_0123456789abcde", "third-secret-of-alpha_0123456789abcdefg"] as const;
+
+function showsNoSecret(run: { stdout: string; stderr: string }): void {
+  for (const secret of memberSecrets) assert.not.ok(`${run.stdout}${run.stderr}`.includes(secret), "no member secret is printed");
+}
+
+async function webhookUrls(context: Context): Promise<string[]> {
+  return (await Promise.all(webhookPaths.map(async (path) => (await get(context, path)).webhooks.map((w: any) => w.clientConfig.url)))).flat();
+}
+
+Wiring("--cluster in url mode: the webhooks call the member's paths with its secret; a new secret replaces it and is never printed", async (context) => {
+  const member = [...urlMode, "--cluster", "alpha", "--apply"];
+  const first = await wire(context, member, { GMSA_CLUSTER_SECRET: memberSecrets[0] });
+  assert.is(first.code, exitCodes.ok, first.stderr);
+  showsNoSecret(first);
+  const base = "https://func-gmsa-abc.azurewebsites.net/clusters/alpha";
+  assert.equal(await webhookUrls(context), ["/mutate", "/validate", "/validate-credspec"].map((path) => `${base}/${memberSecrets[0]}${path}`));
+  assert.not.match(first.stderr, /cluster secret:/, "a first wiring replaces nothing");
+
+  const plan = await wire(context, [...member, "--dry-run"], { GMSA_CLUSTER_SECRET: memberSecrets[1] });
+  assert.is(plan.code, exitCodes.ok, plan.stderr);
+  showsNoSecret(plan);
+  assert.match(plan.stdout, /^MutatingWebhookConfiguration\/gmsa-admission: update webhooks\[0\]\.clientConfig\.url$/m);
+  assert.match(plan.stderr, /cluster secret: would be replaced; GMSA_CLUSTER_SECRET_ALPHA must accept the new and the old one/);
+  assert.ok((await webhookUrls(context)).every((url) => url.includes(memberSecrets[0])), "a dry run changes nothing");
+
+  const rotated = await wire(context, member, { GMSA_CLUSTER_SECRET: memberSecrets[1] });
+  assert.is(rotated.code, exitCodes.ok, rotated.stderr);
+  showsNoSecret(rotated);
+  assert.match(rotated.stderr, /cluster secret: the webhooks now call with the new secret .*GMSA_CLUSTER_SECRET_ALPHA may hold the new one alone/);
+  assert.equal(await webhookUrls(context), ["/mutate", "/validate", "/validate-credspec"].map((path) => `${base}/${memberSecrets[1]}${path}`));
+
+  const removal = await wire(context, ["--uninstall", "--apply"]);
+  assert.is(removal.code, exitCodes.ok, removal.stderr);
+});
+
+Wiring("--cluster in relay mode: the relay's Secret holds the member's header; a new secret rolls the relay and the old one may go only once every pod is new", async (context) => {
+  const ns = "relay-fleet";
+  const deployment = `/apis/apps/v1/namespaces/${ns}/deployments/gmsa-admission-relay`;
+  const keySecret = `/api/v1/namespaces/${ns}/secrets/gmsa-admission-relay-function-key`;
+  const status = async (value: typeof rolledOut, generation?: number) => {
+    const live = await get(context, deployment);
+    const reply = await kubeRequest(context.admin, "PATCH", `${deployment}/status`, { status: { observedGeneration: generation ?? live.metadata.generation, readyReplicas: value.availableReplicas, ...value } }, "application/merge-patch+json");
+    assert.is(reply.status, 200, JSON.stringify(reply.body));
+  };
+  const header = async () => Buffer.from((await get(context, keySecret)).data["cluster-secret.conf"], "base64").toString();
+  const member = [...relayMode, "--namespace", ns, "--cluster", "alpha", "--apply"];
+
+  const first = await wire(context, member, { GMSA_CLUSTER_SECRET: memberSecrets[0] });
+  assert.is(first.code, exitCodes.ok, first.stderr);
+  showsNoSecret(first);
+  assert.is(await header(), `proxy_set_header x-gmsa-cluster-secret "${memberSecrets[0]}";\n`);
+  const conf: string = (await get(context, `/api/v1/namespaces/${ns}/configmaps/gmsa-admission-relay`)).data["nginx.conf"];
+  assert.match(conf, /proxy_pass https:\/\/gmsa_function\/clusters\/alpha\/mutate\$function_query;/);
+  assert.equal((await get(context, webhookPaths[0]!)).webhooks[0].clientConfig.service.path, "/mutate", "the API server calls the relay on today's paths");
+  await status(rolledOut);
+  const before = await get(context, deployment);
+
+  const plan = await wire(context, [...member, "--dry-run"], { GMSA_CLUSTER_SECRET: memberSecrets[1] });
+  showsNoSecret(plan);
+  assert.match(plan.stdout, /Secret\/relay-fleet\/gmsa-admission-relay-function-key: update data\["cluster-secret\.conf"\]/);
+  assert.match(plan.stdout, /Deployment\/relay-fleet\/gmsa-admission-relay: update .*relay-config-checksum/);
+
+  let finished = false;
+  const running = wire(context, member, { GMSA_CLUSTER_SECRET: memberSecrets[1] }).then((run) => ((finished = true), run));
+  const started = await until("the new pod template", async () => {
+    const live = await get(context, deployment);
+    return live.metadata.generation > before.metadata.generation ? live : undefined;
+  });
+  assert.is(await header(), `proxy_set_header x-gmsa-cluster-secret "${memberSecrets[1]}";\n`);
+  await status(halfway, started.metadata.generation);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.not.ok(finished, "while old pods still send the old secret the wiring waits");
+  await status(rolledOut, started.metadata.generation);
+  const rotated = await running;
+  assert.is(rotated.code, exitCodes.ok, rotated.stderr);
+  showsNoSecret(rotated);
+  assert.match(rotated.stderr, /cluster secret: every relay pod sends the new secret; GMSA_CLUSTER_SECRET_ALPHA may now hold the new one alone/);
+
+  const slow = await wire(context, [...member, "--rollout-timeout-seconds", "1"], { GMSA_CLUSTER_SECRET: memberSecrets[2] });
+  assert.is(slow.code, exitCodes.failed);
+  showsNoSecret(slow);
+  assert.match(slow.stderr, /Relay pods that still run send the old cluster secret: keep both in GMSA_CLUSTER_SECRET_ALPHA \("new,old"\)/);
+
+  const same = await wire(context, member, { GMSA_CLUSTER_SECRET: memberSecrets[2] });
+  assert.is(same.code, exitCodes.ok, same.stderr);
+  assert.not.match(same.stderr, /cluster secret:/, "wiring again with the same secret replaces nothing and waits for nothing");
+  const removal = await wire(context, ["--uninstall", "--apply", "--namespace", ns]);
+  assert.is(removal.code, exitCodes.ok, removal.stderr);
 });
 
 Wiring.run();

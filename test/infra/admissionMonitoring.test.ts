@@ -50,8 +50,14 @@ const queryVariables = [
   "apiServerQuery",
   "cacheQuery",
   "coldStartQuery",
+  "fleetOverviewQuery",
+  "admissionsByClusterQuery",
+  "errorsByClusterQuery",
+  "latencyByClusterQuery",
+  "apiErrorsByClusterQuery",
   "apiErrorAlertQuery",
   "latencyAlertQuery",
+  "errorRateAlertQuery",
   "denialSpikeAlertQuery",
   "noTrafficAlertQuery",
 ];
@@ -170,7 +176,7 @@ monitoring("the rendered queries parse the message and read the fields the views
   assert.match(base, /^traces\n/);
   assert.ok(base.includes("parse_json(message)"));
   assert.ok(base.includes(`== "${schema.event}"`));
-  for (const key of ["event", "decision", "reason", "namespace", "latencyMs", "apiCalls", "apiErrors", "cacheHits", "cacheMisses", "coldStart"]) {
+  for (const key of ["event", "cluster", "decision", "reason", "namespace", "latencyMs", "apiCalls", "apiErrors", "cacheHits", "cacheMisses", "coldStart"]) {
     const name = schema.fields[key];
     assert.ok(name !== undefined && base.includes(`entry["${name}"]`), `the base query does not read ${key}`);
   }
@@ -215,18 +221,23 @@ portal("the workbook is shared, named with guid(), bound to Application Insights
   const queries = new Map(content.items.filter((item) => item.type === 3).map((item) => [item.name, item.content]));
   assert.equal(
     [...queries.keys()].sort(),
-    ["admissions-per-minute", "api-server", "cache", "cold-starts", "denials", "latency"],
+    ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster"],
   );
   for (const [name, item] of queries) {
     assert.ok(item.query?.includes("parse_json(message)"), `${name} does not read the admission line`);
     assert.ok(item.title !== undefined && item.title.length > 0, `${name} has no title`);
   }
   assert.match(queries.get("latency")?.query ?? "", /percentilesw\(LatencyMs, ItemCount, 50, 95, 99\)/);
-  assert.match(queries.get("denials")?.query ?? "", /by Reason, Namespace/);
+  assert.match(queries.get("denials")?.query ?? "", /by Cluster, Reason, Namespace/);
+  for (const name of ["admissions-by-cluster", "errors-by-cluster", "latency-by-cluster", "api-errors-by-cluster"]) {
+    assert.match(queries.get(name)?.query ?? "", /\n\| summarize .* by Cluster, bin\(timestamp, 5m\)$/, `${name} draws one line per cluster`);
+  }
+  assert.match(queries.get("fleet-overview")?.query ?? "", /by Cluster\n[\s\S]*\| project Cluster, Admissions, Denied, Errors, ErrorRatePercent, P95, ApiErrors, LastAdmission\n/);
+  assert.is(content.items.findIndex((item) => item.name === "fleet-overview"), content.items.findIndex((item) => item.type === 3), "the fleet overview is the first chart");
   assert.match(queries.get("admissions-per-minute")?.query ?? "", /by Decision, bin\(timestamp, 1m\)/);
 });
 
-portal("four log alert rules: API-server errors, latency near the timeout, denial spike, no traffic", ({ file }) => {
+portal("five log alert rules, each per cluster: API server failing or unreachable, latency near the timeout, error rate, denial spike, no traffic", ({ file }) => {
   const [alerts] = resourcesOfType(file, "Microsoft.Insights/scheduledQueryRules");
   assert.ok(alerts !== undefined);
   assert.is(alerts.body?.loop?.childForFieldName("initializer")?.text, "rule");
@@ -235,15 +246,29 @@ portal("four log alert rules: API-server errors, latency near the timeout, denia
   const rules = valueOf(file, "alertRules", { bindings }) as readonly Record<string, Value>[];
   assert.equal(
     rules.map((rule) => rule["name"]),
-    ["api-server-errors", "latency-near-timeout", "denial-spike", "no-traffic"],
+    ["api-server-errors", "latency-near-timeout", "error-rate", "denial-spike", "no-traffic"],
   );
   const byName = new Map(rules.map((rule) => [String(rule["name"]), String(rule["query"])]));
-  assert.match(byName.get("api-server-errors") ?? "", /where Decision == "error" and ApiErrors > 0\n\| summarize Refused = sum\(ItemCount\)\n\| where Refused >= 5$/);
+  assert.match(byName.get("api-server-errors") ?? "", /where Decision == "error" and ApiErrors > 0\n\| summarize Refused = sum\(ItemCount\) by Cluster\n\| where Refused >= 5$/);
+  assert.match(byName.get("error-rate") ?? "", /summarize Errors = sumif\(ItemCount, Decision == "error"\), Admissions = sum\(ItemCount\) by Cluster\n\| where Admissions >= 10 and 100\.0 \* Errors \/ Admissions > 5$/);
   assert.match(byName.get("latency-near-timeout") ?? "", /percentilew\(LatencyMs, ItemCount, 95\)[\s\S]*P95 > 4000$/);
   assert.match(byName.get("denial-spike") ?? "", /ago\(10m\)[\s\S]*Recent >= 20/);
   assert.match(byName.get("no-traffic") ?? "", /Recent == 0 and Earlier >= 30$/);
   const criteria = property(bodyOf(alerts), "properties", "criteria");
   assert.ok(criteria?.text.includes("query: rule.query"));
+});
+
+portal("every alert splits by cluster: its query ends in one row per cluster and the rule names Cluster as its dimension", ({ file }) => {
+  const [alerts] = resourcesOfType(file, "Microsoft.Insights/scheduledQueryRules");
+  const allOf = property(bodyOf(alerts!), "properties", "criteria", "allOf")!;
+  const rules = valueOf(file, "alertRules", { bindings }) as readonly Record<string, Value>[];
+  for (const rule of rules) {
+    const [criterion] = evaluate(file, allOf, { bindings: { ...bindings, rule } }) as readonly Record<string, Value>[];
+    assert.equal(criterion?.["dimensions"], [{ name: "Cluster", operator: "Include", values: ["*"] }], String(rule["name"]));
+    const summaries = String(rule["query"]).split("\n").filter((line) => line.startsWith("| summarize "));
+    assert.match(summaries.at(-1) ?? "", / by Cluster$/, `${String(rule["name"])}: its rows are clusters`);
+  }
+  assert.match(String(valueOf(file, "admissions")), /, Cluster = tostring\(entry\["cluster"\]\)/, "the column comes from the line's cluster field");
 });
 
 portal("the latency alert fires at a share of the admission budget the Function App is given (default 75% of 4000 ms), before admissions time out", ({ main }) => {

@@ -130,9 +130,10 @@ export function syntaxProblems(root: Node): string[] {
 // ---------------------------------------------------------------------------------------
 // Declarations
 
-export type DeclarationKind = "param" | "var" | "resource" | "module" | "output";
+export type DeclarationKind = "param" | "var" | "resource" | "module" | "output" | "type";
 
 const declarationTypes: Record<string, DeclarationKind> = {
+  type_declaration: "type",
   parameter_declaration: "param",
   variable_declaration: "var",
   resource_declaration: "resource",
@@ -371,7 +372,16 @@ export function declaredSymbols(file: BicepFile): Set<string> {
   for (const type of ["loop_variable", "loop_enumerator"]) {
     for (const node of descendants(file.root, type)) names.add(node.text);
   }
+  for (const lambda of descendants(file.root, "lambda_expression")) for (const name of lambdaParameters(lambda)) names.add(name);
   return names;
+}
+
+/** `x => ...` and `(x, y) => ...`: the names a lambda binds. */
+function lambdaParameters(lambda: Node): string[] {
+  const head = kids(lambda)[0];
+  if (head === undefined) return [];
+  if (head.type === "identifier") return [head.text];
+  return kids(head).filter((node) => node.type === "identifier").map((node) => node.text);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -429,9 +439,47 @@ export function evaluate(file: BicepFile, node: Node, options: Evaluation = {}):
     }
   };
 
+  /** Calls the lambda written at `node` with these arguments, in the bindings of the call. */
+  const apply = (node: Node | undefined, ...argumentValues: Value[]): Value => {
+    if (node?.type !== "lambda_expression") throw new Error(`a lambda is expected at ${node ? where(node) : "the call"}`);
+    const names = lambdaParameters(node);
+    const body = kids(node)[kids(node).length - 1]!;
+    const scope = { ...bindings, ...Object.fromEntries(names.map((name, index) => [name, argumentValues[index] ?? null])) };
+    return evaluate(file, body, { ...options, bindings: scope });
+  };
+  const itemsOf = (node: Node | undefined, at: Node): readonly Value[] => {
+    const items = node === undefined ? undefined : run(node);
+    if (!Array.isArray(items)) throw new Error(`an array is expected at ${where(at)}`);
+    return items;
+  };
+
   const call = (name: string, args: Node[], at: Node): Value => {
     const values = (): Value[] => args.map(run);
     switch (name) {
+      case "toObject": {
+        const result: Record<string, Value> = {};
+        for (const item of itemsOf(args[0], at)) result[asString(apply(args[1], item))] = args[2] === undefined ? item : apply(args[2], item);
+        return result;
+      }
+      case "map":
+        return itemsOf(args[0], at).map((item, index) => apply(args[1], item, index));
+      case "filter":
+        return itemsOf(args[0], at).filter((item, index) => apply(args[1], item, index) === true);
+      case "range": {
+        const [start, count] = values();
+        if (typeof start !== "number" || typeof count !== "number") throw new Error(`range() arguments at ${where(at)}`);
+        return Array.from({ length: count }, (_, index) => start + index);
+      }
+      case "length": {
+        const [value] = values();
+        if (typeof value === "string" || Array.isArray(value)) return value.length;
+        if (isRecord(value)) return Object.keys(value).length;
+        throw new Error(`length() argument at ${where(at)}`);
+      }
+      case "toUpper": {
+        const [text] = values();
+        return asString(text ?? "").toUpperCase();
+      }
       case "loadJsonContent": {
         const path = literal(args[0]);
         if (path === undefined) throw new Error(`loadJsonContent needs a literal path at ${where(at)}`);
@@ -477,6 +525,26 @@ export function evaluate(file: BicepFile, node: Node, options: Evaluation = {}):
         const [text, separator] = values();
         if (typeof text !== "string" || typeof separator !== "string") throw new Error(`split() arguments at ${where(at)}`);
         return text.split(separator);
+      }
+      case "take": {
+        const [items, count] = values();
+        if ((typeof items !== "string" && !Array.isArray(items)) || typeof count !== "number") throw new Error(`take() arguments at ${where(at)}`);
+        return items.slice(0, Math.max(count, 0));
+      }
+      case "json": {
+        const [text] = values();
+        if (typeof text !== "string") throw new Error(`json() argument at ${where(at)}`);
+        return JSON.parse(text);
+      }
+      case "base64ToString": {
+        const [text] = values();
+        if (typeof text !== "string") throw new Error(`base64ToString() argument at ${where(at)}`);
+        return Buffer.from(text, "base64").toString("utf8");
+      }
+      case "first": {
+        const [items] = values();
+        if (typeof items === "string" || Array.isArray(items)) return items[0] ?? "";
+        throw new Error(`first() argument at ${where(at)}`);
       }
       case "last": {
         const [items] = values();
@@ -617,6 +685,8 @@ export function evaluate(file: BicepFile, node: Node, options: Evaluation = {}):
       case "member_expression": {
         const object = run(field(expression, "object"));
         const name = field(expression, "property").text;
+        // `a.?b`: null when a is null or has no b.
+        if (expression.text.slice(field(expression, "object").text.length).startsWith(".?") && (object === null || (isRecord(object) && !(name in object)))) return null;
         if (!isRecord(object) || !(name in object)) {
           throw new Error(`${expression.text} at ${where(expression)}: no property ${name}`);
         }

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { bicepWiringPath, renderBicepWiring } from "../../cluster/bicepWiring.js";
+import { memberUrlPathPrefix } from "../../cluster/fleetMember.js";
 import { clusterManifests, relayCaBundle, type KubernetesObject } from "../../cluster/manifests.js";
 import { relayChecksumAnnotation } from "../../cluster/relay.js";
 import type { RelayAllowedSource } from "../../cluster/relayNetworkPolicy.js";
@@ -26,7 +27,12 @@ const inputs = {
 function rendered(
   mode: "url" | "relay",
   installCrd: boolean,
-  { previousCa = "", allowFrom, authorizeRequestingUser = false }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[]; authorizeRequestingUser?: boolean } = {},
+  {
+    previousCa = "",
+    allowFrom,
+    authorizeRequestingUser = false,
+    cluster,
+  }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[]; authorizeRequestingUser?: boolean; cluster?: { name: string; secret: string } } = {},
 ): KubernetesObject[] {
   const target =
     mode === "relay"
@@ -36,8 +42,9 @@ function rendered(
           functionKey: inputs.functionKey,
           certificate: { caPem: inputs.relayCaCertificate, certPem: inputs.relayTlsCertificate, keyPem: inputs.relayTlsKey },
           ...(allowFrom === undefined ? {} : { allowFrom }),
+          ...(cluster === undefined ? {} : { cluster }),
         } as const)
-      : ({ kind: "url", baseUrl: `https://${inputs.functionHost}` } as const);
+      : ({ kind: "url", baseUrl: `https://${inputs.functionHost}`, ...(cluster === undefined ? {} : { pathPrefix: memberUrlPathPrefix(cluster) }) } as const);
   return clusterManifests({
     target,
     subject: { kind: "User", name: inputs.identityObjectId },
@@ -84,6 +91,27 @@ for (const mode of ["url", "relay"] as const) {
     });
   }
 }
+
+const member = { name: "west-eu-2", secret: "Member-secret_0123456789abcdefghijklmno" };
+
+for (const mode of ["url", "relay"] as const) {
+  Wiring(`${mode} mode for a fleet member (clusterName, clusterSecret): the module deploys exactly what wire --cluster renders`, ({ file }) => {
+    const objects = deployed(file, { ...inputs, mode, installCrd: true, clusterName: member.name, clusterSecret: member.secret });
+    assert.equal(withoutChecksum(objects), withoutChecksum(rendered(mode, true, { cluster: member })));
+    assert.is.not(JSON.stringify(withoutChecksum(objects)), JSON.stringify(withoutChecksum(rendered(mode, true))), "a member's objects are not a single cluster's");
+  });
+}
+
+Wiring("a new member secret restarts the relay's pods; a single cluster's module has no member paths or header", ({ file }) => {
+  const checksum = (bindings: Record<string, Value>) =>
+    JSON.stringify(deployed(file, { ...inputs, mode: "relay", installCrd: true, ...bindings }).find((o) => o.kind === "Deployment")).match(new RegExp(`"${relayChecksumAnnotation}":"([^"]+)"`))?.[1];
+  const first = checksum({ clusterName: member.name, clusterSecret: member.secret });
+  assert.is.not(checksum({ clusterName: member.name, clusterSecret: `${member.secret}x` }), first);
+  assert.is.not(checksum({}), first);
+  const single = JSON.stringify(deployed(file, { ...inputs, mode: "relay", installCrd: true }));
+  assert.not.match(single, /clusters|x-gmsa-cluster-secret|cluster-secret\.conf/);
+  assert.ok(declarationsOf(file, "param").get("clusterSecret")?.decorators.some((call) => call.text === "secure()"), "clusterSecret is @secure()");
+});
 
 Wiring("authorizeRequestingUser lets the webhook's role create SubjectAccessReviews, as the renderer does; by default it may not", ({ file }) => {
   const reviews = (objects: readonly unknown[]) =>

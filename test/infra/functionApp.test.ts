@@ -8,6 +8,7 @@ import {
   type BicepFile,
   type Declaration,
   callArguments,
+  callName,
   declared,
   decorator,
   descendants,
@@ -142,13 +143,22 @@ const expectedSettings = [
   "FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR",
 ];
 
+/**
+ * The settings of a single-cluster deployment as written: the object the union starts from and
+ * the single cluster's access (singleClusterSettings); a fleet's are test/infra/fleet.test.ts's.
+ */
 function appSettings(app: BicepFile): Map<string, Node> {
   const [settings] = resourcesOfType(app, "Microsoft.Web/sites/config").filter(
     (config) => literal(property(bodyOf(config), "name")) === "appsettings",
   );
   assert.ok(settings !== undefined, "no appsettings config");
   assert.is(property(bodyOf(settings), "parent")?.text, "site");
-  return propertiesOf(property(bodyOf(settings), "properties")!);
+  const properties = property(bodyOf(settings), "properties")!;
+  assert.is(callName(properties), "union");
+  const [written, ...added] = callArguments(properties);
+  assert.equal(added.map((node) => node.text), ["singleClusterSettings", "fleetSettings"]);
+  const single = declared(app, "var", "singleClusterSettings").value!.childForFieldName("alternative")!;
+  return new Map([...propertiesOf(written!), ...propertiesOf(single)]);
 }
 
 hosting("app settings carry exactly the names the code reads, and no Flex-rejected ones", ({ app }) => {

@@ -51,8 +51,8 @@ Compile.before(async (context) => {
 Compile("every workbook chart and every alert rule under infra/ is found, with interpolation resolved", ({ queries }) => {
   const workbook = queries.filter((q) => q.kind === "workbook").map((q) => q.name.replace(/.*item /, ""));
   const alerts = queries.filter((q) => q.kind === "alert");
-  assert.equal(workbook.sort(), ["admissions-per-minute", "api-server", "cache", "cold-starts", "denials", "latency"]);
-  assert.is(alerts.length, 4);
+  assert.equal(workbook.sort(), ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster"]);
+  assert.is(alerts.length, 5);
   for (const query of queries) {
     assert.not.match(query.text, /\$\{/, `${query.name} still holds Bicep interpolation`);
     assert.ok(query.text.includes(`"${schema.event}"`), `${query.name} does not select the admission event`);
@@ -319,6 +319,15 @@ Alerts("no-traffic: every admission reaching the webhooks writes a line, whateve
   run.api.state.failWith = 500;
   outcomes.push(await run.admit("mutate"));
   assert.equal(outcomes.map((lines) => entries(lines).filter((entry) => entry[f("event")] === schema.event).length), [1, 1, 1]);
+});
+
+Alerts("the alerts split by cluster: every line names its cluster, a single-cluster app's as default, whatever the outcome", async ({ run }) => {
+  const lines: WrittenLine[] = [...(await run.admit("mutate"))];
+  run.api.state.failWith = 500;
+  lines.push(...(await run.admit("validate")));
+  const written = entries(lines);
+  assert.equal(written.map((entry) => entry[f("decision")]), ["patched", "error"]);
+  assert.equal(written.map((entry) => entry[f("cluster")]), ["default", "default"]);
 });
 
 Compile.run();

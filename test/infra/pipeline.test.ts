@@ -150,8 +150,45 @@ pipeline("signs in to Azure with OIDC from repository variables, never a stored 
     "tenant-id": "${{ vars.AZURE_TENANT_ID }}",
     "subscription-id": "${{ vars.AZURE_SUBSCRIPTION_ID }}",
   });
-  assert.not.match(workflowText, /secrets\./);
+  // The one stored secret is the fleet members' own (what their wiring presents), never an Azure credential.
+  assert.equal([...new Set([...workflowText.matchAll(/(?<![\w.])secrets\.(\w+)/g)].map((match) => match[1]))], ["GMSA_CLUSTER_SECRETS"]);
   assert.not.match(workflowText, /publish-profile|creds:/);
+});
+
+pipeline("a fleet: the members are a parameter, their secrets a file of their own that is never printed and masked value by value", () => {
+  const write = stepIndex((step) => /deploy\.parameters\.json/.test(step.run ?? "") && /jq -n/.test(step.run ?? ""), "parameters");
+  assert.match(write.step.run ?? "", /--argjson clusters "\$CLUSTERS"/);
+  assert.is(write.step.env?.["CLUSTERS"], "${{ vars.GMSA_CLUSTERS || '[]' }}");
+  const secrets = stepIndex((step) => /deploy\.secrets\.json/.test(step.run ?? "") && /jq -n/.test(step.run ?? ""), "secrets");
+  const run = secrets.step.run ?? "";
+  assert.is(secrets.step.env?.["CLUSTER_SECRETS"], "${{ secrets.GMSA_CLUSTER_SECRETS }}");
+  assert.match(run, /^umask 077$/m);
+  assert.match(run, /::add-mask::\$value/);
+  assert.ok(run.indexOf("add-mask") < run.indexOf("> deploy.secrets.json"), "masked before anything could print it");
+  assert.not.match(run, /\bcat\b|set -x|echo "\$secrets"/);
+  assert.match(run, /parameters: \{clusterSecrets: \{value: \$clusterSecrets\}\}/);
+  for (const what of ["what-if", "create"]) {
+    const deployment = stepIndex((step) => new RegExp(`az deployment group ${what}`).test(step.run ?? ""), what);
+    assert.match(deployment.step.run ?? "", /--parameters @deploy\.parameters\.json \\\n\s+--parameters @deploy\.secrets\.json/);
+    assert.ok(runsBefore(secrets, deployment));
+  }
+  const signOut = stepIndex((step) => /az logout/.test(step.run ?? ""), "sign-out");
+  assert.match(signOut.step.run ?? "", /rm -f .*deploy\.secrets\.json/);
+});
+
+pipeline("a fleet is wired member by member with scripts/wire-fleet.sh, after the health check, with the names the script reads", () => {
+  const fleet = stepIndex((step) => step.run?.trim() === "bash scripts/wire-fleet.sh", "wire-fleet");
+  assert.is(fleet.step.if, "vars.GMSA_CLUSTERS != '' && vars.GMSA_CLUSTERS != '[]'");
+  const script = readFileSync(join(repoRoot, "scripts", "wire-fleet.sh"), "utf8");
+  const read = new Set([...script.matchAll(/\$\{?([A-Z][A-Z0-9_]+)/g)].map((match) => match[1]).filter((name) => name !== "BASH_REMATCH" && name !== "RUNNER_TEMP" && name !== "TMPDIR"));
+  assert.equal([...read].sort(), Object.keys(fleet.step.env ?? {}).concat("GMSA_CLUSTER_SECRETS_B64").sort(), "the step sets what the script reads (azd sets the base64 form)");
+  assert.is(fleet.step.env?.["WIRE_MODE"], "${{ steps.infra.outputs.wire-mode }}");
+  assert.is(fleet.step.env?.["IDENTITY_PRINCIPAL_ID"], "${{ steps.infra.outputs.principal-id }}");
+  assert.is(fleet.step.env?.["GMSA_CLUSTER_SECRETS"], "${{ secrets.GMSA_CLUSTER_SECRETS }}");
+  const smoke = stepIndex((step) => /curl/.test(step.run ?? "") && /HEALTH_URL/.test(step.run ?? ""), "smoke test");
+  const kubelogin = stepIndex((step) => step.uses?.startsWith("azure/use-kubelogin@") ?? false, "use-kubelogin");
+  assert.ok(runsBefore(smoke, fleet) && runsBefore(kubelogin, fleet));
+  assert.match(kubelogin.step.if ?? "", /vars\.GMSA_CLUSTERS != ''/);
 });
 
 pipeline("what-if runs before create, both on infra/main.bicep with the same parameters", () => {
@@ -254,6 +291,20 @@ packaging("azure.yaml: one function service in TypeScript from the project root,
   assert.match(name, /^[a-z][a-z0-9-]*$/);
 });
 
+packaging("azd up deploys the fleet in one go: after the deployment its postdeploy hook wires the members, with the workflow's script", () => {
+  const azure = readYaml("azure.yaml") as { hooks?: Record<string, { shell?: string; run?: string }> };
+  assert.equal(Object.keys(azure.hooks ?? {}), ["postdeploy"]);
+  assert.equal(azure.hooks?.["postdeploy"], { shell: "sh", run: "bash scripts/wire-fleet.sh" });
+  const script = readFileSync(join(repoRoot, "scripts", "wire-fleet.sh"), "utf8");
+  const main = readFileSync(join(repoRoot, "infra", "main.bicep"), "utf8");
+  // The outputs the script reads under azd's names are main.bicep's outputs.
+  for (const output of ["WEBHOOK_BASE_URL", "WIRE_MODE", "IDENTITY_PRINCIPAL_ID", "FUNCTION_APP_NAME", "AZURE_RESOURCE_GROUP"]) {
+    assert.ok(script.includes(`$${output}`) && new RegExp(`^output ${output} `, "m").test(main), output);
+  }
+  const parameters = readFileSync(join(repoRoot, "infra", "main.parameters.json"), "utf8");
+  for (const variable of ["GMSA_CLUSTERS", "GMSA_CLUSTER_SECRETS_B64"]) assert.ok(parameters.includes(`\${${variable}`) && script.includes(variable), variable);
+});
+
 packaging("the function app carries the azd-service-name tag of that service", async () => {
   const azure = readYaml("azure.yaml") as { services: Record<string, unknown> };
   const [service] = Object.keys(azure.services);
@@ -275,7 +326,7 @@ packaging("main.parameters.json sets only main.bicep parameters, from azd variab
   const required = declarations(main).filter((d) => d.kind === "param" && d.value === undefined).map((d) => d.name);
   for (const name of required) assert.ok(name in file.parameters, `required parameter ${name} is not set`);
   for (const [name, { value }] of Object.entries(file.parameters)) {
-    assert.match(String(value), /^\$\{[A-Z_]+(=[^}]*)?\}$/, `${name} is not an azd variable`);
+    assert.match(String(value), /^\$\{[A-Z][A-Z0-9_]*(=[^}]*)?\}$/, `${name} is not an azd variable`);
   }
 });
 

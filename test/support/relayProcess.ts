@@ -5,7 +5,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RelayCertificate } from "../../cluster/relay.js";
-import { functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "../../cluster/relayNginxConf.js";
+import { memberPathPrefix, type FleetMember } from "../../cluster/fleetMember.js";
+import { clusterSecretInclude, functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "../../cluster/relayNginxConf.js";
 
 /**
  * The relay's nginx.conf, rendered by the same function as the ConfigMap's, run by a real nginx
@@ -34,6 +35,8 @@ export interface RelayProcessOptions {
   readonly trustedCaPem: string;
   readonly resolver: string;
   readonly timeoutSeconds: number;
+  /** A fleet member's relay: its paths on the function and its secret header. */
+  readonly cluster?: FleetMember;
 }
 
 const repoRoot = join(__dirname, "..", "..");
@@ -139,6 +142,9 @@ export async function startRelayProcess(options: RelayProcessOptions): Promise<R
     trustedCaFile: file("function-ca.crt", options.trustedCaPem),
     runDir: dir,
     accessLog,
+    ...(options.cluster === undefined
+      ? {}
+      : { cluster: { upstreamPathPrefix: memberPathPrefix(options.cluster.name), secretFile: file("cluster-secret.conf", clusterSecretInclude(options.cluster.secret)) } }),
   });
   const confFile = file("nginx.conf", conf);
   const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path));

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Wires every fleet member the deployment did not wire itself (members without "wire" in the
+# clusters parameter): for each, its AKS credentials into a kubeconfig of its own, kubelogin for
+# Entra sign-in with the Azure CLI's session, then `npm run wire -- --cluster NAME ... --apply`
+# with the member's secret in a file. Used by the deploy workflow and by azd's postdeploy hook,
+# so both wire the same way. Nothing secret is printed; the files go when the script ends.
+#
+# Environment (the names azd gives main.bicep's outputs and the fleet's settings):
+#   GMSA_CLUSTERS               JSON array of members, as the clusters parameter (empty or []: nothing to do)
+#   GMSA_CLUSTER_SECRETS        JSON object, member name -> secret ("new,old" while rotating: "new" is wired)
+#   GMSA_CLUSTER_SECRETS_B64    or the same object as base64 of its JSON (azd)
+#   WEBHOOK_BASE_URL, WIRE_MODE, IDENTITY_PRINCIPAL_ID     outputs of main.bicep
+#   FUNCTION_APP_NAME, AZURE_RESOURCE_GROUP                relay mode: where the function key is read
+set -euo pipefail
+
+members="${GMSA_CLUSTERS:-}"
+if [ -z "$members" ] || [ "$(jq 'length' <<<"$members")" = 0 ]; then
+  echo "wire-fleet: no fleet members (GMSA_CLUSTERS is empty)"
+  exit 0
+fi
+
+: "${WEBHOOK_BASE_URL:?wire-fleet: WEBHOOK_BASE_URL is not set}"
+: "${WIRE_MODE:?wire-fleet: WIRE_MODE is not set}"
+: "${IDENTITY_PRINCIPAL_ID:?wire-fleet: IDENTITY_PRINCIPAL_ID is not set}"
+
+if [ -n "${GMSA_CLUSTER_SECRETS:-}" ]; then
+  secrets="$GMSA_CLUSTER_SECRETS"
+elif [ -n "${GMSA_CLUSTER_SECRETS_B64:-}" ]; then
+  secrets="$(base64 -d <<<"$GMSA_CLUSTER_SECRETS_B64")"
+else
+  echo "wire-fleet: the members' secrets are missing: set GMSA_CLUSTER_SECRETS or GMSA_CLUSTER_SECRETS_B64" >&2
+  exit 1
+fi
+if ! jq -e 'type == "object"' >/dev/null 2>&1 <<<"$secrets"; then
+  echo "wire-fleet: the members' secrets are not a JSON object (name -> secret)" >&2
+  exit 1
+fi
+
+work="$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/wire-fleet.XXXXXX")"
+chmod 700 "$work"
+trap 'rm -rf "$work"' EXIT
+umask 077
+
+key_args=()
+if [ "$WIRE_MODE" = relay ]; then
+  : "${FUNCTION_APP_NAME:?wire-fleet: relay mode reads the function key: FUNCTION_APP_NAME is not set}"
+  : "${AZURE_RESOURCE_GROUP:?wire-fleet: relay mode reads the function key: AZURE_RESOURCE_GROUP is not set}"
+  az functionapp keys list --resource-group "$AZURE_RESOURCE_GROUP" --name "$FUNCTION_APP_NAME" \
+    --query functionKeys.default --output tsv > "$work/function-key"
+  key_args=(--function-key-file "$work/function-key")
+fi
+
+aks_id='^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.ContainerService/managedClusters/([^/]+)$'
+dns_label='^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'
+failed=0
+while IFS=$'\t' read -r name id wired; do
+  if ! [[ "$name" =~ $dns_label ]]; then
+    echo "wire-fleet: member name ${name@Q} is not a DNS label" >&2
+    failed=1
+    continue
+  fi
+  if [ "$wired" = true ]; then
+    echo "wire-fleet: $name is wired by the deployment (wire in the clusters parameter)"
+    continue
+  fi
+  if ! [[ "$id" =~ $aks_id ]]; then
+    echo "wire-fleet: $name: aksResourceId is not the resource ID of a managed cluster" >&2
+    failed=1
+    continue
+  fi
+  subscription="${BASH_REMATCH[1]}" group="${BASH_REMATCH[2]}" cluster="${BASH_REMATCH[3]}"
+  # While rotating, the function accepts "new,old" and the wiring presents the new one.
+  jq -j --arg name "$name" '.[$name] // "" | split(",")[0] // ""' <<<"$secrets" > "$work/secret-$name"
+  if [ ! -s "$work/secret-$name" ]; then
+    echo "wire-fleet: $name has no secret in the members' secrets" >&2
+    failed=1
+    continue
+  fi
+  echo "wire-fleet: wiring $name ($cluster in $group)"
+  kubeconfig="$work/kubeconfig-$name"
+  # One member that cannot be wired does not keep the others from being wired; the script
+  # fails at the end.
+  if ! az aks get-credentials --subscription "$subscription" --resource-group "$group" --name "$cluster" \
+      --file "$kubeconfig" --overwrite-existing --only-show-errors ||
+    ! kubelogin convert-kubeconfig -l azurecli --kubeconfig "$kubeconfig" ||
+    ! KUBECONFIG="$kubeconfig" GMSA_CLUSTER_SECRET='' npm run --silent wire -- \
+      --function-url "$WEBHOOK_BASE_URL" --mode "$WIRE_MODE" --identity "$IDENTITY_PRINCIPAL_ID" \
+      --cluster "$name" --cluster-secret-file "$work/secret-$name" --apply "${key_args[@]}"; then
+    echo "wire-fleet: wiring $name failed; the other members go on" >&2
+    failed=1
+  fi
+done < <(jq -r '.[] | [.name, .aksResourceId, (if .wire == null then "false" else "true" end)] | @tsv' <<<"$members")
+exit "$failed"
