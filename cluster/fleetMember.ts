@@ -9,19 +9,7 @@ export interface FleetMember {
   readonly secret: string;
 }
 
-/** The header the relay adds with the member's secret. */
-export const clusterSecretHeader = "x-gmsa-cluster-secret";
-
-/** A DNS-1123 label, as the fleet's settings name members. */
-export const memberNamePattern = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
-/** URL-safe (it may be a path segment) and long enough not to be guessed; the function checks the same. */
-export const memberSecretPattern = /^[A-Za-z0-9_-]{32,128}$/;
-
-/** The function's setting that holds the member's secret(s): `-` becomes `_`, which a DNS label cannot hold. */
-export function clusterSecretSettingName(name: string): string {
-  return `GMSA_CLUSTER_SECRET_${name.toUpperCase().replace(/-/g, "_")}`;
-}
+export { clusterSecretHeader, clusterSecretSettingName, memberNamePattern, memberSecretPattern } from "../lib/fleet/memberIdentity.js";
 
 /** The member's paths on the function: where the relay sends its reviews, the secret in a header. */
 export function memberPathPrefix(name: string): string {

@@ -1,5 +1,6 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
+import { clusterSecretSettingName, memberNamePattern, memberSecretPattern } from "./fleet/memberIdentity.js";
 import { parse as parseJsonTree, type AnyNode } from "@humanwhocodes/momoa";
 import { parseAksResourceId } from "./kube/aksResourceId.js";
 import { apiServerUrl, caBundlePem } from "./kube/apiServerEndpoint.js";
@@ -317,13 +318,7 @@ export interface FleetSettings {
   readonly idleMs: number;
 }
 
-/** The app setting that holds a member's secret: the name upper-cased, `-` as `_` (a DNS label has no `_`, so no two names share one). */
-export function clusterSecretSettingName(name: string): string {
-  return `GMSA_CLUSTER_SECRET_${name.toUpperCase().replaceAll("-", "_")}`;
-}
-
-const dnsLabel = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-const secretPart = /^[A-Za-z0-9_-]{32,128}$/;
+export { clusterSecretSettingName };
 
 /** Where a problem is, as `GMSA_CLUSTERS.alpha.apiServerUrl`. */
 function pathOf(context: t.Context): string {
@@ -430,7 +425,7 @@ const ClusterName = new t.Type<string, string, unknown>(
   "ClusterName",
   (u): u is string => typeof u === "string",
   (u, c) =>
-    typeof u === "string" && dnsLabel.test(u)
+    typeof u === "string" && memberNamePattern.test(u)
       ? t.success(u)
       : t.failure(u, c, `GMSA_CLUSTERS: ${JSON.stringify(String(u).slice(0, 80))} is not a cluster name (a DNS label: 1 to 63 of a-z, 0-9 and -, starting and ending with a letter or digit)`),
   String,
@@ -500,7 +495,7 @@ function memberSecrets(name: string, env: NodeJS.ProcessEnv, problems: string[])
     return [];
   }
   const parts = value.split(",").map((part) => part.trim());
-  if (parts.length > 2 || !parts.every((part) => secretPart.test(part))) {
+  if (parts.length > 2 || !parts.every((part) => memberSecretPattern.test(part))) {
     problems.push(`${setting} must be one secret, or two separated by a comma while rotating (new,old), each 32 to 128 characters of A-Z, a-z, 0-9, _ and -`);
     return [];
   }

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import { clusterSecretHeader } from "./memberIdentity.js";
 
 /**
  * Which member a webhook request is for, and whether it may speak for it. In fleet mode a
@@ -17,7 +18,7 @@ export type MemberAddress =
   /** /clusters/{cluster}/{secret}/<webhook>. */
   | { readonly kind: "path"; readonly cluster: string; readonly secret: string };
 
-export const clusterSecretHeader = "x-gmsa-cluster-secret";
+export { clusterSecretHeader };
 
 export type MemberRoute<M> =
   | { readonly ok: true; readonly member: M }
