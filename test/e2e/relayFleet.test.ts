@@ -236,4 +236,26 @@ RelayFleet("straight to the function with its key, alpha's paths refuse no secre
   assert.is(topLevel.status, 404, topLevel.text);
 });
 
+const MemberMetrics = t.type({ state: t.string, admissions: t.number, starts: t.number });
+const Metrics = t.type({ mode: t.string, clusters: t.record(t.string, MemberMetrics) });
+
+RelayFleet("the function's /metrics shows alpha's client started by its admissions and beta's never started", async (context) => {
+  const reply = await httpsCall(`${context.relayed.functionHost.url}/metrics`, {
+    ca: context.relayed.functionCertificate.caPem,
+    method: "GET",
+    headers: { "x-functions-key": context.relayed.functionKey },
+  });
+  assert.is(reply.status, 200, reply.text);
+  const decoded = Metrics.decode(JSON.parse(reply.text));
+  if (isLeft(decoded)) return assert.unreachable(`/metrics: ${reply.text}`);
+  const { mode, clusters } = decoded.right;
+  assert.is(mode, "fleet");
+  assert.equal(Object.keys(clusters).sort(), ["alpha", "beta"]);
+  assert.is(clusters.alpha?.state, "started");
+  assert.is(clusters.alpha?.starts, 1);
+  assert.ok((clusters.alpha?.admissions ?? 0) >= 4, JSON.stringify(clusters.alpha));
+  // Refused requests for alpha start nothing for beta, whose secret they carried.
+  assert.equal(clusters.beta, { ...clusters.beta!, state: "idle", admissions: 0, starts: 0 });
+});
+
 RelayFleet.run();
