@@ -1,48 +1,37 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { clusterManifests } from "../../cluster/manifests.js";
-import { relayName, relayServiceDnsNames, type RelayCertificate, type RelayWiring } from "../../cluster/relay.js";
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName } from "../../cluster/webhookConfigurations.js";
-import { createCertificateAuthority, issueCertificate } from "../../controlplane/pki.js";
+import { relayName, type RelayWiring } from "../../cluster/relay.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
-import { startDnsResponder, type DnsResponder } from "../support/dnsResponder.js";
+import type { DnsResponder } from "../support/dnsResponder.js";
 import { localWebhookUser } from "../../host/localCluster.js";
 import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
 import { credSpecFixture } from "../support/fixtures.js";
-import { observations, startFunctionHostProcess, type FunctionHostProcess, type Observation } from "../support/functionHostProcess.js";
+import { observations, type FunctionHostProcess, type Observation } from "../support/functionHostProcess.js";
 import { httpsCall, postReview } from "../support/httpsClient.js";
 import { kubeRequest, type KubeReply } from "../support/kubeRequest.js";
-import { nginxFollowsDns, startRelayProcess, type RelayProcess } from "../support/relayProcess.js";
+import { followsDns, functionHostName, settledAccessLog, startRelayedFunction, type RelayedFunction } from "../support/relayedFunction.js";
+import { startRelayProcess, type RelayProcess } from "../support/relayProcess.js";
 import { gmsa, pod, review, type PodSpec } from "../support/reviews.js";
 import { useGrant } from "../support/useGrants.js";
 
 /**
  * Relay mode end to end: kube-apiserver → nginx running the relay's config → the function host,
- * which requires the function key that only the relay adds.
- *
- * In a cluster the webhook configurations address the relay by `service`; the API server then
- * dials the service's address through the cluster network. This control plane has no nodes,
- * pods or service network, so here the same configurations address the nginx on loopback by
- * `url`, with the relay's CA as caBundle. Everything past the API server's dial is the relay's
- * own: its nginx.conf, its certificate, its key header, its name resolution, its timeouts.
+ * which requires the function key that only the relay adds (set up as test/support/relayedFunction.ts
+ * says). A fleet member's relay is run here too, in front of a server that records what reaches
+ * it; test/e2e/relayFleet.test.ts runs one in front of a function serving a fleet.
  */
-/**
- * nginx 1.27.3 and later (the relay's image) resolve the function's name while running, through
- * the resolver the config names: here a DNS responder of the test's own. Older nginx (Debian
- * 12's) resolves an upstream's name once, at start, through the system: a name the system knows.
- */
-const followsDns = nginxFollowsDns();
-const functionHostName = followsDns ? "function-app.gmsa.test" : "localhost";
 const ns = "relayed";
 const webapp = canonicalJson(credSpecFixture("webapp1-credspec").credspec);
 
 interface Context {
   cluster: E2eCluster;
+  relayed: RelayedFunction;
   dns: DnsResponder;
   functionHost: FunctionHostProcess;
   functionCaPem: string;
@@ -109,59 +98,24 @@ Relay.before(async (context) => {
   }
 });
 
-async function relayCertificate(): Promise<RelayCertificate> {
-  const ca = await createCertificateAuthority("relay CA");
-  // The service names, as wiring issues it, and loopback, where this test's API server dials it.
-  const serving = await issueCertificate(ca, { commonName: relayName, dnsNames: relayServiceDnsNames("gmsa-admission"), ipAddresses: ["127.0.0.1"], usage: "server" });
-  return { caPem: ca.certPem, certPem: serving.certPem, keyPem: serving.keyPem };
-}
-
 async function setUp(context: Context): Promise<void> {
   context.dir = mkdtempSync(join(tmpdir(), "gmsa-relay-e2e-"));
   context.cluster = await startE2eCluster();
-  context.dns = await startDnsResponder({ [functionHostName]: "127.0.0.1" });
+  context.relayed = await startRelayedFunction(context.cluster, { dir: context.dir, serves: { kubeconfig: context.cluster.webhookEnv.KUBECONFIG! } });
+  ({ dns: context.dns, functionHost: context.functionHost, functionKey: context.functionKey, relay: context.relay, relayWiring: context.relayWiring } = context.relayed);
+  const functionCertificate = context.relayed.functionCertificate;
+  context.functionCaPem = functionCertificate.caPem;
 
-  // The function app: its own public-like name and certificate, keys required.
-  const functionCa = await createCertificateAuthority("function CA");
-  const functionCert = await issueCertificate(functionCa, { commonName: functionHostName, dnsNames: [functionHostName], ipAddresses: ["127.0.0.1"], usage: "server" });
-  context.functionCaPem = functionCa.certPem;
-  const certFile = join(context.dir, "function.crt");
-  const keyFile = join(context.dir, "function.key");
-  writeFileSync(certFile, functionCert.certPem);
-  writeFileSync(keyFile, functionCert.keyPem);
-  context.functionKey = randomBytes(24).toString("base64url");
-  context.functionHost = await startFunctionHostProcess({ kubeconfig: context.cluster.webhookEnv.KUBECONFIG!, functionKey: context.functionKey, certFile, keyFile });
-
-  // Relay mode as the wiring renders it, applied whole; then nginx with the same config.
-  context.relayWiring = {
-    function: { host: functionHostName, port: context.functionHost.port },
-    functionKey: context.functionKey,
-    certificate: await relayCertificate(),
-  };
-  await context.cluster.apply(clusterManifests({ target: { kind: "relay", ...context.relayWiring }, subject: { kind: "User", name: localWebhookUser } }));
-  context.relay = await startRelayProcess({
-    function: context.relayWiring.function,
-    functionKey: context.functionKey,
-    certificate: context.relayWiring.certificate,
-    trustedCaPem: functionCa.certPem,
-    resolver: context.dns.resolver,
-    timeoutSeconds: 5,
-  });
-  context.recorder = await startRecorder(functionCert.certPem, functionCert.keyPem);
+  context.recorder = await startRecorder(functionCertificate.certPem, functionCertificate.keyPem);
   context.memberRelay = await startRelayProcess({
     function: { host: functionHostName, port: context.recorder.port },
     functionKey: context.functionKey,
     certificate: context.relayWiring.certificate,
-    trustedCaPem: functionCa.certPem,
+    trustedCaPem: functionCertificate.caPem,
     resolver: context.dns.resolver,
     timeoutSeconds: 5,
     cluster: member,
   });
-  const target = { kind: "url", baseUrl: context.relay.url, caBundlePem: context.relayWiring.certificate.caPem } as const;
-  await context.cluster.apply([
-    mutatingWebhookConfiguration({ target, timeoutSeconds: 5, name: webhookConfigurationName }),
-    validatingWebhookConfiguration({ target, timeoutSeconds: 5, name: webhookConfigurationName }),
-  ]);
 
   await context.cluster.apply([
     { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
@@ -173,9 +127,7 @@ async function setUp(context: Context): Promise<void> {
 Relay.after(async (context) => {
   await context.memberRelay?.close().catch(() => {});
   await context.recorder?.close().catch(() => {});
-  await context.relay?.close().catch(() => {});
-  await context.functionHost?.close().catch(() => {});
-  await context.dns?.close().catch(() => {});
+  await context.relayed?.close().catch(() => {});
   await context.cluster?.close().catch(() => {});
   if (context.dir) rmSync(context.dir, { recursive: true, force: true });
 });
@@ -192,17 +144,6 @@ function create(context: Context, p: PodSpec): Promise<KubeReply> {
 }
 
 const admissions = (context: Context) => context.functionHost.logs.filter((line) => line.includes("gmsa.admission"));
-
-/** nginx writes a request's line just after answering: wait until the earlier ones are in. */
-async function settledAccessLog(relay: RelayProcess): Promise<number> {
-  let count = relay.accessLog().length;
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const now = relay.accessLog().length;
-    if (now === count) return count;
-    count = now;
-  }
-}
 
 Relay("the relay process runs the ConfigMap's nginx.conf: only where it listens and where its files are differ", async (context) => {
   const configMap = await kubeRequest(context.cluster.admin, "GET", `/api/v1/namespaces/gmsa-admission/configmaps/${relayName}`);

@@ -15,7 +15,10 @@ export interface FunctionHostProcess {
 }
 
 export interface FunctionHostOptions {
-  readonly kubeconfig: string;
+  /** One cluster, served on today's paths (GMSA_CLUSTER_ACCESS=kubeconfig). */
+  readonly kubeconfig?: string;
+  /** Settings added to the host's environment: a fleet's GMSA_CLUSTERS and its members' GMSA_CLUSTER_SECRET_<NAME>. */
+  readonly env?: Readonly<Record<string, string>>;
   readonly functionKey: string;
   readonly certFile: string;
   readonly keyFile: string;
@@ -30,8 +33,8 @@ export async function startFunctionHostProcess(options: FunctionHostOptions): Pr
     cwd: join(__dirname, "..", ".."),
     env: {
       ...process.env,
-      KUBECONFIG: options.kubeconfig,
-      GMSA_CLUSTER_ACCESS: "kubeconfig",
+      ...(options.kubeconfig === undefined ? {} : { KUBECONFIG: options.kubeconfig, GMSA_CLUSTER_ACCESS: "kubeconfig" }),
+      ...options.env,
       GMSA_REQUIRE_FUNCTION_KEY: "true",
       GMSA_FUNCTION_KEY: options.functionKey,
       TLS_CERT_FILE: options.certFile,
