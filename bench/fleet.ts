@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import * as t from "io-ts";
 import { isLeft } from "fp-ts/Either";
 import { generateServingCertificate } from "../host/servingCertificate.js";
-import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
+import { clusterSecretHeader, clusterSecretSettingName } from "../lib/fleet/memberIdentity.js";
 import { readFleetSettings } from "../lib/settings.js";
 import { startFakeApiServer, type FakeApiCall, type FakeApiServer } from "../test/support/fakeApiServer.js";
 import { credSpecFixture } from "../test/support/fixtures.js";
@@ -158,7 +158,7 @@ export async function fleetBench(): Promise<FleetRow[]> {
       TLS_CERT_FILE: certFile,
       TLS_KEY_FILE: keyFile,
       GMSA_CLUSTERS: JSON.stringify(Object.fromEntries(members.map((m) => [m.name, { kubeconfig: m.api.kubeconfig }]))),
-      ...Object.fromEntries(members.map((m) => [`GMSA_CLUSTER_SECRET_${m.name.toUpperCase().replaceAll("-", "_")}`, m.secret])),
+      ...Object.fromEntries(members.map((m) => [clusterSecretSettingName(m.name), m.secret])),
       // Passed on when set, so that the figure can be read at another TTL; otherwise the default.
       ...(process.env.GMSA_AUTH_CACHE_TTL_SECONDS ? { GMSA_AUTH_CACHE_TTL_SECONDS: process.env.GMSA_AUTH_CACHE_TTL_SECONDS } : {}),
       // Lets SIGUSR1 open the serving process's inspector on a free port, for its heap after a full GC.
