@@ -25,6 +25,7 @@ import { gmsa, pod, review } from "../test/support/reviews.js";
 import { useGrant } from "../test/support/useGrants.js";
 import { load, type LoadResult } from "./load.js";
 import { descendantRunning, rssMiB, startServer, type Started } from "./processes.js";
+import { fleetBench, fleetOnly } from "./fleet.js";
 
 /**
  * `npm run bench`: the serving cost of the product beside a floor measured in the same run, the
@@ -298,7 +299,7 @@ async function main(): Promise<void> {
 }
 
 setFlagsFromString("--expose-gc");
-main().then(
+(fleetOnly() ? Promise.resolve() : main()).then(fleetBench).then(
   () => process.exit(0),
   (error: unknown) => {
     console.error(error);

@@ -29,6 +29,8 @@ export interface FakeApiState {
 export interface FakeApiCall {
   readonly method: string;
   readonly path: string;
+  /** The query string as sent, without its `?` ("" when there is none): a list and a watch share their path. */
+  readonly search: string;
   readonly body?: unknown;
   readonly authorization?: string;
 }
@@ -130,7 +132,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, { state, calls,
   const body: unknown = text ? JSON.parse(text) : undefined;
   const url = new URL(req.url ?? "/", "http://x");
   const path = url.pathname;
-  calls.push({ method: req.method ?? "GET", path, body, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+  calls.push({ method: req.method ?? "GET", path, search: url.search.slice(1), body, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
   if (state.delayMs) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
   if (res.destroyed) return;
   if (state.failWith && (state.failTimes === undefined || state.failTimes > 0) && (!state.failPath || state.failPath.test(path))) {
