@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as netConnect } from "node:net";
@@ -123,6 +123,9 @@ Limits("connections holding large bodies keep nginx under its memory budget; pas
   slowPod.spec.securityContext = gmsa("webapp1-credspec");
   const inFlight = 30;
   const slow = Array.from({ length: inFlight }, () => postReview(`${relayProcess.url}/mutate?timeout=5s`, context.relayCertificate.caPem, review("CREATE", slowPod)));
+  // Each holds an upstream connection once nginx has passed it on: on a busy machine some were
+  // still in their handshakes when the bodies below arrived, and took no slot.
+  await waitFor(() => establishedTo(context.functionHost.port) >= inFlight, 3_000);
   // (Together they stay under worker_connections: past it nginx accepts nothing more until one ends.)
   // ...connections stuck in their headers, each with its large header buffers full...
   const headers = Buffer.from(`POST /mutate HTTP/1.1\r\n${Array.from({ length: 4 }, (_, i) => `X-Padding-${i}: ${"p".repeat(relayLimits.largeHeaderBuffers.bytes - 100)}\r\n`).join("")}`);
@@ -224,3 +227,28 @@ Limits("bodies trickled one byte per 1.5 s lose their slots: the API server's ad
   }
 });
 Limits.run();
+
+/** Established TCP connections to a local port, counted from the kernel's tables (IPv4 and IPv6). */
+function establishedTo(port: number): number {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
+  let count = 0;
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = "";
+    try {
+      text = readFileSync(table, "utf8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const [, , remote, state] = line.trim().split(/\s+/);
+      // State 01 is ESTABLISHED; the remote address is the function host's side of nginx's connection.
+      if (state === "01" && remote?.endsWith(`:${hexPort}`)) count++;
+    }
+  }
+  return count;
+}
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition() && Date.now() < deadline) await sleep(20);
+}
