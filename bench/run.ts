@@ -115,7 +115,8 @@ async function reviewBodies(url: string, caPem: string, dir: string): Promise<{ 
 
 async function waitForSync(url: string, caPem: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
-    const status = JSON.parse((await httpsCall(`${url}/health`, { ca: caPem, method: "GET" })).text) as { credSpecCache?: { synced: boolean; size: number } };
+    // /health says ready or not; the cache's state is on /metrics.
+    const status = JSON.parse((await httpsCall(`${url}/metrics`, { ca: caPem, method: "GET" })).text) as { credSpecCache?: { synced: boolean; size: number } };
     if (status.credSpecCache?.synced && status.credSpecCache.size >= credSpecCount) return;
     await sleep(100);
   }

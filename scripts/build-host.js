@@ -10,9 +10,10 @@
 // handful of classes. The build bundles just those names, tree-shaken as the deployment package
 // is, into dist/local/node_modules, where Node resolves the compiled files' imports first.
 "use strict";
-const { buildSync } = require("esbuild");
+const { build, buildSync } = require("esbuild");
 const { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } = require("node:fs");
 const { join, relative } = require("node:path");
+const { narrowUndici } = require("./narrowUndici.js");
 
 const root = join(__dirname, "..");
 const outdir = join(root, "dist", "local");
@@ -24,51 +25,60 @@ function filesUnder(dir) {
     .map((entry) => relative(root, join(entry.parentPath, entry.name)));
 }
 
-const started = process.hrtime.bigint();
-rmSync(outdir, { recursive: true, force: true });
-const files = sourceDirs.flatMap(filesUnder);
-buildSync({
-  entryPoints: files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")).map((f) => join(root, f)),
-  outbase: root,
-  outdir,
-  bundle: false,
-  platform: "node",
-  target: "node22",
-  format: "cjs",
-  sourcemap: "linked",
-  logLevel: "warning",
-});
-for (const file of files.filter((f) => !f.endsWith(".ts"))) {
-  mkdirSync(join(outdir, file, ".."), { recursive: true });
-  cpSync(join(root, file), join(outdir, file));
-}
-cpSync(join(root, "examples"), join(outdir, "examples"), { recursive: true });
+async function main() {
+  const started = process.hrtime.bigint();
+  rmSync(outdir, { recursive: true, force: true });
+  const files = sourceDirs.flatMap(filesUnder);
+  buildSync({
+    entryPoints: files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")).map((f) => join(root, f)),
+    outbase: root,
+    outdir,
+    bundle: false,
+    platform: "node",
+    target: "node22",
+    format: "cjs",
+    sourcemap: "linked",
+    logLevel: "warning",
+  });
+  for (const file of files.filter((f) => !f.endsWith(".ts"))) {
+    mkdirSync(join(outdir, file, ".."), { recursive: true });
+    cpSync(join(root, file), join(outdir, file));
+  }
+  cpSync(join(root, "examples"), join(outdir, "examples"), { recursive: true });
 
-const clientNode = "@kubernetes/client-node";
-const usedNames = new Set();
-for (const file of files.filter((f) => f.endsWith(".ts"))) {
-  for (const match of readFileSync(join(root, file), "utf8").matchAll(/import\s*\{([^}]*)\}\s*from\s*"@kubernetes\/client-node"/g)) {
-    for (const part of match[1].split(",")) {
-      const name = part.trim().split(/\s+as\s+/)[0];
-      if (name && !name.startsWith("type ")) usedNames.add(name);
+  const clientNode = "@kubernetes/client-node";
+  const usedNames = new Set();
+  for (const file of files.filter((f) => f.endsWith(".ts"))) {
+    for (const match of readFileSync(join(root, file), "utf8").matchAll(/import\s*\{([^}]*)\}\s*from\s*"@kubernetes\/client-node"/g)) {
+      for (const part of match[1].split(",")) {
+        const name = part.trim().split(/\s+as\s+/)[0];
+        if (name && !name.startsWith("type ")) usedNames.add(name);
+      }
     }
   }
+  const clientDir = join(outdir, "node_modules", clientNode);
+  mkdirSync(clientDir, { recursive: true });
+  await build({
+    stdin: { contents: `export { ${[...usedNames].sort().join(", ")} } from "${clientNode}";`, resolveDir: root, sourcefile: "client-node-entry.js", loader: "js" },
+    bundle: true,
+    platform: "node",
+    target: "node22",
+    format: "cjs",
+    outfile: join(clientDir, "index.js"),
+    external: ["bufferutil", "utf-8-validate"],
+    // Minified as in the deployment package: the process holds the source text in memory.
+    minify: true,
+    // Plugins need the asynchronous API.
+    plugins: [narrowUndici()],
+    logLevel: "warning",
+  });
+  const { version } = JSON.parse(readFileSync(join(root, "node_modules", clientNode, "package.json"), "utf8"));
+  writeFileSync(join(clientDir, "package.json"), JSON.stringify({ name: clientNode, version, main: "index.js", type: "commonjs" }));
+  cpSync(join(root, "package.json"), join(outdir, "package.json"));
+  process.stderr.write(`local host compiled to ${relative(root, outdir)} in ${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(0)} ms\n`);
 }
-const clientDir = join(outdir, "node_modules", clientNode);
-mkdirSync(clientDir, { recursive: true });
-buildSync({
-  stdin: { contents: `export { ${[...usedNames].sort().join(", ")} } from "${clientNode}";`, resolveDir: root, sourcefile: "client-node-entry.js", loader: "js" },
-  bundle: true,
-  platform: "node",
-  target: "node22",
-  format: "cjs",
-  outfile: join(clientDir, "index.js"),
-  external: ["bufferutil", "utf-8-validate"],
-  // Minified as in the deployment package: the process holds the source text in memory.
-  minify: true,
-  logLevel: "warning",
+
+main().catch((error) => {
+  process.stderr.write(`build-host: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
 });
-const { version } = JSON.parse(readFileSync(join(root, "node_modules", clientNode, "package.json"), "utf8"));
-writeFileSync(join(clientDir, "package.json"), JSON.stringify({ name: clientNode, version, main: "index.js", type: "commonjs" }));
-cpSync(join(root, "package.json"), join(outdir, "package.json"));
-process.stderr.write(`local host compiled to ${relative(root, outdir)} in ${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(0)} ms\n`);
