@@ -35,5 +35,31 @@ export function failedClosed(uid: string, code: 500 | 503 | 504, message: string
 
 function patchFields(patch: readonly PatchOperation[]): Pick<AdmissionResponse, "patch" | "patchType"> {
   if (patch.length === 0) return {};
-  return { patch: Buffer.from(JSON.stringify(patch)).toString("base64"), patchType: "JSONPatch" };
+  return { patch: encodePatch(patch), patchType: "JSONPatch" };
+}
+
+/**
+ * The base64 of a patch's JSON. Most patches are one operation that inlines a credential spec:
+ * its contents are the same string object for as long as the cache holds that spec, so such a
+ * patch is encoded once per spec and path, not once per admission (the contents are a kilobyte of
+ * escaped JSON, and encoding them was a tenth of a mutate). A few hundred are remembered.
+ */
+const encodedPatches = new Map<string, Map<string, string>>();
+const maxEncodedContents = 256;
+
+function encodePatch(patch: readonly PatchOperation[]): string {
+  const encode = () => Buffer.from(JSON.stringify(patch)).toString("base64");
+  const only = patch.length === 1 ? patch[0]! : undefined;
+  if (!only || typeof only.value !== "string" || only.op !== "add") return encode();
+  let byPath = encodedPatches.get(only.value);
+  let encoded = byPath?.get(only.path);
+  if (encoded !== undefined) return encoded;
+  encoded = encode();
+  if (!byPath) {
+    if (encodedPatches.size >= maxEncodedContents) encodedPatches.delete(encodedPatches.keys().next().value!);
+    byPath = new Map();
+    encodedPatches.set(only.value, byPath);
+  }
+  if (byPath.size < maxEncodedContents) byPath.set(only.path, encoded);
+  return encoded;
 }
