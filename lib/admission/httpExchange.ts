@@ -1,6 +1,6 @@
 import { parseGoDurationMs } from "./goDuration.js";
 import { handleReview, type ReviewDependencies, type ReviewPolicy } from "./handleReview.js";
-import { encodeReview } from "./review.js";
+import { encodeReview } from "./response.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { PatchOperation } from "../gmsa/jsonPatch.js";
 import type { Verdict } from "../gmsa/verdict.js";
-import type { AdmissionResponse, Status } from "./review.js";
+import type { AdmissionResponse, AdmissionReviewResponse, Status } from "./review.js";
 
 /**
  * Every AdmissionResponse is built here, from a policy verdict or from a failure, so the
@@ -46,6 +46,8 @@ function patchFields(patch: readonly PatchOperation[]): Pick<AdmissionResponse, 
  */
 const encodedPatches = new Map<string, Map<string, string>>();
 const maxEncodedContents = 256;
+/** Every encoding `encodedPatches` holds: base64 made here, which needs no escaping in JSON. */
+const remembered = new Set<string>();
 
 function encodePatch(patch: readonly PatchOperation[]): string {
   const encode = () => Buffer.from(JSON.stringify(patch)).toString("base64");
@@ -56,10 +58,35 @@ function encodePatch(patch: readonly PatchOperation[]): string {
   if (encoded !== undefined) return encoded;
   encoded = encode();
   if (!byPath) {
-    if (encodedPatches.size >= maxEncodedContents) encodedPatches.delete(encodedPatches.keys().next().value!);
+    if (encodedPatches.size >= maxEncodedContents) {
+      const [oldest, paths] = encodedPatches.entries().next().value!;
+      for (const old of paths.values()) remembered.delete(old);
+      encodedPatches.delete(oldest);
+    }
     byPath = new Map();
     encodedPatches.set(only.value, byPath);
   }
-  if (byPath.size < maxEncodedContents) byPath.set(only.path, encoded);
+  if (byPath.size < maxEncodedContents) {
+    byPath.set(only.path, encoded);
+    remembered.add(encoded);
+  }
   return encoded;
+}
+
+const patchKey = '"patch":"';
+
+/**
+ * The JSON text of an answer: exactly what JSON.stringify writes for it. A patch is a kilobyte
+ * or more of base64, and Node 22's JSON.stringify checks a string for characters to escape one
+ * by one (as costly as encoding the patch was); a patch encoded above is base64, which has none,
+ * so it is written in as it is. Any other patch, which this cannot vouch for without reading it
+ * character by character, goes through JSON.stringify. `"patch":""` can stand in the text only
+ * as that one key: inside any string value its quotes would be escaped.
+ */
+export function encodeReview(review: AdmissionReviewResponse): string {
+  const { patch } = review.response;
+  if (patch === undefined || !remembered.has(patch)) return JSON.stringify(review);
+  const text = JSON.stringify({ ...review, response: { ...review.response, patch: "" } });
+  const at = text.indexOf(`${patchKey}"`) + patchKey.length;
+  return `${text.slice(0, at)}${patch}${text.slice(at)}`;
 }

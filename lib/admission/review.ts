@@ -88,21 +88,3 @@ export interface AdmissionReviewResponse {
   readonly kind: "AdmissionReview";
   readonly response: AdmissionResponse;
 }
-
-const patchKey = '"patch":"';
-const base64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-/**
- * The JSON text of an answer: exactly what JSON.stringify writes for it. A patch is a kilobyte
- * or more of base64, and Node 22's JSON.stringify checks a string for characters to escape one
- * by one (most of the cost of writing an answer); base64 has none, so it is written in as it
- * is. `"patch":""` can stand in the text only as that one key: inside any string value its
- * quotes would be escaped.
- */
-export function encodeReview(review: AdmissionReviewResponse): string {
-  const { patch } = review.response;
-  if (patch === undefined || !base64.test(patch)) return JSON.stringify(review);
-  const text = JSON.stringify({ ...review, response: { ...review.response, patch: "" } });
-  const at = text.indexOf(`${patchKey}"`) + patchKey.length;
-  return `${text.slice(0, at)}${patch}${text.slice(at)}`;
-}

@@ -1,8 +1,8 @@
 import * as fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { encodeReview, type AdmissionReviewResponse } from "../../../lib/admission/review.js";
-import { responseFor } from "../../../lib/admission/response.js";
+import type { AdmissionReviewResponse } from "../../../lib/admission/review.js";
+import { encodeReview, responseFor } from "../../../lib/admission/response.js";
 import { addOperation } from "../../../lib/gmsa/jsonPatch.js";
 import { allowed, denied } from "../../../lib/gmsa/verdict.js";
 
@@ -39,9 +39,11 @@ Encoding("a one-operation patch is the same for the same contents at another pat
   assert.equal(at(0, '{"a":1}'), [{ op: "add", path: "/spec/containers/0/x", value: '{"a":1}' }]);
 });
 
-Encoding("a patch that is not base64 is written by JSON.stringify", () => {
-  const review: AdmissionReviewResponse = { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: "u", allowed: true, patch: 'not "base64"', patchType: "JSONPatch" } };
-  assert.is(encodeReview(review), JSON.stringify(review));
+Encoding("a patch it did not encode itself is written by JSON.stringify", () => {
+  for (const patch of ['not "base64"', "\\", "\u0001", "W10="]) {
+    const review: AdmissionReviewResponse = { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: "u", allowed: true, patch, patchType: "JSONPatch" } };
+    assert.is(encodeReview(review), JSON.stringify(review));
+  }
 });
 
 Encoding.run();
