@@ -9,11 +9,14 @@
 // generated API and model (about 40 MiB of heap and half a second), of which the product uses a
 // handful of classes. The build bundles just those names, tree-shaken as the deployment package
 // is, into dist/local/node_modules, where Node resolves the compiled files' imports first.
+//
+// A build that is up to date is not done again: the inputs' paths, sizes and modification times
+// (sources, examples, the lockfile, this script, the Node release) are hashed into
+// dist/local/.inputs once a build has finished, and a start whose hash matches goes straight on.
 "use strict";
-const { build, buildSync } = require("esbuild");
-const { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } = require("node:fs");
+const { createHash } = require("node:crypto");
+const { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } = require("node:fs");
 const { join, relative } = require("node:path");
-const { narrowUndici } = require("./narrowUndici.js");
 
 const root = join(__dirname, "..");
 const outdir = join(root, "dist", "local");
@@ -25,10 +28,46 @@ function filesUnder(dir) {
     .map((entry) => relative(root, join(entry.parentPath, entry.name)));
 }
 
+const stampFile = join(outdir, ".inputs");
+
+function inputsDigest(files) {
+  const inputs = [
+    ...files,
+    ...filesUnder("examples"),
+    "package.json",
+    "package-lock.json",
+    "scripts/build-host.js",
+    "scripts/narrowUndici.js",
+    "node_modules/@kubernetes/client-node/package.json",
+    "node_modules/esbuild/package.json",
+  ];
+  const hash = createHash("sha256").update(`${process.version}\n`);
+  for (const file of inputs) {
+    const stat = statSync(join(root, file));
+    hash.update(`${file}\0${stat.size}\0${stat.mtimeMs}\n`);
+  }
+  return hash.digest("hex");
+}
+
+function readStamp() {
+  try {
+    return readFileSync(stampFile, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
 async function main() {
   const started = process.hrtime.bigint();
-  rmSync(outdir, { recursive: true, force: true });
   const files = sourceDirs.flatMap(filesUnder);
+  const digest = inputsDigest(files);
+  if (readStamp() === digest) {
+    process.stderr.write(`local host in ${relative(root, outdir)} is up to date (checked in ${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(0)} ms)\n`);
+    return;
+  }
+  const { build, buildSync } = require("esbuild");
+  const { narrowUndici } = require("./narrowUndici.js");
+  rmSync(outdir, { recursive: true, force: true });
   buildSync({
     entryPoints: files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")).map((f) => join(root, f)),
     outbase: root,
@@ -75,6 +114,7 @@ async function main() {
   const { version } = JSON.parse(readFileSync(join(root, "node_modules", clientNode, "package.json"), "utf8"));
   writeFileSync(join(clientDir, "package.json"), JSON.stringify({ name: clientNode, version, main: "index.js", type: "commonjs" }));
   cpSync(join(root, "package.json"), join(outdir, "package.json"));
+  writeFileSync(stampFile, digest);
   process.stderr.write(`local host compiled to ${relative(root, outdir)} in ${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(0)} ms\n`);
 }
 
