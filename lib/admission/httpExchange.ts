@@ -1,5 +1,6 @@
 import { parseGoDurationMs } from "./goDuration.js";
 import { handleReview, type ReviewDependencies, type ReviewPolicy } from "./handleReview.js";
+import { encodeReview } from "./response.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
 
 /**
@@ -41,9 +42,6 @@ export function plainReply(status: number, message: string, headers: Record<stri
   return { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers }, body: `${message}\n` };
 }
 
-function jsonReply(status: number, value: unknown): HttpReply {
-  return { status, headers: { "content-type": "application/json" }, body: JSON.stringify(value) };
-}
 
 export async function exchangeAdmission(
   call: HttpCall,
@@ -67,7 +65,7 @@ export async function exchangeAdmission(
   }
   const outcome = await handleReview(body, policy, deps, parseGoDurationMs(call.timeout));
   if (outcome.kind === "badRequest") return { reply: plainReply(400, outcome.message) };
-  return { reply: jsonReply(200, outcome.review), record: outcome.record };
+  return { reply: { status: 200, headers: { "content-type": "application/json" }, body: encodeReview(outcome.review) }, record: outcome.record };
 }
 
 function tooLarge(): HttpReply {

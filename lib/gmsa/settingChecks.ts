@@ -61,5 +61,7 @@ function truncate(text: string, max = 80): string {
 }
 
 export function namesOf(settings: readonly GmsaSetting[]): string[] {
-  return [...new Set(settings.flatMap((s) => (s.name === undefined ? [] : [s.name])))];
+  const names = new Set<string>();
+  for (const setting of settings) if (setting.name !== undefined) names.add(setting.name);
+  return [...names];
 }

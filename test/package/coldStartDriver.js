@@ -29,8 +29,9 @@ require.cache["@azure/functions-core"] = { id: "@azure/functions-core", filename
 (async () => {
   const started = process.hrtime.bigint();
   const manifest = require(path.join(packageDir, "package.json"));
+  let entry;
   try {
-    require(path.join(packageDir, manifest.main));
+    entry = require(path.join(packageDir, manifest.main));
   } catch (error) {
     // What the worker would be left with: the functions registered before the entry point threw.
     process.stdout.write(JSON.stringify({ loadError: String(error && error.message), registered: functions.map(({ metadata }) => metadata.name) }));
@@ -64,7 +65,7 @@ require.cache["@azure/functions-core"] = { id: "@azure/functions-core", filename
     },
     { invocationId: "cold-start", functionName, log() {}, info() {}, warn() {}, error: (...a) => console.error(...a), debug() {}, trace() {} },
   );
-  process.stdout.write(JSON.stringify({ loadedMs, registered, response }));
+  process.stdout.write(JSON.stringify({ loadedMs, codeCache: entry.codeCache, registered, response }));
 })().catch((error) => {
   console.error(error);
   process.exit(1);

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
@@ -45,7 +45,7 @@ async function coldStart(context: { dir: string; api: FakeApiServer }, fn: strin
     env: { PATH: process.env.PATH, KUBECONFIG: context.api.kubeconfig, GMSA_CREDSPEC_CACHE: "false", ...env },
     encoding: "utf8",
   });
-  return JSON.parse(output) as { loadedMs: number; registered: Array<{ name: string; route: string; methods: string[]; authLevel: string }>; response: { status: number; body: string } };
+  return JSON.parse(output) as { loadedMs: number; codeCache: string; registered: Array<{ name: string; route: string; methods: string[]; authLevel: string }>; response: { status: number; body: string } };
 }
 
 Package("holds only the bundle, host.json and a manifest without dependencies", (context) => {
@@ -87,6 +87,26 @@ Package("with GMSA_CLUSTERS, serves a member on its path with its secret, and to
   assert.is(wrong.response.status, 401);
   const top = await coldStart(context, "mutate", review("CREATE", p), fleet);
   assert.is(top.response.status, 404);
+});
+
+Package("compiles the bundle from its V8 code cache, and serves the same without a cache V8 takes", async (context) => {
+  const p = pod();
+  p.spec.securityContext = gmsa("webapp1-credspec");
+  const cached = await coldStart(context, "mutate", review("CREATE", p));
+  assert.is(cached.codeCache, "used", "the Node that built the package takes its cache");
+  // Another Node release, or a damaged file: V8 refuses the cache and the bundle compiles as usual.
+  const damaged = join(mkdtempSync(join(tmpdir(), "gmsa-package-")), "app");
+  cpSync(context.dir, damaged, { recursive: true });
+  const cache = join(damaged, "dist", "functions", "app.js.v8cache");
+  const bytes = readFileSync(cache);
+  bytes.fill(0, 0, 64);
+  writeFileSync(cache, bytes);
+  const uncached = await coldStart({ ...context, dir: damaged }, "mutate", review("CREATE", p));
+  assert.is(uncached.codeCache, "rejected");
+  for (const result of [cached, uncached]) {
+    const ops = JSON.parse(Buffer.from(JSON.parse(result.response.body).response.patch, "base64").toString());
+    assert.is(ops[0].value, canonicalJson(credSpecFixture("webapp1-credspec").credspec));
+  }
 });
 
 Package("asks for function keys when the app setting says so", async (context) => {
