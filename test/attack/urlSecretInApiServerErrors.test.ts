@@ -58,4 +58,40 @@ Leak("a pod creator refused because the webhook did not answer is not shown the 
   assert.not.ok(message.includes(secret), "the pod creator was shown alpha's cluster secret");
 });
 
+Leak("whoever may only read events in the namespace is not shown the cluster secret either", async ({ local }) => {
+  const admin = loadKubeconfigFile(local.adminKubeconfig);
+  await applyObjects(admin, [
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "auditor", namespace: ns } },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "auditor-view", namespace: ns }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "view" }, subjects: [{ kind: "ServiceAccount", name: "auditor", namespace: ns }] },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "webapp", namespace: ns },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: "webapp" } },
+        template: { metadata: { labels: { app: "webapp" } }, spec: { securityContext: gmsa("webapp1-credspec"), containers: [{ name: "app", image: "mcr.microsoft.com/windows/nanoserver:ltsc2022" }] } },
+      },
+    },
+  ]);
+  // The ReplicaSet controller's pod creations fail at the webhook and are recorded as events.
+  const deadline = Date.now() + 30_000;
+  let messages: string[] = [];
+  while (Date.now() < deadline) {
+    const reply = await kubeRequest(admin, "GET", `/api/v1/namespaces/${ns}/events`);
+    messages = ((reply.body?.items ?? []) as Array<{ reason?: string; message?: string }>).filter((e) => e.reason === "FailedCreate").map((e) => e.message ?? "");
+    if (messages.length > 0) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.ok(messages.length > 0, "no FailedCreate event: the test proves nothing");
+  // The view role may read events: anyone holding it reads what the event says.
+  const canView = await kubeRequest(admin, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+    apiVersion: "authorization.k8s.io/v1",
+    kind: "SubjectAccessReview",
+    spec: { user: `system:serviceaccount:${ns}:auditor`, resourceAttributes: { namespace: ns, verb: "list", resource: "events" } },
+  });
+  console.log(`    FailedCreate event (auditor may list events: ${canView.body?.status?.allowed}): ${messages[0]!.replace(secret, "<SECRET>").slice(0, 240)}`);
+  assert.not.ok(messages.some((m) => m.includes(secret)), "the namespace's events carry alpha's cluster secret");
+});
+
 Leak.run();
