@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 import { ApiServerEndpointError, caBundlePem as certificatesOnly } from "../lib/kube/apiServerEndpoint.js";
-import { clusterSecretHeader, clusterSecretSettingName, memberNamePattern, memberSecretPattern, type FleetMember } from "./fleetMember.js";
+import { clusterSecretHeader, clusterSecretSettingName, isMemberSecret, memberNamePattern, memberSecretRule, type FleetMember } from "./fleetMember.js";
 import { defaultTimeoutSeconds } from "./manifests.js";
 import { relayDefaultImage, relayDefaultNamespace, relayDefaultResolver, type FunctionEndpoint } from "./relay.js";
 import { AllowFromError, parseRelayAllowFrom, relayDefaultAllowFrom, type RelayAllowedSource } from "./relayNetworkPolicy.js";
@@ -68,7 +68,8 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             The objects then carry the secret: they go to --out DIR or
                             --apply, never to stdout
   --cluster-secret-file FILE
-                            the member's secret (32 to 128 of A-Z a-z 0-9 _ -), the one
+                            the member's secret (32 to 128 of A-Z a-z 0-9 _ -, at least
+                            10 different: a random one), the one
                             the function holds in GMSA_CLUSTER_SECRET_<NAME>; or set
                             GMSA_CLUSTER_SECRET. Rotating: wire with the new one while
                             the function accepts "new,old", then drop old there
@@ -221,7 +222,7 @@ function fleetMember(name: string | undefined, secretFile: string | undefined, e
   const secret = secretFile !== undefined ? readText(secretFile, "--cluster-secret-file").trim() : (fromEnv ?? "").trim();
   if (secret === "") throw new UsageError(`--cluster ${name} needs the member's secret (the one in the function's ${setting}): --cluster-secret-file FILE or GMSA_CLUSTER_SECRET`);
   if (secret.includes(",")) throw new UsageError(`the cluster secret is one secret: while rotating, ${setting} holds "new,old" and the wiring gets the new one alone`);
-  if (!memberSecretPattern.test(secret)) throw new UsageError(`the cluster secret must be 32 to 128 characters of A-Z a-z 0-9 _ - (it may travel in a URL path); the one given is not`);
+  if (!isMemberSecret(secret)) throw new UsageError(`the cluster secret must be ${memberSecretRule}; it may travel in a URL path, and the one given is not`);
   return { name, secret };
 }
 

@@ -1,6 +1,6 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
-import { clusterSecretSettingName, memberNamePattern, memberSecretPattern } from "./fleet/memberIdentity.js";
+import { clusterSecretSettingName, isMemberSecret, memberNamePattern, memberSecretRule } from "./fleet/memberIdentity.js";
 import { parse as parseJsonTree, type AnyNode } from "@humanwhocodes/momoa";
 import { parseAksResourceId } from "./kube/aksResourceId.js";
 import { apiServerUrl, caBundlePem } from "./kube/apiServerEndpoint.js";
@@ -495,8 +495,8 @@ function memberSecrets(name: string, env: NodeJS.ProcessEnv, problems: string[])
     return [];
   }
   const parts = value.split(",").map((part) => part.trim());
-  if (parts.length > 2 || !parts.every((part) => memberSecretPattern.test(part))) {
-    problems.push(`${setting} must be one secret, or two separated by a comma while rotating (new,old), each 32 to 128 characters of A-Z, a-z, 0-9, _ and -`);
+  if (parts.length > 2 || !parts.every(isMemberSecret)) {
+    problems.push(`${setting} must be one secret, or two separated by a comma while rotating (new,old), each ${memberSecretRule}`);
     return [];
   }
   return [...new Set(parts)];

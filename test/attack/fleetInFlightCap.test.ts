@@ -15,7 +15,7 @@ import { gmsa, pod, review } from "../support/reviews.js";
  * member sheds none of them early.
  */
 const Cap = suite("attack: admissions in flight for one hung member");
-const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-".padEnd(40, "b") };
+const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
 
 function gmsaPod() {

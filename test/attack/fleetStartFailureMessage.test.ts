@@ -25,7 +25,7 @@ for (const how of ["fails", "hangs"] as const) {
     const fleet = readFleetSettings({
       GMSA_CLUSTERS: JSON.stringify({ alpha: { apiServerUrl: "https://alpha.internal.example" }, beta: { apiServerUrl: "https://beta.internal.example" } }),
       GMSA_CLUSTER_SECRET_ALPHA: secret,
-      GMSA_CLUSTER_SECRET_BETA: "beta-secret-".padEnd(40, "b"),
+      GMSA_CLUSTER_SECRET_BETA: "beta-secret-0123456789".padEnd(40, "b"),
       GMSA_ADMISSION_BUDGET_MS: "500",
       GMSA_API_TIMEOUT_MS: "500",
     });

@@ -26,7 +26,8 @@ writeFileSync(
     "current-context": "first",
   }),
 );
-const secret = "s".repeat(32);
+const secret = "alpha-secret-0123456789".padEnd(32, "s");
+const betaSecret = "beta-secret-0123456789".padEnd(32, "b");
 
 const Runtime = suite("the fleet runtime");
 
@@ -48,7 +49,7 @@ Runtime("an unknown context stops start-up, naming the member and the contexts t
 
 Runtime("a fleet starts no member's client at start-up; an admission's first call does", async () => {
   let starts = 0;
-  const fleet = readFleetSettings({ GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig }, beta: { kubeconfig, context: "second" } }), GMSA_CLUSTER_SECRET_ALPHA: secret, GMSA_CLUSTER_SECRET_BETA: "b".repeat(32) });
+  const fleet = readFleetSettings({ GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig }, beta: { kubeconfig, context: "second" } }), GMSA_CLUSTER_SECRET_ALPHA: secret, GMSA_CLUSTER_SECRET_BETA: betaSecret });
   const runtime = await createFleetRuntime(fleet, {
     startMember: async () => {
       starts += 1;
@@ -56,7 +57,7 @@ Runtime("a fleet starts no member's client at start-up; an admission's first cal
     },
   });
   assert.is(starts, 0);
-  const route = runtime.router.route({ kind: "path", cluster: "beta", secret: "b".repeat(32) }, "mutate");
+  const route = runtime.router.route({ kind: "path", cluster: "beta", secret: betaSecret }, "mutate");
   assert.ok(route.ok);
   if (route.ok) {
     assert.is(route.member.name, "beta");

@@ -14,7 +14,7 @@ interface Context {
   webhook: LocalFleetWebhook;
 }
 
-const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-".padEnd(40, "b") };
+const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
 // The same name in both clusters, with contents of its own in each.
 function contentsIn(cluster: string): Record<string, unknown> {

@@ -1,9 +1,13 @@
+import { randomBytes } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { clusterSecretSettingName, readAdmissionSettings, readFleetSettings, SettingsError } from "../../lib/settings.js";
 
-const secretA = "a".repeat(32);
-const secretB = "B_b-".repeat(10);
+// Secrets as an operator makes them: random, URL-safe, far more than 10 different characters.
+const secretA = "alpha_0123456789-abcdefghijklmnop";
+const secretB = "Bravo-9876543210_ZYXWVUTSRQPONMLK";
+const secretC = "charlie-0246813579_qrstuvwxyzABCD";
+const secretG = "gamma_1357924680-EFGHIJKLMNOPQRST";
 const resourceId = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks1";
 
 function fleet(clusters: unknown, extra: Record<string, string> = {}): Record<string, string> {
@@ -49,8 +53,8 @@ Fleet("each kind of access becomes a member, in the order given, sharing the oth
       { alpha: { kubeconfig: "/a", context: "ctx" }, "beta-1": { aksResourceId: resourceId }, gamma: { apiServerUrl: "https://api.gamma.example:443/" } },
       {
         GMSA_CLUSTER_SECRET_ALPHA: secretA,
-        GMSA_CLUSTER_SECRET_BETA_1: `${secretB},${secretA.replaceAll("a", "c")}`,
-        GMSA_CLUSTER_SECRET_GAMMA: secretA.replaceAll("a", "g"),
+        GMSA_CLUSTER_SECRET_BETA_1: `${secretB},${secretC}`,
+        GMSA_CLUSTER_SECRET_GAMMA: secretG,
         GMSA_API_CONCURRENCY: "5",
         AZURE_CLIENT_ID: "client",
         KUBECONFIG: "/ignored-for-kubectl",
@@ -64,7 +68,7 @@ Fleet("each kind of access becomes a member, in the order given, sharing the oth
     { access: "entra", resourceId, clientId: "client" },
     { access: "entra", server: "https://api.gamma.example", clientId: "client" },
   ]);
-  assert.equal(settings.members[1]!.secrets, [secretB, "c".repeat(32)]);
+  assert.equal(settings.members[1]!.secrets, [secretB, secretC]);
   assert.ok(settings.members.every((m) => m.settings.apiConcurrency === 5));
   assert.is(settings.idleMs, 900_000);
 });
@@ -104,7 +108,10 @@ const refused: Array<[string, Record<string, string>, RegExp]> = [
   ["no secret", fleet({ alpha: { kubeconfig: "/a" } }), /^GMSA_CLUSTER_SECRET_ALPHA is required/],
   ["a short secret", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: "a".repeat(31) }), /^GMSA_CLUSTER_SECRET_ALPHA must be one secret, or two/],
   ["a secret with characters a path cannot carry", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: `${"a".repeat(32)}/x` }), /^GMSA_CLUSTER_SECRET_ALPHA must be/],
-  ["three secrets", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: [secretA, secretB, "c".repeat(32)].join(",") }), /^GMSA_CLUSTER_SECRET_ALPHA must be/],
+  ["three secrets", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: [secretA, secretB, secretC].join(",") }), /^GMSA_CLUSTER_SECRET_ALPHA must be/],
+  ["a secret of one repeated character", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: "a".repeat(32) }), /^GMSA_CLUSTER_SECRET_ALPHA must be .*at least 10 of them different/],
+  ["a secret of two alternating characters", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: "ab".repeat(32) }), /^GMSA_CLUSTER_SECRET_ALPHA must be .*at least 10 of them different/],
+  ["a weak old secret beside a strong new one", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: `${secretA},${"0123".repeat(8)}` }), /^GMSA_CLUSTER_SECRET_ALPHA must be/],
   ["an unresolved Key Vault reference", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: "@Microsoft.KeyVault(SecretUri=https://v.vault.azure.net/secrets/a)" }), /^GMSA_CLUSTER_SECRET_ALPHA is a Key Vault reference the platform could not resolve/],
   ["one secret for two members", fleet({ alpha: { kubeconfig: "/a" }, beta: { kubeconfig: "/b" } }, { ...ok, GMSA_CLUSTER_SECRET_BETA: `${secretB},${secretA}` }), /^GMSA_CLUSTER_SECRET_ALPHA and GMSA_CLUSTER_SECRET_BETA hold the same secret/],
   ["an idle timeout under a minute", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_CLUSTER_IDLE_SECONDS: "5" }), /GMSA_CLUSTER_IDLE_SECONDS must be a whole number from 60 to 86400/],
@@ -116,6 +123,14 @@ for (const [what, env, expected] of refused) {
     assert.ok(problems.some((p) => expected.test(p)), `${expected} in ${JSON.stringify(problems)}`);
   });
 }
+
+Fleet("random secrets pass the strength rule, 64 hex digits and 32 base64url characters alike", () => {
+  for (let i = 0; i < 200; i++) {
+    for (const value of [randomBytes(32).toString("hex"), randomBytes(24).toString("base64url")]) {
+      assert.equal(readFleetSettings(fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: value })).members[0]!.secrets, [value]);
+    }
+  }
+});
 
 Fleet("no problem ever quotes a secret", () => {
   const leaky = "x".repeat(20) + "/" + "y".repeat(20);
