@@ -2,6 +2,8 @@ import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 import { clusterSecretSettingName, isMemberSecret, memberNamePattern, memberSecretRule } from "./fleet/memberIdentity.js";
 import { parse as parseJsonTree, type AnyNode } from "@humanwhocodes/momoa";
+import { isIP } from "node:net";
+import { aksApiServerDomains, ApiServerHostError, checkAksApiServer } from "./kube/aksApiServerHost.js";
 import { parseAksResourceId } from "./kube/aksResourceId.js";
 import { apiServerUrl, caBundlePem } from "./kube/apiServerEndpoint.js";
 
@@ -259,6 +261,13 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
     if (raw.GMSA_AKS_RESOURCE_ID && raw.GMSA_API_SERVER_URL) problems.push("GMSA_AKS_RESOURCE_ID and GMSA_API_SERVER_URL name the cluster twice: set one");
     else if (!entraGiven) problems.push("GMSA_CLUSTER_ACCESS=entra needs GMSA_AKS_RESOURCE_ID, or GMSA_API_SERVER_URL (and GMSA_API_SERVER_CA)");
     if (raw.GMSA_API_SERVER_URL && !raw.GMSA_API_SERVER_URL.startsWith("https://")) problems.push(`GMSA_API_SERVER_URL must be an https URL, got ${JSON.stringify(raw.GMSA_API_SERVER_URL)}`);
+    else if (raw.GMSA_API_SERVER_URL) {
+      try {
+        checkTokenHost(apiServerUrl(raw.GMSA_API_SERVER_URL, "GMSA_API_SERVER_URL"), "GMSA_API_SERVER_URL");
+      } catch (error) {
+        problems.push(error instanceof Error ? error.message : String(error));
+      }
+    }
     if (raw.GMSA_API_SERVER_CA && !raw.GMSA_API_SERVER_URL) problems.push("GMSA_API_SERVER_CA goes with GMSA_API_SERVER_URL");
   } else if (access === "kubeconfig" && !raw.KUBECONFIG) {
     problems.push("GMSA_CLUSTER_ACCESS=kubeconfig needs KUBECONFIG");
@@ -288,6 +297,37 @@ function entraIdentity(raw: AdmissionEnvironmentValues): { armEndpoint?: string;
     ...(raw.GMSA_ARM_ENDPOINT ? { armEndpoint: raw.GMSA_ARM_ENDPOINT } : {}),
     ...(raw.AZURE_CLIENT_ID?.trim() ? { clientId: raw.AZURE_CLIENT_ID.trim() } : {}),
   };
+}
+
+/**
+ * An API server named by URL gets the managed identity's Microsoft Entra token, whose audience is
+ * the AKS server application: the same token opens every Entra-integrated AKS cluster in the
+ * tenant (every other member of a fleet). So the URL must name an AKS API server, by the rule the
+ * host names ARM gives are checked with (port 443, under a domain where AKS serves API servers,
+ * no IP address). A loopback address is allowed beside it, for local use and tests: a token sent
+ * there does not leave the machine.
+ */
+export function checkTokenHost(server: string, where: string): void {
+  const url = new URL(server);
+  const host = url.hostname.toLowerCase().replace(/\.$/, "");
+  if (isLoopbackHost(host)) return;
+  try {
+    // The URL names the host it declares: what is checked is where that host is and its port.
+    checkAksApiServer(server, { clusterHostNames: [host] }, where);
+  } catch (error) {
+    if (!(error instanceof ApiServerHostError)) throw error;
+    throw new Error(
+      `${where} must name an AKS API server (port 443, a host name under ${aksApiServerDomains.join(", ")}) or a loopback address, not ${url.host}: the managed identity's token sent there is valid on every AKS cluster of the tenant`,
+    );
+  }
+}
+
+/** 127.0.0.0/8, ::1 and localhost: a token sent there stays on this machine. */
+function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1");
+  if (bare === "localhost") return true;
+  if (isIP(bare) === 4) return bare.split(".")[0] === "127";
+  return isIP(bare) === 6 && bare === "::1";
 }
 
 // --- A fleet: many clusters, one app ------------------------------------------------------------
@@ -347,11 +387,14 @@ function clusterField<A>(name: string, check: (value: string, where: string) => 
 
 const text = clusterField("text", (value) => value);
 const httpsUrl = clusterField("apiServerUrl", (value, where) => {
+  let url: string;
   try {
-    return apiServerUrl(value, where);
+    url = apiServerUrl(value, where);
   } catch {
     throw new Error(`${where} must be an https URL without credentials, query or fragment`);
   }
+  checkTokenHost(url, where);
+  return url;
 });
 const caBundle = clusterField("apiServerCa", (value, where) => caBundlePem(value, where));
 const aksResourceId = clusterField("aksResourceId", (value, where) => {

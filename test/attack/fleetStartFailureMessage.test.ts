@@ -23,7 +23,7 @@ function gmsaReview(): Buffer {
 for (const how of ["fails", "hangs"] as const) {
   Start(`a start that ${how} is refused in plain words, without the internal reason`, async () => {
     const fleet = readFleetSettings({
-      GMSA_CLUSTERS: JSON.stringify({ alpha: { apiServerUrl: "https://alpha.internal.example" }, beta: { apiServerUrl: "https://beta.internal.example" } }),
+      GMSA_CLUSTERS: JSON.stringify({ alpha: { apiServerUrl: "https://alpha-dns.privatelink.westeurope.azmk8s.io" }, beta: { apiServerUrl: "https://beta-dns.privatelink.westeurope.azmk8s.io" } }),
       GMSA_CLUSTER_SECRET_ALPHA: secret,
       GMSA_CLUSTER_SECRET_BETA: "beta-secret-0123456789".padEnd(40, "b"),
       GMSA_ADMISSION_BUDGET_MS: "500",

@@ -50,7 +50,7 @@ const Fleet = suite("readFleetSettings with GMSA_CLUSTERS");
 Fleet("each kind of access becomes a member, in the order given, sharing the other settings", () => {
   const settings = readFleetSettings(
     fleet(
-      { alpha: { kubeconfig: "/a", context: "ctx" }, "beta-1": { aksResourceId: resourceId }, gamma: { apiServerUrl: "https://api.gamma.example:443/" } },
+      { alpha: { kubeconfig: "/a", context: "ctx" }, "beta-1": { aksResourceId: resourceId }, gamma: { apiServerUrl: "https://gamma-dns-4f2a.hcp.westeurope.azmk8s.io:443/" } },
       {
         GMSA_CLUSTER_SECRET_ALPHA: secretA,
         GMSA_CLUSTER_SECRET_BETA_1: `${secretB},${secretC}`,
@@ -66,7 +66,7 @@ Fleet("each kind of access becomes a member, in the order given, sharing the oth
   assert.equal(settings.members.map((m) => m.settings.cluster), [
     { access: "kubeconfig", kubeconfig: "/a", context: "ctx" },
     { access: "entra", resourceId, clientId: "client" },
-    { access: "entra", server: "https://api.gamma.example", clientId: "client" },
+    { access: "entra", server: "https://gamma-dns-4f2a.hcp.westeurope.azmk8s.io", clientId: "client" },
   ]);
   assert.equal(settings.members[1]!.secrets, [secretB, secretC]);
   assert.ok(settings.members.every((m) => m.settings.apiConcurrency === 5));
@@ -98,7 +98,12 @@ const refused: Array<[string, Record<string, string>, RegExp]> = [
   ["a field of another kind", fleet({ alpha: { apiServerUrl: "https://a.example", context: "x" } }, ok), /^GMSA_CLUSTERS\.alpha\.context does not go with apiServerUrl$/],
   ["a CA with a resource ID", fleet({ alpha: { aksResourceId: resourceId, apiServerCa: "x" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerCa does not go with aksResourceId$/],
   ["a plain HTTP API server", fleet({ alpha: { apiServerUrl: "http://a.example" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerUrl must be an https URL/],
-  ["a CA that is no PEM", fleet({ alpha: { apiServerUrl: "https://a.example", apiServerCa: "bm90IGEgY2VydA==" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerCa: the CA is neither PEM/],
+  ["a CA that is no PEM", fleet({ alpha: { apiServerUrl: "https://a-dns.hcp.westeurope.azmk8s.io", apiServerCa: "bm90IGEgY2VydA==" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerCa: the CA is neither PEM/],
+  ["an API server outside the AKS domains", fleet({ alpha: { apiServerUrl: "https://api.partner.example.com" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerUrl must name an AKS API server \(port 443, a host name under azmk8s\.io, .*not api\.partner\.example\.com: the managed identity's token/],
+  ["an API server whose host only starts like an AKS one", fleet({ alpha: { apiServerUrl: "https://a-dns.hcp.westeurope.azmk8s.io.partner.example" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerUrl must name an AKS API server/],
+  ["an AKS domain itself", fleet({ alpha: { apiServerUrl: "https://azmk8s.io" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerUrl must name an AKS API server/],
+  ["an API server given by a private IP address", fleet({ alpha: { apiServerUrl: "https://10.1.2.3" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerUrl must name an AKS API server .*not 10\.1\.2\.3/],
+  ["an AKS API server on another port", fleet({ alpha: { apiServerUrl: "https://a-dns.hcp.westeurope.azmk8s.io:8443" } }, ok), /^GMSA_CLUSTERS\.alpha\.apiServerUrl must name an AKS API server .*not a-dns\.hcp\.westeurope\.azmk8s\.io:8443/],
   ["a resource ID that is not one", fleet({ alpha: { aksResourceId: "/subscriptions/x" } }, ok), /^GMSA_CLUSTERS\.alpha\.aksResourceId: .*is not the resource ID of a managed cluster/],
   ["an empty kubeconfig", fleet({ alpha: { kubeconfig: " " } }, ok), /^GMSA_CLUSTERS\.alpha\.kubeconfig must be a non-empty string$/],
   ["a context that is not a string", fleet({ alpha: { kubeconfig: "/a", context: 3 } }, ok), /^GMSA_CLUSTERS\.alpha\.context must be a non-empty string$/],
@@ -123,6 +128,25 @@ for (const [what, env, expected] of refused) {
     assert.ok(problems.some((p) => expected.test(p)), `${expected} in ${JSON.stringify(problems)}`);
   });
 }
+
+Fleet("an apiServerUrl may name an AKS API server, public or private, in any AKS cloud, or a loopback address", () => {
+  const hosts = [
+    "https://a-dns-1a2b.hcp.westeurope.azmk8s.io",
+    "https://a-dns-1a2b.HCP.westeurope.azmk8s.io.:443",
+    "https://a-1a2b.privatelink.westeurope.azmk8s.io",
+    "https://a.hcp.usgovvirginia.cx.aks.containerservice.azure.us",
+    "https://a.hcp.chinanorth3.cx.prod.service.azk8s.cn",
+    "https://127.0.0.1:6443",
+    "https://127.0.0.2:6443",
+    "https://[::1]:6443",
+    "https://localhost:8443",
+  ];
+  for (const host of hosts) {
+    const settings = readFleetSettings(fleet({ alpha: { apiServerUrl: host } }, ok));
+    const cluster = settings.members[0]!.settings.cluster;
+    assert.is(cluster.access === "entra" ? cluster.server : undefined, new URL(host).toString().replace(/\/$/, ""), host);
+  }
+});
 
 Fleet("random secrets pass the strength rule, 64 hex digits and 32 base64url characters alike", () => {
   for (let i = 0; i < 200; i++) {
