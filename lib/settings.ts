@@ -348,12 +348,29 @@ export interface FleetMemberSettings {
   readonly secrets: readonly string[];
 }
 
+/**
+ * A member whose own settings are wrong: kept out of service rather than stopping every other
+ * member with it. Its requests are answered 503 and it never starts a client.
+ */
+export interface UnavailableMember {
+  readonly name: string;
+  /** Which of its settings is wrong and how, for the log and /metrics: never a secret. */
+  readonly reason: string;
+  /**
+   * Its secrets when they are usable (its access is what is wrong): a request must still present
+   * one before it is told anything. Empty when the secret itself is the problem.
+   */
+  readonly secrets: readonly string[];
+}
+
 export interface FleetSettings {
   /** `single`: no GMSA_CLUSTERS, one member named "default" on today's paths; `fleet`: /clusters/{name}/… */
   readonly mode: "single" | "fleet";
   readonly shared: SharedAdmissionSettings;
-  /** In the order GMSA_CLUSTERS lists them. */
+  /** The usable members, in the order GMSA_CLUSTERS lists them. */
   readonly members: readonly FleetMemberSettings[];
+  /** Members kept out of service by a problem of their own (fleet mode only), in GMSA_CLUSTERS order. */
+  readonly unavailable?: readonly UnavailableMember[];
   /** A fleet member with no admission for this long stops its watch and frees its caches. */
   readonly idleMs: number;
 }
@@ -474,24 +491,23 @@ const ClusterName = new t.Type<string, string, unknown>(
   String,
 );
 
-const ClusterList = new t.Type<Record<string, MemberAccess>, unknown, unknown>(
+/**
+ * The list itself: an object whose keys are cluster names. What each name maps to is decoded per
+ * member (MemberAccess), since a wrong access concerns that member only.
+ */
+const ClusterList = new t.Type<Record<string, unknown>, unknown, unknown>(
   "GMSA_CLUSTERS",
-  (u): u is Record<string, MemberAccess> => typeof u === "object" && u !== null,
+  (u): u is Record<string, unknown> => typeof u === "object" && u !== null,
   (u, c) => {
     if (typeof u !== "object" || u === null || Array.isArray(u)) {
       return t.failure(u, c, 'GMSA_CLUSTERS must be a JSON object from cluster name to its access, as {"alpha": {"aksResourceId": "/subscriptions/…"}}');
     }
     const errors: t.Errors = [];
-    const members: Record<string, MemberAccess> = {};
+    const members: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(u)) {
       const named = ClusterName.validate(name, c);
-      if (isLeft(named)) {
-        errors.push(...named.left);
-        continue;
-      }
-      const access = MemberAccess.validate(value, t.appendContext(c, name, MemberAccess, value));
-      if (isLeft(access)) errors.push(...access.left);
-      else members[name] = access.right;
+      if (isLeft(named)) errors.push(...named.left);
+      else members[name] = value;
     }
     return errors.length > 0 ? t.failures(errors) : t.success(members);
   },
@@ -577,26 +593,50 @@ export function readFleetSettings(env: NodeJS.ProcessEnv = process.env): FleetSe
   if (entries.length === 0) problems.push("GMSA_CLUSTERS names no cluster: give at least one, or unset it for a single cluster");
   if (entries.length > maxFleetMembers) problems.push(`GMSA_CLUSTERS names ${entries.length} clusters; one app serves at most ${maxFleetMembers}`);
   const identity = entraIdentity(raw);
-  const members = entries.map(([name, access]): FleetMemberSettings => {
+  // What is wrong with one member only: it is kept out of service, the others serve.
+  const memberProblems = new Map<string, string[]>(entries.map(([name]) => [name, []]));
+  const candidates = entries.map(([name, value]) => {
+    const own = memberProblems.get(name)!;
+    const secrets = memberSecrets(name, env, own);
+    const where = [{ key: "GMSA_CLUSTERS", type: ClusterList, actual: list }];
+    const access = MemberAccess.validate(value, t.appendContext(where, name, MemberAccess, value));
+    if (isLeft(access)) {
+      own.push(...new Set(access.left.map((e) => e.message ?? `${pathOf(e.context)} is invalid`)));
+      return { name, secrets, cluster: undefined };
+    }
+    const given = access.right;
     const cluster: ClusterAccessSettings =
-      "kubeconfig" in access
-        ? { access: "kubeconfig", kubeconfig: access.kubeconfig, ...(access.context ? { context: access.context } : {}) }
-        : "aksResourceId" in access
-          ? { access: "entra", resourceId: access.aksResourceId, ...identity }
-          : { access: "entra", server: access.apiServerUrl, ...(access.apiServerCa ? { caPem: access.apiServerCa } : {}), ...identity };
-    return { name, settings: { ...shared, cluster }, secrets: memberSecrets(name, env, problems) };
+      "kubeconfig" in given
+        ? { access: "kubeconfig", kubeconfig: given.kubeconfig, ...(given.context ? { context: given.context } : {}) }
+        : "aksResourceId" in given
+          ? { access: "entra", resourceId: given.aksResourceId, ...identity }
+          : { access: "entra", server: given.apiServerUrl, ...(given.apiServerCa ? { caPem: given.apiServerCa } : {}), ...identity };
+    return { name, secrets, cluster };
   });
-  // A secret two members share cannot tell their wirings apart.
+  // A secret two members share cannot tell their wirings apart: neither may serve with it.
   const owners = new Map<string, string>();
-  for (const member of members) {
+  const sharing = new Set<string>();
+  for (const member of candidates) {
     for (const secret of member.secrets) {
       const other = owners.get(secret);
       if (other !== undefined && other !== member.name) {
-        problems.push(`${clusterSecretSettingName(other)} and ${clusterSecretSettingName(member.name)} hold the same secret: each member needs its own`);
+        const problem = `${clusterSecretSettingName(other)} and ${clusterSecretSettingName(member.name)} hold the same secret: each member needs its own`;
+        memberProblems.get(other)!.push(problem);
+        memberProblems.get(member.name)!.push(problem);
+        sharing.add(other).add(member.name);
       }
       owners.set(secret, member.name);
     }
   }
-  if (problems.length > 0) throw new SettingsError([...new Set(problems)]);
-  return { mode: "fleet", shared, members, idleMs };
+  const allMemberProblems = [...memberProblems.values()].flat();
+  // A problem of the fleet as a whole stops start-up, and then every problem is told at once.
+  if (problems.length > 0) throw new SettingsError([...new Set([...problems, ...allMemberProblems])]);
+  const members: FleetMemberSettings[] = [];
+  const unavailable: UnavailableMember[] = [];
+  for (const member of candidates) {
+    const own = [...new Set(memberProblems.get(member.name))];
+    if (own.length === 0 && member.cluster !== undefined) members.push({ name: member.name, settings: { ...shared, cluster: member.cluster }, secrets: member.secrets });
+    else unavailable.push({ name: member.name, reason: own.join("; "), secrets: sharing.has(member.name) ? [] : member.secrets });
+  }
+  return { mode: "fleet", shared, members, unavailable, idleMs };
 }

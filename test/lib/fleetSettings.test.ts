@@ -82,6 +82,7 @@ Fleet("a secret setting's name is the cluster's, upper-cased with - as _", () =>
 });
 
 const ok = { GMSA_CLUSTER_SECRET_ALPHA: secretA };
+// Problems of the fleet as a whole: start-up stops.
 const refused: Array<[string, Record<string, string>, RegExp]> = [
   ["not JSON", fleet("{alpha:"), /^GMSA_CLUSTERS is not JSON/],
   ["an array", fleet([{ kubeconfig: "/a" }]), /GMSA_CLUSTERS must be a JSON object/],
@@ -91,6 +92,13 @@ const refused: Array<[string, Record<string, string>, RegExp]> = [
   ["a name of 64 characters", fleet({ ["a".repeat(64)]: { kubeconfig: "/a" } }), /is not a cluster name/],
   ["a cluster given twice", fleet(`{"alpha":{"kubeconfig":"/a"},"alpha":{"kubeconfig":"/b"}}`, ok), /^GMSA_CLUSTERS\.alpha is given more than once$/],
   ["a field given twice", fleet(`{"alpha":{"kubeconfig":"/a","kubeconfig":"/b"}}`, ok), /^GMSA_CLUSTERS\.alpha\.kubeconfig is given more than once$/],
+  ["more than 64 clusters", fleet(Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`c${i}`, { kubeconfig: "/a" }]))), /names 65 clusters; one app serves at most 64/],
+  ["a single-cluster access beside the fleet", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_AKS_RESOURCE_ID: resourceId }), /^GMSA_AKS_RESOURCE_ID names a single cluster and GMSA_CLUSTERS a fleet/],
+  ["GMSA_CLUSTER_ACCESS beside the fleet", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_CLUSTER_ACCESS: "kubeconfig" }), /^GMSA_CLUSTER_ACCESS names a single cluster/],
+  ["an idle timeout under a minute", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_CLUSTER_IDLE_SECONDS: "5" }), /GMSA_CLUSTER_IDLE_SECONDS must be a whole number from 60 to 86400/],
+];
+// Problems of one member: it is kept out of service with the reason, and the others serve.
+const outOfService: Array<[string, Record<string, string>, RegExp]> = [
   ["an access that is not an object", fleet({ alpha: "/a" }, ok), /^GMSA_CLUSTERS\.alpha must be an object/],
   ["no access", fleet({ alpha: {} }, ok), /^GMSA_CLUSTERS\.alpha must give exactly one of kubeconfig, aksResourceId, apiServerUrl$/],
   ["two accesses", fleet({ alpha: { kubeconfig: "/a", aksResourceId: resourceId } }, ok), /GMSA_CLUSTERS\.alpha must give exactly one .*not kubeconfig and aksResourceId/],
@@ -107,9 +115,6 @@ const refused: Array<[string, Record<string, string>, RegExp]> = [
   ["a resource ID that is not one", fleet({ alpha: { aksResourceId: "/subscriptions/x" } }, ok), /^GMSA_CLUSTERS\.alpha\.aksResourceId: .*is not the resource ID of a managed cluster/],
   ["an empty kubeconfig", fleet({ alpha: { kubeconfig: " " } }, ok), /^GMSA_CLUSTERS\.alpha\.kubeconfig must be a non-empty string$/],
   ["a context that is not a string", fleet({ alpha: { kubeconfig: "/a", context: 3 } }, ok), /^GMSA_CLUSTERS\.alpha\.context must be a non-empty string$/],
-  ["more than 64 clusters", fleet(Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`c${i}`, { kubeconfig: "/a" }]))), /names 65 clusters; one app serves at most 64/],
-  ["a single-cluster access beside the fleet", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_AKS_RESOURCE_ID: resourceId }), /^GMSA_AKS_RESOURCE_ID names a single cluster and GMSA_CLUSTERS a fleet/],
-  ["GMSA_CLUSTER_ACCESS beside the fleet", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_CLUSTER_ACCESS: "kubeconfig" }), /^GMSA_CLUSTER_ACCESS names a single cluster/],
   ["no secret", fleet({ alpha: { kubeconfig: "/a" } }), /^GMSA_CLUSTER_SECRET_ALPHA is required/],
   ["a short secret", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: "a".repeat(31) }), /^GMSA_CLUSTER_SECRET_ALPHA must be one secret, or two/],
   ["a secret with characters a path cannot carry", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: `${"a".repeat(32)}/x` }), /^GMSA_CLUSTER_SECRET_ALPHA must be/],
@@ -119,7 +124,6 @@ const refused: Array<[string, Record<string, string>, RegExp]> = [
   ["a weak old secret beside a strong new one", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: `${secretA},${"0123".repeat(8)}` }), /^GMSA_CLUSTER_SECRET_ALPHA must be/],
   ["an unresolved Key Vault reference", fleet({ alpha: { kubeconfig: "/a" } }, { GMSA_CLUSTER_SECRET_ALPHA: "@Microsoft.KeyVault(SecretUri=https://v.vault.azure.net/secrets/a)" }), /^GMSA_CLUSTER_SECRET_ALPHA is a Key Vault reference the platform could not resolve/],
   ["one secret for two members", fleet({ alpha: { kubeconfig: "/a" }, beta: { kubeconfig: "/b" } }, { ...ok, GMSA_CLUSTER_SECRET_BETA: `${secretB},${secretA}` }), /^GMSA_CLUSTER_SECRET_ALPHA and GMSA_CLUSTER_SECRET_BETA hold the same secret/],
-  ["an idle timeout under a minute", fleet({ alpha: { kubeconfig: "/a" } }, { ...ok, GMSA_CLUSTER_IDLE_SECONDS: "5" }), /GMSA_CLUSTER_IDLE_SECONDS must be a whole number from 60 to 86400/],
 ];
 
 for (const [what, env, expected] of refused) {
@@ -128,6 +132,45 @@ for (const [what, env, expected] of refused) {
     assert.ok(problems.some((p) => expected.test(p)), `${expected} in ${JSON.stringify(problems)}`);
   });
 }
+
+/** The reasons the settings keep members out of service, by name. */
+function unavailableOf(env: Record<string, string>): Map<string, string> {
+  const settings = readFleetSettings(env);
+  for (const member of settings.unavailable ?? []) assert.not.ok(settings.members.some((m) => m.name === member.name), `${member.name} is both served and not`);
+  return new Map((settings.unavailable ?? []).map((m) => [m.name, m.reason]));
+}
+
+for (const [what, env, expected] of outOfService) {
+  Fleet(`keeps a member with ${what} out of service, naming where, and serves the others`, () => {
+    const withOther = { ...env, GMSA_CLUSTERS: JSON.stringify({ ...JSON.parse(env.GMSA_CLUSTERS!), zeta: { kubeconfig: "/z" } }), GMSA_CLUSTER_SECRET_ZETA: "zeta_0123456789-abcdefghijklmnopq" };
+    const settings = readFleetSettings(withOther);
+    const reasons = unavailableOf(withOther);
+    assert.ok([...reasons.values()].some((reason) => reason.split("; ").some((part) => expected.test(part))), `${expected} in ${JSON.stringify([...reasons])}`);
+    assert.equal(settings.members.map((m) => m.name), ["zeta"]);
+  });
+}
+
+Fleet("a member whose secret is the problem keeps no secret; one whose access is the problem keeps its secret, to be checked first", () => {
+  const settings = readFleetSettings(
+    fleet(
+      { alpha: { kubeconfig: "/a" }, beta: { apiServerUrl: "http://b.example" }, gamma: { kubeconfig: "/g" }, delta: { kubeconfig: "/d" } },
+      { GMSA_CLUSTER_SECRET_ALPHA: "@Microsoft.KeyVault(SecretUri=https://v.vault.azure.net/secrets/a)", GMSA_CLUSTER_SECRET_BETA: secretB, GMSA_CLUSTER_SECRET_GAMMA: secretG, GMSA_CLUSTER_SECRET_DELTA: `${secretC},${secretG}` },
+    ),
+  );
+  assert.equal(
+    (settings.unavailable ?? []).map((m) => [m.name, m.secrets]),
+    [
+      ["alpha", []],
+      ["beta", [secretB]],
+      ["gamma", []],
+      ["delta", []],
+    ],
+  );
+  assert.equal(settings.members, []);
+  const reasons = new Map((settings.unavailable ?? []).map((m) => [m.name, m.reason]));
+  assert.match(reasons.get("gamma")!, "GMSA_CLUSTER_SECRET_GAMMA and GMSA_CLUSTER_SECRET_DELTA hold the same secret");
+  assert.match(reasons.get("delta")!, "GMSA_CLUSTER_SECRET_GAMMA and GMSA_CLUSTER_SECRET_DELTA hold the same secret");
+});
 
 Fleet("an apiServerUrl may name an AKS API server, public or private, in any AKS cloud, or a loopback address", () => {
   const hosts = [
@@ -158,7 +201,9 @@ Fleet("random secrets pass the strength rule, 64 hex digits and 32 base64url cha
 
 Fleet("no problem ever quotes a secret", () => {
   const leaky = "x".repeat(20) + "/" + "y".repeat(20);
-  const problems = problemsOf(fleet({ alpha: { kubeconfig: "/a" }, beta: { kubeconfig: "/b" } }, { GMSA_CLUSTER_SECRET_ALPHA: leaky, GMSA_CLUSTER_SECRET_BETA: `${secretA},${secretA}` }));
+  const env = fleet({ alpha: { kubeconfig: "/a" }, beta: { kubeconfig: "/b" }, gamma: { kubeconfig: "/c" } }, { GMSA_CLUSTER_SECRET_ALPHA: leaky, GMSA_CLUSTER_SECRET_BETA: `${secretA},${secretB}`, GMSA_CLUSTER_SECRET_GAMMA: secretA });
+  const problems = [...unavailableOf(env).values()];
+  assert.is(problems.length, 3);
   assert.not.match(problems.join("\n"), "xxxxxxxx");
   assert.not.match(problems.join("\n"), secretA);
 });
