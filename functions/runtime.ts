@@ -3,7 +3,7 @@ import { performance } from "node:perf_hooks";
 import { fleetRouter, type FleetRouter } from "../lib/fleet/fleetRouter.js";
 import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../lib/fleet/memberClient.js";
 import { clusterPorts, localKubeConfig, type ClusterLog, type ClusterPorts } from "../lib/kube/clusterClient.js";
-import { defaultMemberName, readFleetSettings, type AdmissionSettings, type FleetMemberSettings, type FleetSettings, type SharedAdmissionSettings, type UnavailableMember } from "../lib/settings.js";
+import { apiServerTarget, defaultMemberName, readFleetSettings, sameTargetProblem, type AdmissionSettings, type FleetMemberSettings, type FleetSettings, type SharedAdmissionSettings, type UnavailableMember } from "../lib/settings.js";
 
 /**
  * What one instance of the app keeps between requests: its settings and one cluster client per
@@ -57,20 +57,39 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
   let usable: readonly FleetMemberSettings[] = fleet.members;
   if (fleet.mode === "fleet") {
     const readable: FleetMemberSettings[] = [];
+    // Where each member's API server is, as far as start-up knows: a kubeconfig member's from
+    // the context it uses, an apiServerUrl member's from its URL.
+    const servers = new Map<string, { kubeconfig: boolean; names: string[] }>();
+    const reaches = (name: string, server: string, kubeconfig: boolean) => {
+      const key = apiServerTarget(server);
+      const entry = servers.get(key) ?? { kubeconfig: false, names: [] };
+      servers.set(key, { kubeconfig: entry.kubeconfig || kubeconfig, names: [...entry.names, name] });
+    };
     for (const member of fleet.members) {
       const cluster = member.settings.cluster;
       if (cluster.access === "entra") {
+        if (cluster.server !== undefined) reaches(member.name, cluster.server, false);
         readable.push(member);
         continue;
       }
       try {
-        localKubeConfig(cluster);
+        const server = localKubeConfig(cluster).getCurrentCluster()?.server;
+        if (server !== undefined) reaches(member.name, server, true);
         readable.push(member);
       } catch (error) {
         unavailable.push({ name: member.name, reason: `GMSA_CLUSTERS.${member.name}: ${error instanceof Error ? error.message : String(error)}`, secrets: member.secrets });
       }
     }
-    usable = readable;
+    // The settings compared the URLs they had; a kubeconfig's server is known only now.
+    const twice = new Map<string, string>();
+    for (const { kubeconfig, names } of servers.values()) {
+      if (kubeconfig && names.length > 1) for (const name of names) twice.set(name, sameTargetProblem(names, "the API server of the kubeconfig context it uses"));
+    }
+    usable = readable.filter((member) => !twice.has(member.name));
+    for (const member of readable) {
+      const problem = twice.get(member.name);
+      if (problem !== undefined) unavailable.push({ name: member.name, reason: problem, secrets: member.secrets });
+    }
     for (const member of unavailable) log("warn", JSON.stringify({ event: "gmsa.clusterUnavailable", cluster: member.name, reason: `cluster "${member.name}" is not served: ${member.reason}` }));
   }
   const startMember = options.startMember ?? defaultStart();

@@ -514,6 +514,35 @@ const ClusterList = new t.Type<Record<string, unknown>, unknown, unknown>(
   (a) => a,
 );
 
+/**
+ * One API server as a comparable string: scheme and host lower-case (without a trailing dot),
+ * the default port dropped, no trailing slash. Two members whose servers give the same string
+ * reach the same cluster.
+ */
+export function apiServerTarget(server: string): string {
+  try {
+    const url = new URL(server.trim());
+    const host = url.hostname.toLowerCase().replace(/\.$/, "");
+    const port = url.port === "" || (url.protocol === "https:" && url.port === "443") ? "" : `:${url.port}`;
+    return `${url.protocol}//${host}${port}${url.pathname.replace(/\/+$/, "")}`;
+  } catch {
+    return server.trim();
+  }
+}
+
+/** What the settings alone tell about a member's cluster (a kubeconfig's server is known once it is read). */
+function settingsTarget(cluster: ClusterAccessSettings): string | undefined {
+  if (cluster.access !== "entra") return undefined;
+  if (cluster.resourceId !== undefined) return `aks:${cluster.resourceId.toLowerCase()}`;
+  return cluster.server === undefined ? undefined : `url:${apiServerTarget(cluster.server)}`;
+}
+
+/** The problem of members that reach one cluster, naming them all. */
+export function sameTargetProblem(names: readonly string[], how: string): string {
+  const listed = names.map((name) => `GMSA_CLUSTERS.${name}`);
+  return `${listed.slice(0, -1).join(", ")} and ${listed.at(-1)} name the same cluster (${how}): each member needs a cluster of its own, or one would answer for the other`;
+}
+
 /** The JSON of GMSA_CLUSTERS, with every key given twice named (JSON.parse would keep the last one silently). */
 function parseClusterList(value: string): unknown {
   let parsed: unknown;
@@ -627,6 +656,17 @@ export function readFleetSettings(env: NodeJS.ProcessEnv = process.env): FleetSe
       }
       owners.set(secret, member.name);
     }
+  }
+  // Two members that reach one cluster would answer each other's reviews from it: neither serves.
+  const targets = new Map<string, string[]>();
+  for (const member of candidates) {
+    const key = member.cluster === undefined ? undefined : settingsTarget(member.cluster);
+    if (key !== undefined) targets.set(key, [...(targets.get(key) ?? []), member.name]);
+  }
+  for (const [key, names] of targets) {
+    if (names.length < 2) continue;
+    const problem = sameTargetProblem(names, key.startsWith("aks:") ? "aksResourceId, compared without case" : "apiServerUrl");
+    for (const name of names) memberProblems.get(name)!.push(problem);
   }
   const allMemberProblems = [...memberProblems.values()].flat();
   // A problem of the fleet as a whole stops start-up, and then every problem is told at once.

@@ -4,7 +4,6 @@ import * as assert from "uvu/assert";
 import { serveAdmission } from "../../functions/webhook.js";
 import { stopAdmissionRuntime } from "../../functions/runtime.js";
 import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
-import { readFleetSettings, SettingsError } from "../../lib/settings.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall } from "../support/httpsClient.js";
@@ -17,7 +16,6 @@ import { gmsa, pod, review } from "../support/reviews.js";
  */
 const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
-const resourceId = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks-eu";
 
 function gmsaPod() {
   const p = pod();
@@ -25,37 +23,9 @@ function gmsaPod() {
   return p;
 }
 
-function problemsOf(env: Record<string, string>): string[] | undefined {
-  try {
-    readFleetSettings(env);
-    return undefined;
-  } catch (error) {
-    assert.instance(error, SettingsError);
-    return [...(error as SettingsError).problems];
-  }
-}
-
 const Findings = suite("attack: fleet findings");
 
 // Careless operator: a copy-pasted access makes one member answer from another member's cluster.
-Findings("F1 two members with the same AKS resource ID are refused (a copy-paste would serve prod-us from prod-eu's specs and RBAC)", () => {
-  const problems = problemsOf({
-    GMSA_CLUSTERS: JSON.stringify({ "prod-eu": { aksResourceId: resourceId }, "prod-us": { aksResourceId: resourceId } }),
-    GMSA_CLUSTER_SECRET_PROD_EU: secrets.alpha,
-    GMSA_CLUSTER_SECRET_PROD_US: secrets.beta,
-  });
-  assert.ok(problems !== undefined, "two members naming the same cluster were accepted");
-});
-
-Findings("F1 two members with the same kubeconfig and no context are refused", () => {
-  const problems = problemsOf({
-    GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: "/k" }, beta: { kubeconfig: "/k" } }),
-    GMSA_CLUSTER_SECRET_ALPHA: secrets.alpha,
-    GMSA_CLUSTER_SECRET_BETA: secrets.beta,
-  });
-  assert.ok(problems !== undefined, "two members naming the same cluster were accepted");
-});
-
 Findings("F1 end to end: beta's wiring, pointed by a copy-paste at alpha's kubeconfig, gets alpha's credential spec contents", async () => {
   const alpha = await startFakeApiServer();
   alpha.state.credSpecs = new Map([[specName, { ...credSpecFixture(specName), credspec: { ...credSpecFixture(specName).credspec, DomainJoinConfig: { DnsName: "alpha-only.contoso.com" } } } as unknown as Record<string, unknown>]]);
@@ -68,9 +38,12 @@ Findings("F1 end to end: beta's wiring, pointed by a copy-paste at alpha's kubec
   });
   try {
     const reply = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", gmsaPod())) });
-    const patch = JSON.parse(reply.text).response.patch as string | undefined;
+    const patch = reply.status === 200 ? (JSON.parse(reply.text).response.patch as string | undefined) : undefined;
     const decoded = patch ? Buffer.from(patch, "base64").toString() : "";
     assert.not.match(decoded, "alpha-only.contoso.com", "a review for beta was answered with alpha's credential spec");
+    assert.not.match(reply.text, "alpha-only.contoso.com");
+    // Neither member serves: both name one cluster, and which one is meant is not for the app to guess.
+    assert.is(reply.status, 503, reply.text);
   } finally {
     await webhook.close();
     await alpha.close();

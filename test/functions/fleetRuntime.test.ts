@@ -1,4 +1,4 @@
-import { writeFileSync, mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -71,6 +71,26 @@ Runtime("an unreadable kubeconfig keeps that member out of service too", async (
   assert.equal([...runtime.unavailable.keys()], ["alpha"]);
   assert.match(runtime.unavailable.get("alpha")!, /^GMSA_CLUSTERS\.alpha: /);
   await runtime.stop();
+});
+
+Runtime("kubeconfig members that reach one API server through the contexts they use are both kept out of service", async () => {
+  const copy = join(dir, "copy-of-kubeconfig");
+  writeFileSync(copy, readFileSync(kubeconfig));
+  const cases: Array<[Record<string, unknown>, string[]]> = [
+    [{ alpha: { kubeconfig }, beta: { kubeconfig } }, ["alpha", "beta"]],
+    [{ alpha: { kubeconfig }, beta: { kubeconfig, context: "first" } }, ["alpha", "beta"]],
+    [{ alpha: { kubeconfig, context: "second" }, beta: { kubeconfig: copy, context: "second" } }, ["alpha", "beta"]],
+    [{ alpha: { kubeconfig }, beta: { apiServerUrl: "https://127.0.0.1:6443/" } }, ["alpha", "beta"]],
+    [{ alpha: { kubeconfig }, beta: { kubeconfig, context: "second" } }, []],
+  ];
+  for (const [clusters, expected] of cases) {
+    const fleet = readFleetSettings({ GMSA_CLUSTERS: JSON.stringify(clusters), GMSA_CLUSTER_SECRET_ALPHA: secret, GMSA_CLUSTER_SECRET_BETA: betaSecret });
+    const runtime = await createFleetRuntime(fleet, { log: () => {}, startMember: async () => assert.unreachable("no member starts") as never });
+    assert.equal([...runtime.unavailable.keys()], expected, JSON.stringify(clusters));
+    for (const reason of runtime.unavailable.values()) assert.match(reason, "GMSA_CLUSTERS.alpha and GMSA_CLUSTERS.beta name the same cluster");
+    assert.equal([...runtime.members.keys()], expected.length === 0 ? ["alpha", "beta"] : []);
+    await runtime.stop();
+  }
 });
 
 Runtime("a member the settings kept out of service gets no client, and its warning line at start-up", async () => {

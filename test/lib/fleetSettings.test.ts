@@ -150,6 +150,28 @@ for (const [what, env, expected] of outOfService) {
   });
 }
 
+Fleet("two members with one AKS resource ID (whatever its case) are both kept out of service, each told of the other", () => {
+  const upper = resourceId.replace("resourceGroups/rg", "resourceGroups/RG").replace("aks1", "AKS1");
+  const reasons = unavailableOf(fleet({ "prod-eu": { aksResourceId: resourceId }, "prod-us": { aksResourceId: upper }, dev: { aksResourceId: resourceId.replace("aks1", "aks2") } }, { GMSA_CLUSTER_SECRET_PROD_EU: secretA, GMSA_CLUSTER_SECRET_PROD_US: secretB, GMSA_CLUSTER_SECRET_DEV: secretC }));
+  assert.equal([...reasons.keys()], ["prod-eu", "prod-us"]);
+  for (const reason of reasons.values()) assert.match(reason, "GMSA_CLUSTERS.prod-eu and GMSA_CLUSTERS.prod-us name the same cluster (aksResourceId, compared without case)");
+});
+
+Fleet("two members with one API server URL, however it is spelt, are both kept out of service", () => {
+  const spellings: Array<[string, string]> = [
+    ["https://a-dns.hcp.westeurope.azmk8s.io", "https://A-DNS.hcp.WestEurope.azmk8s.io:443/"],
+    ["https://a-dns.hcp.westeurope.azmk8s.io", "HTTPS://a-dns.hcp.westeurope.azmk8s.io."],
+    ["https://127.0.0.1:6443", "https://127.0.0.1:6443/"],
+  ];
+  for (const [one, other] of spellings) {
+    const reasons = unavailableOf(fleet({ alpha: { apiServerUrl: one }, beta: { apiServerUrl: other } }, { ...ok, GMSA_CLUSTER_SECRET_BETA: secretB }));
+    assert.equal([...reasons.keys()], ["alpha", "beta"], `${one} and ${other}`);
+    assert.match(reasons.get("beta")!, "GMSA_CLUSTERS.alpha and GMSA_CLUSTERS.beta name the same cluster (apiServerUrl)");
+  }
+  const apart = readFleetSettings(fleet({ alpha: { apiServerUrl: "https://127.0.0.1:6443" }, beta: { apiServerUrl: "https://127.0.0.1:6444" } }, { ...ok, GMSA_CLUSTER_SECRET_BETA: secretB }));
+  assert.equal(apart.members.map((m) => m.name), ["alpha", "beta"], "another port is another API server");
+});
+
 Fleet("a member whose secret is the problem keeps no secret; one whose access is the problem keeps its secret, to be checked first", () => {
   const settings = readFleetSettings(
     fleet(
