@@ -226,6 +226,21 @@ function fleetMember(name: string | undefined, secretFile: string | undefined, e
   return { name, secret };
 }
 
+/**
+ * What url wiring costs a fleet member, said every time it is chosen: the secret is a segment of
+ * the webhook URL, and the API server (not this product) quotes that URL in what it tells pod
+ * creators and writes to events whenever a call fails.
+ */
+export function urlWiringWarning(name: string): string {
+  return [
+    `warning: url wiring puts the secret of cluster "${name}" in its webhook URLs, and the API server quotes those URLs, secret included, in the error it returns to whoever creates a pod and in FailedCreate events whenever a call to the function fails (an outage, a restart, a cold start past the timeout).`,
+    `  So this cluster's users who may create pods or read events can learn the secret; with it, whoever also controls another url-wired member's API server can get "${name}"'s credential spec contents.`,
+    `  url wiring keeps "${name}" apart only from members whose users cannot learn the secret. For a fleet whose members do not trust each other, wire every member with --mode relay: the relay sends the secret in a header, never in a URL.`,
+    `  After any outage of the function, rotate this member's secret (docs/wiring.md, "Rotating a member secret").`,
+    "",
+  ].join("\n");
+}
+
 export function parseWireArguments(argv: readonly string[], env: WireEnvironment = {}): WireRequest {
   let values: { [K in keyof typeof options]?: (typeof options)[K]["type"] extends "string" ? string : boolean };
   try {
@@ -294,6 +309,7 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
   if (values["rotate-certificate"] && !values.apply) throw new UsageError("--rotate-certificate goes with --apply (without it every rendering issues a new certificate)");
   const notices: string[] = [];
   const cluster = fleetMember(values.cluster, values["cluster-secret-file"], env, notices);
+  if (cluster !== undefined && mode === "url") notices.push(urlWiringWarning(cluster.name));
   if (cluster !== undefined && !values.apply && values.out === undefined) {
     throw new UsageError(`--cluster ${cluster.name}: the objects carry the cluster secret, so they are not printed: write them with --out DIR (readable by their owner only) or --apply`);
   }

@@ -188,6 +188,21 @@ Command("url mode: every webhook calls /clusters/NAME/SECRET/<path>; those files
   }
 });
 
+Command("url mode with --cluster warns that the API server shows the secret to the cluster's users when a call fails, and recommends relay wiring; relay mode does not", async () => {
+  const out = join(mkdtempSync(join(tmpdir(), "gmsa-fleet-out-")), "objects");
+  const urlRun = await wire([...url, ...member, "--out", out]);
+  assert.is(urlRun.code, exitCodes.ok, urlRun.stderr);
+  assert.match(urlRun.stderr, /warning: url wiring puts the secret of cluster "alpha" in its webhook URLs, and the API server quotes those URLs, secret included, in the error it returns to whoever creates a pod and in FailedCreate events/);
+  assert.match(urlRun.stderr, /For a fleet whose members do not trust each other, wire every member with --mode relay/);
+  assert.match(urlRun.stderr, /After any outage of the function, rotate this member's secret/);
+  assert.not.ok(urlRun.stderr.includes(secret), "the warning names the member, not its secret");
+  const relayRun = await wire([...relay, ...member, "--out", join(mkdtempSync(join(tmpdir(), "gmsa-fleet-out-")), "objects")]);
+  assert.is(relayRun.code, exitCodes.ok, relayRun.stderr);
+  assert.not.match(relayRun.stderr, /url wiring puts the secret/);
+  const single = await wire(url);
+  assert.not.match(single.stderr, /url wiring puts the secret/, "a single cluster's url wiring carries no secret");
+});
+
 Command("url mode without --cluster: today's URLs, byte for byte the same objects whatever GMSA_CLUSTER_SECRET holds", async () => {
   const plain = await wire(url);
   const withEnv = await wire(url, { GMSA_CLUSTER_SECRET: secret });
