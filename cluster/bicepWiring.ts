@@ -52,7 +52,7 @@ const params: readonly BicepParam[] = [
     type: "string",
     secure: true,
     defaultValue: "''",
-    description: "With clusterName: the member's secret, one of those the function accepts in GMSA_CLUSTER_SECRET_<NAME> (32 to 128 of A-Z a-z 0-9 _ -).",
+    description: "With clusterName: the member's secret, one of those the function accepts in GMSA_CLUSTER_SECRET_<NAME> (32 to 128 of A-Z a-z 0-9 _ -, at least 10 different).",
   },
   { name: "relayNamespace", type: "string", defaultValue: `'${relayDefaultNamespace}'`, description: "relay mode: the relay's own namespace." },
   { name: "relayImage", type: "string", defaultValue: `'${relayDefaultImage}'`, description: "relay mode: the relay's image (nginx, unprivileged)." },

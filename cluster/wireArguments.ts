@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 import { ApiServerEndpointError, caBundlePem as certificatesOnly } from "../lib/kube/apiServerEndpoint.js";
-import { clusterSecretHeader, clusterSecretSettingName, memberNamePattern, memberSecretPattern, type FleetMember } from "./fleetMember.js";
+import { clusterSecretHeader, clusterSecretSettingName, isMemberSecret, memberNamePattern, memberSecretRule, type FleetMember } from "./fleetMember.js";
 import { defaultTimeoutSeconds } from "./manifests.js";
 import { relayDefaultImage, relayDefaultNamespace, relayDefaultResolver, type FunctionEndpoint } from "./relay.js";
 import { AllowFromError, parseRelayAllowFrom, relayDefaultAllowFrom, type RelayAllowedSource } from "./relayNetworkPolicy.js";
@@ -68,7 +68,8 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             The objects then carry the secret: they go to --out DIR or
                             --apply, never to stdout
   --cluster-secret-file FILE
-                            the member's secret (32 to 128 of A-Z a-z 0-9 _ -), the one
+                            the member's secret (32 to 128 of A-Z a-z 0-9 _ -, at least
+                            10 different: a random one), the one
                             the function holds in GMSA_CLUSTER_SECRET_<NAME>; or set
                             GMSA_CLUSTER_SECRET. Rotating: wire with the new one while
                             the function accepts "new,old", then drop old there
@@ -221,8 +222,23 @@ function fleetMember(name: string | undefined, secretFile: string | undefined, e
   const secret = secretFile !== undefined ? readText(secretFile, "--cluster-secret-file").trim() : (fromEnv ?? "").trim();
   if (secret === "") throw new UsageError(`--cluster ${name} needs the member's secret (the one in the function's ${setting}): --cluster-secret-file FILE or GMSA_CLUSTER_SECRET`);
   if (secret.includes(",")) throw new UsageError(`the cluster secret is one secret: while rotating, ${setting} holds "new,old" and the wiring gets the new one alone`);
-  if (!memberSecretPattern.test(secret)) throw new UsageError(`the cluster secret must be 32 to 128 characters of A-Z a-z 0-9 _ - (it may travel in a URL path); the one given is not`);
+  if (!isMemberSecret(secret)) throw new UsageError(`the cluster secret must be ${memberSecretRule}; it may travel in a URL path, and the one given is not`);
   return { name, secret };
+}
+
+/**
+ * What url wiring costs a fleet member, said every time it is chosen: the secret is a segment of
+ * the webhook URL, and the API server (not this product) quotes that URL in what it tells pod
+ * creators and writes to events whenever a call fails.
+ */
+export function urlWiringWarning(name: string): string {
+  return [
+    `warning: url wiring puts the secret of cluster "${name}" in its webhook URLs, and the API server quotes those URLs, secret included, in the error it returns to whoever creates a pod and in FailedCreate events whenever a call to the function fails (an outage, a restart, a cold start past the timeout).`,
+    `  So this cluster's users who may create pods or read events can learn the secret; with it, whoever also controls another url-wired member's API server can get "${name}"'s credential spec contents.`,
+    `  url wiring keeps "${name}" apart only from members whose users cannot learn the secret. For a fleet whose members do not trust each other, wire every member with --mode relay: the relay sends the secret in a header, never in a URL.`,
+    `  After any outage of the function, rotate this member's secret (docs/wiring.md, "Rotating a member secret").`,
+    "",
+  ].join("\n");
 }
 
 export function parseWireArguments(argv: readonly string[], env: WireEnvironment = {}): WireRequest {
@@ -293,6 +309,7 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
   if (values["rotate-certificate"] && !values.apply) throw new UsageError("--rotate-certificate goes with --apply (without it every rendering issues a new certificate)");
   const notices: string[] = [];
   const cluster = fleetMember(values.cluster, values["cluster-secret-file"], env, notices);
+  if (cluster !== undefined && mode === "url") notices.push(urlWiringWarning(cluster.name));
   if (cluster !== undefined && !values.apply && values.out === undefined) {
     throw new UsageError(`--cluster ${cluster.name}: the objects carry the cluster secret, so they are not printed: write them with --out DIR (readable by their owner only) or --apply`);
   }

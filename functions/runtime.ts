@@ -3,7 +3,7 @@ import { performance } from "node:perf_hooks";
 import { fleetRouter, type FleetRouter } from "../lib/fleet/fleetRouter.js";
 import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../lib/fleet/memberClient.js";
 import { clusterPorts, localKubeConfig, type ClusterLog, type ClusterPorts } from "../lib/kube/clusterClient.js";
-import { defaultMemberName, readFleetSettings, SettingsError, type AdmissionSettings, type FleetMemberSettings, type FleetSettings, type SharedAdmissionSettings } from "../lib/settings.js";
+import { apiServerTarget, defaultMemberName, readFleetSettings, sameTargetProblem, type AdmissionSettings, type FleetMemberSettings, type FleetSettings, type SharedAdmissionSettings, type UnavailableMember } from "../lib/settings.js";
 
 /**
  * What one instance of the app keeps between requests: its settings and one cluster client per
@@ -17,6 +17,8 @@ export interface AdmissionRuntime {
   /** What every member shares: the policy's settings and the bounds on API calls. */
   readonly settings: SharedAdmissionSettings;
   readonly members: ReadonlyMap<string, MemberClient>;
+  /** Fleet members kept out of service by their own settings, and why (never a secret): answered 503, never started. */
+  readonly unavailable: ReadonlyMap<string, string>;
   readonly router: FleetRouter<MemberClient>;
   readonly startedAt: number;
   stop(): Promise<void>;
@@ -44,28 +46,55 @@ export async function createAdmissionRuntime(settings: AdmissionSettings, cluste
 
 /**
  * A runtime for the settings' members. The single-cluster member is started here, so that a
- * broken cluster access stops start-up as before; a fleet's kubeconfig members are read here
- * (a missing file or an unknown context stops start-up), and nothing reaches any cluster until
- * an admission for it arrives.
+ * broken cluster access stops start-up as before; a fleet's kubeconfig members are read here,
+ * and nothing reaches any cluster until an admission for it arrives. A fleet member whose own
+ * settings are wrong (as the settings found, or an unreadable kubeconfig or context here) is
+ * kept out of service, with a warning line naming it and the problem, and the others serve.
  */
 export async function createFleetRuntime(fleet: FleetSettings, options: FleetRuntimeOptions = {}): Promise<AdmissionRuntime> {
   const log = options.log ?? consoleLog;
+  const unavailable: UnavailableMember[] = [...(fleet.unavailable ?? [])];
+  let usable: readonly FleetMemberSettings[] = fleet.members;
   if (fleet.mode === "fleet") {
-    const problems: string[] = [];
+    const readable: FleetMemberSettings[] = [];
+    // Where each member's API server is, as far as start-up knows: a kubeconfig member's from
+    // the context it uses, an apiServerUrl member's from its URL.
+    const servers = new Map<string, { kubeconfig: boolean; names: string[] }>();
+    const reaches = (name: string, server: string, kubeconfig: boolean) => {
+      const key = apiServerTarget(server);
+      const entry = servers.get(key) ?? { kubeconfig: false, names: [] };
+      servers.set(key, { kubeconfig: entry.kubeconfig || kubeconfig, names: [...entry.names, name] });
+    };
     for (const member of fleet.members) {
       const cluster = member.settings.cluster;
-      if (cluster.access === "entra") continue;
+      if (cluster.access === "entra") {
+        if (cluster.server !== undefined) reaches(member.name, cluster.server, false);
+        readable.push(member);
+        continue;
+      }
       try {
-        localKubeConfig(cluster);
+        const server = localKubeConfig(cluster).getCurrentCluster()?.server;
+        if (server !== undefined) reaches(member.name, server, true);
+        readable.push(member);
       } catch (error) {
-        problems.push(`GMSA_CLUSTERS.${member.name}: ${error instanceof Error ? error.message : String(error)}`);
+        unavailable.push({ name: member.name, reason: `GMSA_CLUSTERS.${member.name}: ${error instanceof Error ? error.message : String(error)}`, secrets: member.secrets });
       }
     }
-    if (problems.length > 0) throw new SettingsError(problems);
+    // The settings compared the URLs they had; a kubeconfig's server is known only now.
+    const twice = new Map<string, string>();
+    for (const { kubeconfig, names } of servers.values()) {
+      if (kubeconfig && names.length > 1) for (const name of names) twice.set(name, sameTargetProblem(names, "the API server of the kubeconfig context it uses"));
+    }
+    usable = readable.filter((member) => !twice.has(member.name));
+    for (const member of readable) {
+      const problem = twice.get(member.name);
+      if (problem !== undefined) unavailable.push({ name: member.name, reason: problem, secrets: member.secrets });
+    }
+    for (const member of unavailable) log("warn", JSON.stringify({ event: "gmsa.clusterUnavailable", cluster: member.name, reason: `cluster "${member.name}" is not served: ${member.reason}` }));
   }
   const startMember = options.startMember ?? defaultStart();
   const members = new Map<string, MemberClient>();
-  for (const member of fleet.members) {
+  for (const member of usable) {
     // Every line the client writes names its member.
     const memberLog: ClusterLog = fleet.mode === "fleet" ? (level, message) => log(level, `cluster "${member.name}": ${message}`) : log;
     members.set(
@@ -94,10 +123,11 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
     mode: fleet.mode,
     settings: fleet.shared,
     members,
-    router: fleetRouter(
-      fleet.mode,
-      fleet.members.map((m) => ({ name: m.name, secrets: m.secrets, member: members.get(m.name)! })),
-    ),
+    unavailable: new Map(unavailable.map((m) => [m.name, m.reason])),
+    router: fleetRouter(fleet.mode, [
+      ...usable.map((m) => ({ name: m.name, secrets: m.secrets, member: members.get(m.name)! })),
+      ...unavailable.map((m) => ({ name: m.name, secrets: m.secrets, unavailable: m.reason })),
+    ]),
     startedAt: performance.now(),
     stop,
   };

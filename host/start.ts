@@ -36,7 +36,8 @@ async function main(): Promise<void> {
     const env = local ? { ...process.env, KUBECONFIG: local.webhookKubeconfig, GMSA_CLUSTER_ACCESS: "kubeconfig" } : process.env;
     const fleet = fleetGiven ? readFleetSettings(env) : undefined;
     const single = fleet ? undefined : readAdmissionSettings(env);
-    useAdmissionRuntime(single ? await createAdmissionRuntime(single) : await createFleetRuntime(fleet!));
+    const runtime = single ? await createAdmissionRuntime(single) : await createFleetRuntime(fleet!);
+    useAdmissionRuntime(runtime);
     const settings = single ?? fleet!.shared;
     const tls = host.tlsFiles ? servingCertificateFromFiles(host.tlsFiles.cert, host.tlsFiles.key) : await generateServingCertificate();
     server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
@@ -56,8 +57,11 @@ async function main(): Promise<void> {
     } else if (fleet) {
       const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
       // The paths only: the secrets stay in the settings they came from.
-      const lines = fleet.members.map((m) => `  ${m.name}: ${server!.url}/clusters/${m.name}/{mutate,validate,validate-credspec} (secret in ${clusterSecretHeader}) or ${server!.url}/clusters/${m.name}/<secret>/…`);
-      process.stdout.write(`gmsa-admission ready for ${fleet.members.length} cluster${fleet.members.length === 1 ? "" : "s"}${ca}:\n${lines.join("\n")}\n`);
+      const lines = [...runtime.members.keys()].map((name) => `  ${name}: ${server!.url}/clusters/${name}/{mutate,validate,validate-credspec} (secret in ${clusterSecretHeader}) or ${server!.url}/clusters/${name}/<secret>/…`);
+      // Kept out of service by their own settings: the warning lines above say why.
+      for (const name of runtime.unavailable.keys()) lines.push(`  ${name}: not served (answers 503): its settings are wrong, see the gmsa.clusterUnavailable line above`);
+      const served = runtime.members.size;
+      process.stdout.write(`gmsa-admission ready for ${served} cluster${served === 1 ? "" : "s"}${ca}:\n${lines.join("\n")}\n`);
     } else {
       const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
       process.stdout.write(`gmsa-admission ready at ${server.url}/mutate, ${server.url}/validate and ${server.url}/validate-credspec${ca}\n`);

@@ -61,7 +61,7 @@ param clusterResourceId string = ''
 param clusters fleetMember[] = []
 
 @secure()
-@description('A fleet: member name -> its secret (32 to 128 of A-Z a-z 0-9 _ -; "new,old" while rotating), stored in Key Vault and handed to the app as a Key Vault reference. Every member needs one.')
+@description('A fleet: member name -> its secret (32 to 128 of A-Z a-z 0-9 _ -, at least 10 different; "new,old" while rotating), stored in Key Vault and handed to the app as a Key Vault reference. Every member needs one.')
 param clusterSecrets object = {}
 
 @secure()

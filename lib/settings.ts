@@ -1,7 +1,9 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
-import { clusterSecretSettingName, memberNamePattern, memberSecretPattern } from "./fleet/memberIdentity.js";
+import { clusterSecretSettingName, isMemberSecret, memberNamePattern, memberSecretRule } from "./fleet/memberIdentity.js";
 import { parse as parseJsonTree, type AnyNode } from "@humanwhocodes/momoa";
+import { isIP } from "node:net";
+import { aksApiServerDomains, ApiServerHostError, checkAksApiServer } from "./kube/aksApiServerHost.js";
 import { parseAksResourceId } from "./kube/aksResourceId.js";
 import { apiServerUrl, caBundlePem } from "./kube/apiServerEndpoint.js";
 
@@ -259,6 +261,13 @@ export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): Adm
     if (raw.GMSA_AKS_RESOURCE_ID && raw.GMSA_API_SERVER_URL) problems.push("GMSA_AKS_RESOURCE_ID and GMSA_API_SERVER_URL name the cluster twice: set one");
     else if (!entraGiven) problems.push("GMSA_CLUSTER_ACCESS=entra needs GMSA_AKS_RESOURCE_ID, or GMSA_API_SERVER_URL (and GMSA_API_SERVER_CA)");
     if (raw.GMSA_API_SERVER_URL && !raw.GMSA_API_SERVER_URL.startsWith("https://")) problems.push(`GMSA_API_SERVER_URL must be an https URL, got ${JSON.stringify(raw.GMSA_API_SERVER_URL)}`);
+    else if (raw.GMSA_API_SERVER_URL) {
+      try {
+        checkTokenHost(apiServerUrl(raw.GMSA_API_SERVER_URL, "GMSA_API_SERVER_URL"), "GMSA_API_SERVER_URL");
+      } catch (error) {
+        problems.push(error instanceof Error ? error.message : String(error));
+      }
+    }
     if (raw.GMSA_API_SERVER_CA && !raw.GMSA_API_SERVER_URL) problems.push("GMSA_API_SERVER_CA goes with GMSA_API_SERVER_URL");
   } else if (access === "kubeconfig" && !raw.KUBECONFIG) {
     problems.push("GMSA_CLUSTER_ACCESS=kubeconfig needs KUBECONFIG");
@@ -290,6 +299,37 @@ function entraIdentity(raw: AdmissionEnvironmentValues): { armEndpoint?: string;
   };
 }
 
+/**
+ * An API server named by URL gets the managed identity's Microsoft Entra token, whose audience is
+ * the AKS server application: the same token opens every Entra-integrated AKS cluster in the
+ * tenant (every other member of a fleet). So the URL must name an AKS API server, by the rule the
+ * host names ARM gives are checked with (port 443, under a domain where AKS serves API servers,
+ * no IP address). A loopback address is allowed beside it, for local use and tests: a token sent
+ * there does not leave the machine.
+ */
+export function checkTokenHost(server: string, where: string): void {
+  const url = new URL(server);
+  const host = url.hostname.toLowerCase().replace(/\.$/, "");
+  if (isLoopbackHost(host)) return;
+  try {
+    // The URL names the host it declares: what is checked is where that host is and its port.
+    checkAksApiServer(server, { clusterHostNames: [host] }, where);
+  } catch (error) {
+    if (!(error instanceof ApiServerHostError)) throw error;
+    throw new Error(
+      `${where} must name an AKS API server (port 443, a host name under ${aksApiServerDomains.join(", ")}) or a loopback address, not ${url.host}: the managed identity's token sent there is valid on every AKS cluster of the tenant`,
+    );
+  }
+}
+
+/** 127.0.0.0/8, ::1 and localhost: a token sent there stays on this machine. */
+function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1");
+  if (bare === "localhost") return true;
+  if (isIP(bare) === 4) return bare.split(".")[0] === "127";
+  return isIP(bare) === 6 && bare === "::1";
+}
+
 // --- A fleet: many clusters, one app ------------------------------------------------------------
 
 /** The name the single-cluster settings give their one cluster. */
@@ -308,12 +348,29 @@ export interface FleetMemberSettings {
   readonly secrets: readonly string[];
 }
 
+/**
+ * A member whose own settings are wrong: kept out of service rather than stopping every other
+ * member with it. Its requests are answered 503 and it never starts a client.
+ */
+export interface UnavailableMember {
+  readonly name: string;
+  /** Which of its settings is wrong and how, for the log and /metrics: never a secret. */
+  readonly reason: string;
+  /**
+   * Its secrets when they are usable (its access is what is wrong): a request must still present
+   * one before it is told anything. Empty when the secret itself is the problem.
+   */
+  readonly secrets: readonly string[];
+}
+
 export interface FleetSettings {
   /** `single`: no GMSA_CLUSTERS, one member named "default" on today's paths; `fleet`: /clusters/{name}/… */
   readonly mode: "single" | "fleet";
   readonly shared: SharedAdmissionSettings;
-  /** In the order GMSA_CLUSTERS lists them. */
+  /** The usable members, in the order GMSA_CLUSTERS lists them. */
   readonly members: readonly FleetMemberSettings[];
+  /** Members kept out of service by a problem of their own (fleet mode only), in GMSA_CLUSTERS order. */
+  readonly unavailable?: readonly UnavailableMember[];
   /** A fleet member with no admission for this long stops its watch and frees its caches. */
   readonly idleMs: number;
 }
@@ -347,11 +404,14 @@ function clusterField<A>(name: string, check: (value: string, where: string) => 
 
 const text = clusterField("text", (value) => value);
 const httpsUrl = clusterField("apiServerUrl", (value, where) => {
+  let url: string;
   try {
-    return apiServerUrl(value, where);
+    url = apiServerUrl(value, where);
   } catch {
     throw new Error(`${where} must be an https URL without credentials, query or fragment`);
   }
+  checkTokenHost(url, where);
+  return url;
 });
 const caBundle = clusterField("apiServerCa", (value, where) => caBundlePem(value, where));
 const aksResourceId = clusterField("aksResourceId", (value, where) => {
@@ -431,29 +491,57 @@ const ClusterName = new t.Type<string, string, unknown>(
   String,
 );
 
-const ClusterList = new t.Type<Record<string, MemberAccess>, unknown, unknown>(
+/**
+ * The list itself: an object whose keys are cluster names. What each name maps to is decoded per
+ * member (MemberAccess), since a wrong access concerns that member only.
+ */
+const ClusterList = new t.Type<Record<string, unknown>, unknown, unknown>(
   "GMSA_CLUSTERS",
-  (u): u is Record<string, MemberAccess> => typeof u === "object" && u !== null,
+  (u): u is Record<string, unknown> => typeof u === "object" && u !== null,
   (u, c) => {
     if (typeof u !== "object" || u === null || Array.isArray(u)) {
       return t.failure(u, c, 'GMSA_CLUSTERS must be a JSON object from cluster name to its access, as {"alpha": {"aksResourceId": "/subscriptions/…"}}');
     }
     const errors: t.Errors = [];
-    const members: Record<string, MemberAccess> = {};
+    const members: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(u)) {
       const named = ClusterName.validate(name, c);
-      if (isLeft(named)) {
-        errors.push(...named.left);
-        continue;
-      }
-      const access = MemberAccess.validate(value, t.appendContext(c, name, MemberAccess, value));
-      if (isLeft(access)) errors.push(...access.left);
-      else members[name] = access.right;
+      if (isLeft(named)) errors.push(...named.left);
+      else members[name] = value;
     }
     return errors.length > 0 ? t.failures(errors) : t.success(members);
   },
   (a) => a,
 );
+
+/**
+ * One API server as a comparable string: scheme and host lower-case (without a trailing dot),
+ * the default port dropped, no trailing slash. Two members whose servers give the same string
+ * reach the same cluster.
+ */
+export function apiServerTarget(server: string): string {
+  try {
+    const url = new URL(server.trim());
+    const host = url.hostname.toLowerCase().replace(/\.$/, "");
+    const port = url.port === "" || (url.protocol === "https:" && url.port === "443") ? "" : `:${url.port}`;
+    return `${url.protocol}//${host}${port}${url.pathname.replace(/\/+$/, "")}`;
+  } catch {
+    return server.trim();
+  }
+}
+
+/** What the settings alone tell about a member's cluster (a kubeconfig's server is known once it is read). */
+function settingsTarget(cluster: ClusterAccessSettings): string | undefined {
+  if (cluster.access !== "entra") return undefined;
+  if (cluster.resourceId !== undefined) return `aks:${cluster.resourceId.toLowerCase()}`;
+  return cluster.server === undefined ? undefined : `url:${apiServerTarget(cluster.server)}`;
+}
+
+/** The problem of members that reach one cluster, naming them all. */
+export function sameTargetProblem(names: readonly string[], how: string): string {
+  const listed = names.map((name) => `GMSA_CLUSTERS.${name}`);
+  return `${listed.slice(0, -1).join(", ")} and ${listed.at(-1)} name the same cluster (${how}): each member needs a cluster of its own, or one would answer for the other`;
+}
 
 /** The JSON of GMSA_CLUSTERS, with every key given twice named (JSON.parse would keep the last one silently). */
 function parseClusterList(value: string): unknown {
@@ -495,8 +583,8 @@ function memberSecrets(name: string, env: NodeJS.ProcessEnv, problems: string[])
     return [];
   }
   const parts = value.split(",").map((part) => part.trim());
-  if (parts.length > 2 || !parts.every((part) => memberSecretPattern.test(part))) {
-    problems.push(`${setting} must be one secret, or two separated by a comma while rotating (new,old), each 32 to 128 characters of A-Z, a-z, 0-9, _ and -`);
+  if (parts.length > 2 || !parts.every(isMemberSecret)) {
+    problems.push(`${setting} must be one secret, or two separated by a comma while rotating (new,old), each ${memberSecretRule}`);
     return [];
   }
   return [...new Set(parts)];
@@ -534,26 +622,61 @@ export function readFleetSettings(env: NodeJS.ProcessEnv = process.env): FleetSe
   if (entries.length === 0) problems.push("GMSA_CLUSTERS names no cluster: give at least one, or unset it for a single cluster");
   if (entries.length > maxFleetMembers) problems.push(`GMSA_CLUSTERS names ${entries.length} clusters; one app serves at most ${maxFleetMembers}`);
   const identity = entraIdentity(raw);
-  const members = entries.map(([name, access]): FleetMemberSettings => {
+  // What is wrong with one member only: it is kept out of service, the others serve.
+  const memberProblems = new Map<string, string[]>(entries.map(([name]) => [name, []]));
+  const candidates = entries.map(([name, value]) => {
+    const own = memberProblems.get(name)!;
+    const secrets = memberSecrets(name, env, own);
+    const where = [{ key: "GMSA_CLUSTERS", type: ClusterList, actual: list }];
+    const access = MemberAccess.validate(value, t.appendContext(where, name, MemberAccess, value));
+    if (isLeft(access)) {
+      own.push(...new Set(access.left.map((e) => e.message ?? `${pathOf(e.context)} is invalid`)));
+      return { name, secrets, cluster: undefined };
+    }
+    const given = access.right;
     const cluster: ClusterAccessSettings =
-      "kubeconfig" in access
-        ? { access: "kubeconfig", kubeconfig: access.kubeconfig, ...(access.context ? { context: access.context } : {}) }
-        : "aksResourceId" in access
-          ? { access: "entra", resourceId: access.aksResourceId, ...identity }
-          : { access: "entra", server: access.apiServerUrl, ...(access.apiServerCa ? { caPem: access.apiServerCa } : {}), ...identity };
-    return { name, settings: { ...shared, cluster }, secrets: memberSecrets(name, env, problems) };
+      "kubeconfig" in given
+        ? { access: "kubeconfig", kubeconfig: given.kubeconfig, ...(given.context ? { context: given.context } : {}) }
+        : "aksResourceId" in given
+          ? { access: "entra", resourceId: given.aksResourceId, ...identity }
+          : { access: "entra", server: given.apiServerUrl, ...(given.apiServerCa ? { caPem: given.apiServerCa } : {}), ...identity };
+    return { name, secrets, cluster };
   });
-  // A secret two members share cannot tell their wirings apart.
+  // A secret two members share cannot tell their wirings apart: neither may serve with it.
   const owners = new Map<string, string>();
-  for (const member of members) {
+  const sharing = new Set<string>();
+  for (const member of candidates) {
     for (const secret of member.secrets) {
       const other = owners.get(secret);
       if (other !== undefined && other !== member.name) {
-        problems.push(`${clusterSecretSettingName(other)} and ${clusterSecretSettingName(member.name)} hold the same secret: each member needs its own`);
+        const problem = `${clusterSecretSettingName(other)} and ${clusterSecretSettingName(member.name)} hold the same secret: each member needs its own`;
+        memberProblems.get(other)!.push(problem);
+        memberProblems.get(member.name)!.push(problem);
+        sharing.add(other).add(member.name);
       }
       owners.set(secret, member.name);
     }
   }
-  if (problems.length > 0) throw new SettingsError([...new Set(problems)]);
-  return { mode: "fleet", shared, members, idleMs };
+  // Two members that reach one cluster would answer each other's reviews from it: neither serves.
+  const targets = new Map<string, string[]>();
+  for (const member of candidates) {
+    const key = member.cluster === undefined ? undefined : settingsTarget(member.cluster);
+    if (key !== undefined) targets.set(key, [...(targets.get(key) ?? []), member.name]);
+  }
+  for (const [key, names] of targets) {
+    if (names.length < 2) continue;
+    const problem = sameTargetProblem(names, key.startsWith("aks:") ? "aksResourceId, compared without case" : "apiServerUrl");
+    for (const name of names) memberProblems.get(name)!.push(problem);
+  }
+  const allMemberProblems = [...memberProblems.values()].flat();
+  // A problem of the fleet as a whole stops start-up, and then every problem is told at once.
+  if (problems.length > 0) throw new SettingsError([...new Set([...problems, ...allMemberProblems])]);
+  const members: FleetMemberSettings[] = [];
+  const unavailable: UnavailableMember[] = [];
+  for (const member of candidates) {
+    const own = [...new Set(memberProblems.get(member.name))];
+    if (own.length === 0 && member.cluster !== undefined) members.push({ name: member.name, settings: { ...shared, cluster: member.cluster }, secrets: member.secrets });
+    else unavailable.push({ name: member.name, reason: own.join("; "), secrets: sharing.has(member.name) ? [] : member.secrets });
+  }
+  return { mode: "fleet", shared, members, unavailable, idleMs };
 }

@@ -15,7 +15,7 @@ param principalId string
 param clusterNames array
 
 @secure()
-@description('Member name -> its secret (one value, 32 to 128 of A-Z a-z 0-9 _ -; during a rotation "new,old").')
+@description('Member name -> its secret (one value, 32 to 128 of A-Z a-z 0-9 _ -, at least 10 different; during a rotation "new,old").')
 param clusterSecrets object
 
 @description('private mode: no public network access; reached through the private endpoint only.')

@@ -39,7 +39,7 @@ param functionKey string = ''
 param clusterName string = ''
 
 @secure()
-@description('With clusterName: the member\'s secret, one of those the function accepts in GMSA_CLUSTER_SECRET_<NAME> (32 to 128 of A-Z a-z 0-9 _ -).')
+@description('With clusterName: the member\'s secret, one of those the function accepts in GMSA_CLUSTER_SECRET_<NAME> (32 to 128 of A-Z a-z 0-9 _ -, at least 10 different).')
 param clusterSecret string = ''
 
 @description('relay mode: the relay\'s own namespace.')

@@ -54,6 +54,8 @@ const refused: ReadonlyArray<readonly [string, readonly string[], Record<string,
   ["a secret of 129 characters", [...relay, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: "a".repeat(129) }, /32 to 128 characters/],
   ["a secret that could break the relay's config", [...relay, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: `${"a".repeat(32)}";evil` }, /32 to 128 characters/],
   ["a secret that could break out of the URL path", [...url, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: `${"a".repeat(32)}/../validate` }, /32 to 128 characters/],
+  ["a secret of one repeated character", [...relay, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: "a".repeat(32) }, /at least 10 of them different/],
+  ["a secret of two alternating characters", [...url, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: "ab".repeat(20) }, /at least 10 of them different/],
   ["the rotation pair", [...url, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: `${secret},${otherSecret}` }, /is one secret: while rotating, GMSA_CLUSTER_SECRET_ALPHA holds "new,old"/],
   ["a missing secret file", [...relay, "--cluster", "alpha", "--cluster-secret-file", join(dir, "nope"), "--out", dir], {}, /--cluster-secret-file: cannot read/],
   ["a secret file without --cluster", [...relay, "--cluster-secret-file", secretFile], {}, /--cluster-secret-file goes with --cluster NAME/],
@@ -184,6 +186,21 @@ Command("url mode: every webhook calls /clusters/NAME/SECRET/<path>; those files
     assert.is(f.mode, 0o644, f.file);
     assert.not.ok(JSON.stringify(f.object).includes(secret), `${f.file} holds no secret`);
   }
+});
+
+Command("url mode with --cluster warns that the API server shows the secret to the cluster's users when a call fails, and recommends relay wiring; relay mode does not", async () => {
+  const out = join(mkdtempSync(join(tmpdir(), "gmsa-fleet-out-")), "objects");
+  const urlRun = await wire([...url, ...member, "--out", out]);
+  assert.is(urlRun.code, exitCodes.ok, urlRun.stderr);
+  assert.match(urlRun.stderr, /warning: url wiring puts the secret of cluster "alpha" in its webhook URLs, and the API server quotes those URLs, secret included, in the error it returns to whoever creates a pod and in FailedCreate events/);
+  assert.match(urlRun.stderr, /For a fleet whose members do not trust each other, wire every member with --mode relay/);
+  assert.match(urlRun.stderr, /After any outage of the function, rotate this member's secret/);
+  assert.not.ok(urlRun.stderr.includes(secret), "the warning names the member, not its secret");
+  const relayRun = await wire([...relay, ...member, "--out", join(mkdtempSync(join(tmpdir(), "gmsa-fleet-out-")), "objects")]);
+  assert.is(relayRun.code, exitCodes.ok, relayRun.stderr);
+  assert.not.match(relayRun.stderr, /url wiring puts the secret/);
+  const single = await wire(url);
+  assert.not.match(single.stderr, /url wiring puts the secret/, "a single cluster's url wiring carries no secret");
 });
 
 Command("url mode without --cluster: today's URLs, byte for byte the same objects whatever GMSA_CLUSTER_SECRET holds", async () => {

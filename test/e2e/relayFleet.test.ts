@@ -26,8 +26,9 @@ import { useGrant } from "../support/useGrants.js";
  * alpha without it.
  *
  * Beta is a second member so that a request for alpha can carry another member's secret. Its
- * access names the same kubeconfig, but nothing here ever admits for beta, and a member's client
- * starts only on its first admission.
+ * access names an API server on a loopback port nothing serves (two members may not name one
+ * cluster), but nothing here ever admits for beta, and a member's client starts only on its
+ * first admission.
  *
  * That the member relay's own paths lead to alpha's paths and nowhere else, whatever a client
  * writes, is test/e2e/relay.test.ts's (against a server that records what reaches it).
@@ -69,7 +70,7 @@ RelayFleet.before(async (context) => {
       dir: context.dir,
       serves: {
         fleet: {
-          GMSA_CLUSTERS: JSON.stringify({ [alpha.name]: { kubeconfig }, [beta.name]: { kubeconfig } }),
+          GMSA_CLUSTERS: JSON.stringify({ [alpha.name]: { kubeconfig }, [beta.name]: { apiServerUrl: "https://127.0.0.1:1" } }),
           [clusterSecretSettingName(alpha.name)]: alpha.secret,
           [clusterSecretSettingName(beta.name)]: beta.secret,
         },

@@ -14,7 +14,7 @@ interface Context {
   webhook: LocalFleetWebhook;
 }
 
-const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-".padEnd(40, "b") };
+const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
 // The same name in both clusters, with contents of its own in each.
 function contentsIn(cluster: string): Record<string, unknown> {
@@ -178,6 +178,39 @@ Health("is ok without starting any member's client", async (context) => {
     assert.equal({ status: reply.status, body: JSON.parse(reply.text) }, { status: 200, body: { status: "ok" } });
     assert.is(context.webhook.runtime.members.get("alpha")!.status().state, "idle");
     assert.is(context.alpha.calls.length, 0);
+  } finally {
+    await context.webhook.close();
+    await context.alpha.close();
+  }
+});
+
+Health("is 200 degraded, naming no member, while a member is kept out of service; /metrics says which and why", async (context) => {
+  context.alpha = await startFakeApiServer();
+  context.webhook = await startLocalFleetWebhook({
+    GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: context.alpha.kubeconfig }, "new-member": { kubeconfig: context.alpha.kubeconfig, context: "typo" } }),
+    GMSA_CLUSTER_SECRET_ALPHA: secrets.alpha,
+    GMSA_CLUSTER_SECRET_NEW_MEMBER: "@Microsoft.KeyVault(SecretUri=https://kv.vault.azure.net/secrets/new-member/)",
+    GMSA_CREDSPEC_CACHE: "false",
+  });
+  try {
+    const reply = await httpsCall(`${context.webhook.server.url}/health`, { ca: context.webhook.caPem, method: "GET" });
+    assert.equal({ status: reply.status, body: JSON.parse(reply.text) }, { status: 200, body: { status: "degraded" } });
+    const metrics = JSON.parse((await httpsCall(`${context.webhook.server.url}/metrics`, { ca: context.webhook.caPem, method: "GET" })).text);
+    assert.is(metrics.clustersUnavailable, 1);
+    assert.is(metrics.clusters["new-member"].state, "unavailable");
+    assert.match(metrics.clusters["new-member"].reason, /^GMSA_CLUSTER_SECRET_NEW_MEMBER is a Key Vault reference the platform could not resolve/);
+    assert.is(metrics.clusters.alpha.state, "idle");
+    for (const secret of Object.values(secrets)) assert.not.match(JSON.stringify(metrics), secret);
+    // Its requests: 503 in plain words, without its body being read; alpha is served.
+    const refused = await httpsCall(`${context.webhook.server.url}/clusters/new-member/mutate`, { ca: context.webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", pod())) });
+    assert.is(refused.status, 503);
+    assert.match(refused.text, /^this cluster is not served at the moment: .*correlation ID/);
+    assert.not.match(refused.text, "Key Vault");
+    const correlationId = /correlation ID ([0-9a-f-]{36})/.exec(refused.text)![1]!;
+    assert.ok(context.webhook.logs.some((line) => line.startsWith("warning") && line.includes(correlationId) && line.includes("Key Vault reference")), JSON.stringify(context.webhook.logs));
+    assert.ok(context.webhook.logs.some((line) => line.startsWith("warning") && line.includes('"event":"gmsa.clusterUnavailable","cluster":"new-member"') && !line.includes("correlationId")), "the start-up line");
+    const served = await httpsCall(`${context.webhook.server.url}/clusters/alpha/${secrets.alpha}/mutate`, { ca: context.webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", pod())) });
+    assert.is(served.status, 200, served.text);
   } finally {
     await context.webhook.close();
     await context.alpha.close();

@@ -1,4 +1,6 @@
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -244,6 +246,28 @@ pipeline("a smoke test expects 200 from GET https://<host>/health after the depl
   assert.match(smoke.step.run ?? "", /exit 1/);
   const deploy = stepIndex((step) => /config-zip/.test(step.run ?? ""), "package deployment");
   assert.ok(runsBefore(deploy, smoke));
+});
+
+pipeline("the smoke test succeeds on 200 ok only: degraded (a fleet member not served), 503 or no answer fail the deployment", () => {
+  const smoke = stepIndex((step) => /\/health/.test(JSON.stringify(step.env ?? {})) && /curl/.test(step.run ?? ""), "smoke test");
+  const run = smoke.step.run ?? "";
+  // The step as the runner runs it (bash -e -o pipefail), with curl answering as told and no waiting.
+  const check = (status: string, body: string) => {
+    const bin = mkdtempSync(join(tmpdir(), "gmsa-smoke-"));
+    writeFileSync(join(bin, "curl"), `#!/bin/sh\nprintf '%s\\n%s' '${body}' '${status}'\n`);
+    writeFileSync(join(bin, "sleep"), "#!/bin/sh\nexit 0\n");
+    chmodSync(join(bin, "curl"), 0o755);
+    chmodSync(join(bin, "sleep"), 0o755);
+    const result = spawnSync("bash", ["-e", "-o", "pipefail", "-c", run], { env: { PATH: `${bin}:${process.env.PATH}`, HEALTH_URL: "https://app.example/health" }, encoding: "utf8" });
+    return { code: result.status, output: `${result.stdout}${result.stderr}` };
+  };
+  assert.is(check("200", '{"status":"ok"}').code, 0);
+  const degraded = check("200", '{"status":"degraded"}');
+  assert.is(degraded.code, 1);
+  assert.match(degraded.output, /answers degraded: a member of GMSA_CLUSTERS is not served/);
+  assert.is(check("503", '{"status":"unavailable"}').code, 1);
+  assert.is(check("200", "not json").code, 1);
+  assert.is(check("000", "").code, 1);
 });
 
 pipeline("with an allow-list, the runner is admitted before it deploys (the scm site follows the app's rules) and removed after the check", () => {

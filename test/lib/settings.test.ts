@@ -48,9 +48,9 @@ Settings("picks in-cluster access inside a pod", () => {
 Settings("picks Entra access when a managed cluster is named", () => {
   const id = "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks1";
   assert.equal(readAdmissionSettings({ GMSA_AKS_RESOURCE_ID: id, AZURE_CLIENT_ID: "abc" }).cluster, { access: "entra", resourceId: id, clientId: "abc" });
-  assert.equal(readAdmissionSettings({ GMSA_API_SERVER_URL: "https://aks.example:443", GMSA_API_SERVER_CA: "PEM" }).cluster, {
+  assert.equal(readAdmissionSettings({ GMSA_API_SERVER_URL: "https://aks-dns-1a2b.hcp.westeurope.azmk8s.io:443", GMSA_API_SERVER_CA: "PEM" }).cluster, {
     access: "entra",
-    server: "https://aks.example:443",
+    server: "https://aks-dns-1a2b.hcp.westeurope.azmk8s.io:443",
     caPem: "PEM",
   });
 });
@@ -58,6 +58,10 @@ Settings("picks Entra access when a managed cluster is named", () => {
 const bad: Array<[Record<string, string>, RegExp]> = [
   [{ GMSA_AKS_RESOURCE_ID: "/x", GMSA_API_SERVER_URL: "https://a" }, /name the cluster twice/],
   [{ GMSA_API_SERVER_URL: "http://aks.example" }, /GMSA_API_SERVER_URL must be an https URL/],
+  [{ GMSA_API_SERVER_URL: "https://aks.example" }, /GMSA_API_SERVER_URL must name an AKS API server \(port 443, a host name under azmk8s\.io, .*not aks\.example: the managed identity's token/],
+  [{ GMSA_API_SERVER_URL: "https://10.0.0.1:443" }, /GMSA_API_SERVER_URL must name an AKS API server/],
+  [{ GMSA_API_SERVER_URL: "https://aks-dns.hcp.westeurope.azmk8s.io:6443" }, /GMSA_API_SERVER_URL must name an AKS API server .*not aks-dns\.hcp\.westeurope\.azmk8s\.io:6443/],
+  [{ GMSA_API_SERVER_URL: "https://user:pw@aks-dns.hcp.westeurope.azmk8s.io" }, /GMSA_API_SERVER_URL: the API server URL must not carry credentials/],
   [{ GMSA_CLUSTER_ACCESS: "entra" }, /needs GMSA_AKS_RESOURCE_ID, or GMSA_API_SERVER_URL/],
   [{ KUBECONFIG: "/k", GMSA_RANDOM_HOSTNAME: "yes please" }, /GMSA_RANDOM_HOSTNAME must be true or false, got "yes please"/],
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "2s" }, /GMSA_API_TIMEOUT_MS must be a whole number from 50 to 30000, got "2s"/],

@@ -78,12 +78,12 @@ Package("registers every function with its route, and serves a mutate from a col
 Package("with GMSA_CLUSTERS, serves a member on its path with its secret, and today's paths no more", async (context) => {
   const p = pod();
   p.spec.securityContext = gmsa("webapp1-credspec");
-  const secret = "s".repeat(40);
+  const secret = "alpha-secret-0123456789".padEnd(40, "s");
   const fleet = { GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: context.api.kubeconfig } }), GMSA_CLUSTER_SECRET_ALPHA: secret, KUBECONFIG: "" };
   const served = await coldStart(context, "cluster-secret-mutate", review("CREATE", p), fleet, { cluster: "alpha", secret });
   assert.is(served.response.status, 200);
   assert.ok(JSON.parse(served.response.body).response.patch, served.response.body);
-  const wrong = await coldStart(context, "cluster-secret-mutate", review("CREATE", p), fleet, { cluster: "alpha", secret: "t".repeat(40) });
+  const wrong = await coldStart(context, "cluster-secret-mutate", review("CREATE", p), fleet, { cluster: "alpha", secret: "alpha-secret-9876543210".padEnd(40, "t") });
   assert.is(wrong.response.status, 401);
   const top = await coldStart(context, "mutate", review("CREATE", p), fleet);
   assert.is(top.response.status, 404);

@@ -62,7 +62,56 @@ Fleet("a member without a secret is a programming error", () => {
   assert.throws(() => fleetRouter("fleet", [{ name: "alpha", secrets: [], member: 1 }]), /needs a secret/);
 });
 
+const Unavailable = suite("fleetRouter, members kept out of service by their own settings");
+
+const reason = "GMSA_CLUSTER_SECRET_GAMMA is a Key Vault reference the platform could not resolve";
+const accessReason = "GMSA_CLUSTERS.delta.apiServerUrl must name an AKS API server";
+const withUnavailable = fleetRouter<string>("fleet", [
+  { name: "alpha", secrets: [secretA], member: "member alpha" },
+  { name: "gamma", secrets: [], unavailable: reason },
+  { name: "delta", secrets: [secretB], unavailable: accessReason },
+]);
+
+function refused(address: MemberAddress): { status: number; message: string; warning: string } {
+  const route = withUnavailable.route(address, "mutate");
+  if (route.ok) return assert.unreachable(`routed to ${route.member}`) as never;
+  return { status: route.status, message: route.message, warning: route.warning ?? "" };
+}
+
+Unavailable("without a usable secret, any request is 503 at once, whatever it carries", () => {
+  for (const address of [header("gamma", null), path("gamma", secretA), path("gamma", "x".repeat(40))]) {
+    const route = refused(address);
+    assert.is(route.status, 503);
+    assert.match(route.message, /^this cluster is not served at the moment: .*\(correlation ID [0-9a-f-]{36}\)/);
+  }
+});
+
+Unavailable("the caller learns no reason; the warning line gives it under the same correlation ID", () => {
+  const route = refused(header("gamma", null));
+  assert.not.match(route.message, "Key Vault");
+  assert.not.match(route.message, "GMSA_");
+  const line = JSON.parse(route.warning);
+  assert.equal([line.event, line.cluster, line.webhook], ["gmsa.clusterUnavailable", "gamma", "mutate"]);
+  assert.match(line.reason, reason);
+  assert.match(route.message, line.correlationId);
+  assert.is.not(refused(header("gamma", null)).message, route.message, "each refusal has its own correlation ID");
+});
+
+Unavailable("with a usable secret, the secret is checked first: 401 without it or with a wrong one, 503 with it", () => {
+  assert.is(refused(header("delta", null)).status, 401);
+  assert.is(refused(path("delta", secretA)).status, 401);
+  assert.not.match(refused(path("delta", secretA)).warning, accessReason, "a wrong secret is not told the reason, even in the log line");
+  const served = refused(path("delta", secretB));
+  assert.is(served.status, 503);
+  assert.match(JSON.parse(served.warning).reason, accessReason);
+});
+
+Unavailable("the other members serve", () => {
+  assert.equal(withUnavailable.route(path("alpha", secretA), "mutate"), { ok: true, member: "member alpha" });
+});
+
 Fleet.run();
+Unavailable.run();
 
 const Single = suite("fleetRouter, single cluster");
 
