@@ -64,7 +64,8 @@ function listen(server: Server, host: string, port: number): Promise<void> {
 async function route(functionsApp: LoadedApp, options: LocalServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", `https://${req.headers.host ?? "localhost"}`);
   const match = functionsApp.find(url.pathname);
-  if (!match) return reply(res, 404, `no function at ${url.pathname}`);
+  // The path is not echoed: a url-wired member's path carries its secret.
+  if (!match) return reply(res, 404, "no function at this path");
   const registration = match.registration;
   if (!registration.methods.includes((req.method ?? "GET").toUpperCase())) return reply(res, 405, `${req.method} is not allowed`);
   if (registration.authLevel !== "anonymous" && options.functionKey !== undefined && !keyMatches(req, url, options.functionKey)) {

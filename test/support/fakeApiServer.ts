@@ -24,6 +24,8 @@ export interface FakeApiState {
   retryAfter?: number;
   /** Wait this long before answering. */
   delayMs?: number;
+  /** Only requests whose path and query match wait (default: every request). */
+  delayPath?: RegExp;
 }
 
 export interface FakeApiCall {
@@ -133,7 +135,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, { state, calls,
   const url = new URL(req.url ?? "/", "http://x");
   const path = url.pathname;
   calls.push({ method: req.method ?? "GET", path, search: url.search.slice(1), body, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
-  if (state.delayMs) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
+  if (state.delayMs && (!state.delayPath || state.delayPath.test(req.url ?? ""))) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
   if (res.destroyed) return;
   if (state.failWith && (state.failTimes === undefined || state.failTimes > 0) && (!state.failPath || state.failPath.test(path))) {
     if (state.failTimes !== undefined) state.failTimes -= 1;
