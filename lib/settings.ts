@@ -73,6 +73,8 @@ const AdmissionEnvironment = t.type({
   GMSA_ARM_ENDPOINT: t.union([t.string, t.undefined]),
   AZURE_CLIENT_ID: t.union([t.string, t.undefined]),
   KUBERNETES_SERVICE_HOST: t.union([t.string, t.undefined]),
+  // Unset: as many as there are API slots.
+  GMSA_API_MAX_WAITING: t.union([integerSetting("GMSA_API_MAX_WAITING", 0, 1_024), t.undefined]),
 });
 
 export interface AdmissionSettings {
@@ -88,6 +90,8 @@ export interface AdmissionSettings {
   readonly apiConcurrency: number;
   /** The most distinct credential spec names one pod may carry; more is refused before any API call. */
   readonly maxCredSpecsPerPod: number;
+  /** The most admissions that may wait for one of a cluster's API slots; past it one that needs a call is refused at once. */
+  readonly apiMaxWaiting: number;
   readonly cluster: ClusterAccessSettings;
 }
 
@@ -243,6 +247,7 @@ function decodeAdmissionEnvironment(env: NodeJS.ProcessEnv): { raw: AdmissionEnv
     credSpecCache: raw.GMSA_CREDSPEC_CACHE,
     apiConcurrency: raw.GMSA_API_CONCURRENCY,
     maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD,
+    apiMaxWaiting: raw.GMSA_API_MAX_WAITING ?? raw.GMSA_API_CONCURRENCY,
   };
   return { raw, shared, problems };
 }

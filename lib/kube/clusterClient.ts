@@ -95,10 +95,11 @@ const unwatchedNotFoundTtlMs = 1_000;
 export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: ClusterLog = consoleLog): ClusterPorts {
   const entra = isEntra(config) ? config : undefined;
   const connections = shareConnections(config);
+  const slots = apiSlots(settings.apiConcurrency, settings.apiMaxWaiting);
   const bounds: ApiCallOptions = {
     timeoutMs: settings.apiTimeoutMs,
     budgetMs: settings.admissionBudgetMs,
-    slots: apiSlots(settings.apiConcurrency),
+    slots,
     ...(entra
       ? {
           onUnauthorized: () => entra.invalidateToken(),
@@ -113,7 +114,7 @@ export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: C
     : undefined;
   return {
     credSpecs: cache ?? rememberingNotFound(direct, notFoundMemory(), () => unwatchedNotFoundTtlMs),
-    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs }),
+    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs, hold: (signal) => slots.hold(signal) }),
     server: config.getCurrentCluster()?.server ?? "",
     cacheStatus: () => cache?.status(),
     stop: async () => {

@@ -15,6 +15,7 @@ Settings("defaults everything but the cluster", () => {
     credSpecCache: true,
     apiConcurrency: 16,
     maxCredSpecsPerPod: 16,
+    apiMaxWaiting: 16,
     cluster: { access: "kubeconfig", kubeconfig: "/k" },
   });
 });
@@ -32,6 +33,7 @@ Settings("reads every value", () => {
     GMSA_MAX_CREDSPECS_PER_POD: "3",
   });
   assert.is(settings.apiConcurrency, 4);
+  assert.is(settings.apiMaxWaiting, 4, "as many may wait as there are API slots, unless set");
   assert.is(settings.maxCredSpecsPerPod, 3);
   assert.is(settings.authCacheTtlMs, 0);
   assert.is(settings.credSpecCache, false);
@@ -39,6 +41,11 @@ Settings("reads every value", () => {
   assert.is(settings.authorizeRequestingUser, true);
   assert.is(settings.apiTimeoutMs, 750);
   assert.is(settings.admissionBudgetMs, 3000);
+});
+
+Settings("GMSA_API_MAX_WAITING may be set apart from the API slots, down to 0", () => {
+  assert.is(readAdmissionSettings({ KUBECONFIG: "/k", GMSA_API_CONCURRENCY: "8", GMSA_API_MAX_WAITING: "0" }).apiMaxWaiting, 0);
+  assert.is(readAdmissionSettings({ KUBECONFIG: "/k", GMSA_API_MAX_WAITING: "1024" }).apiMaxWaiting, 1024);
 });
 
 Settings("picks in-cluster access inside a pod", () => {
@@ -64,6 +71,8 @@ const bad: Array<[Record<string, string>, RegExp]> = [
   [{ KUBECONFIG: "/k", GMSA_ADMISSION_BUDGET_MS: "60000" }, /GMSA_ADMISSION_BUDGET_MS must be a whole number from 100 to 29000/],
   [{ KUBECONFIG: "/k", GMSA_AUTH_CACHE_TTL_SECONDS: "-1" }, /GMSA_AUTH_CACHE_TTL_SECONDS must be a whole number from 0 to 300/],
   [{ KUBECONFIG: "/k", GMSA_API_CONCURRENCY: "0" }, /GMSA_API_CONCURRENCY must be a whole number from 1 to 256/],
+  [{ KUBECONFIG: "/k", GMSA_API_MAX_WAITING: "1025" }, /GMSA_API_MAX_WAITING must be a whole number from 0 to 1024, got "1025"/],
+  [{ KUBECONFIG: "/k", GMSA_API_MAX_WAITING: "-1" }, /GMSA_API_MAX_WAITING must be a whole number from 0 to 1024/],
   [{ KUBECONFIG: "/k", GMSA_MAX_CREDSPECS_PER_POD: "0" }, /GMSA_MAX_CREDSPECS_PER_POD must be a whole number from 1 to 1000, got "0"/],
   [{ KUBECONFIG: "/k", GMSA_MAX_CREDSPECS_PER_POD: "many" }, /GMSA_MAX_CREDSPECS_PER_POD must be a whole number from 1 to 1000/],
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "5000", GMSA_ADMISSION_BUDGET_MS: "1000" }, /must not exceed GMSA_ADMISSION_BUDGET_MS/],
