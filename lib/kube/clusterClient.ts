@@ -110,7 +110,13 @@ export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: C
   };
   const direct = credSpecApi(config.makeApiClient(CustomObjectsApi), bounds);
   const cache = settings.credSpecCache
-    ? credSpecCache(config, { direct, log, ...(entra ? { onUnauthorized: () => entra.invalidateToken() } : {}) })
+    ? credSpecCache(config, {
+        direct,
+        log,
+        maxSpecs: settings.credSpecCacheMaxSpecs,
+        maxBytes: settings.credSpecCacheMaxBytes,
+        ...(entra ? { onUnauthorized: () => entra.invalidateToken() } : {}),
+      })
     : undefined;
   return {
     credSpecs: cache ?? rememberingNotFound(direct, notFoundMemory(), () => unwatchedNotFoundTtlMs),

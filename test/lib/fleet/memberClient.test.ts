@@ -50,7 +50,7 @@ function fakeStarts() {
       ports: {
         credSpecs: { lookup: async () => ({ kind: "found", credspec: { made: index } }), knownNames: () => ["a"] },
         authorizer: { mayUse: async () => ({ allowed: true }) },
-        cacheStatus: () => ({ started: true, synced: true, stale: false, size: 1, notFound: 0 }),
+        cacheStatus: () => ({ started: true, synced: true, stale: false, size: 1, notFound: 0, overflow: false }),
         stop: async () => void (client.stopped = true),
       },
     };
