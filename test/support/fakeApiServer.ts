@@ -50,6 +50,8 @@ export interface FakeApiServer {
   readonly load: { now: number; most: number };
   /** Stores a credential spec and tells every open watch (ADDED). */
   addCredSpec(name: string, object: Record<string, unknown>): void;
+  /** Watches open now. */
+  readonly openWatches: number;
   close(): Promise<void>;
 }
 
@@ -107,6 +109,9 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
     calls,
     connections,
     load,
+    get openWatches() {
+      return watchers.size;
+    },
     addCredSpec(name, object) {
       resourceVersion += 1;
       const stored = { ...object, metadata: { name, resourceVersion: String(resourceVersion) } };
