@@ -2,7 +2,7 @@ import type { TokenCredential } from "@azure/core-auth";
 import { performance } from "node:perf_hooks";
 import { fleetRouter, type FleetRouter } from "../lib/fleet/fleetRouter.js";
 import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../lib/fleet/memberClient.js";
-import { clusterPorts, localKubeConfig, type ClusterLog, type ClusterPorts } from "../lib/kube/clusterClient.js";
+import { keptClusterAccess, loadKubeConfig, localKubeConfig, type ClusterLog, type ClusterPorts, type KeptClusterAccess, type SharedAccess } from "../lib/kube/clusterClient.js";
 import { apiServerTarget, defaultMemberName, readFleetSettings, sameTargetProblem, type AdmissionSettings, type FleetMemberSettings, type FleetSettings, type SharedAdmissionSettings, type UnavailableMember } from "../lib/settings.js";
 
 /**
@@ -133,23 +133,34 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
   };
 }
 
-/** Builds members' clients from their settings; Entra members share one credential per identity. */
+/**
+ * Builds members' clients from their settings; Entra members share one credential per identity.
+ * Each member's access (for Entra: endpoint, CA, tokens) is read on its first start and kept, so
+ * a member that idled starts again without asking ARM.
+ */
 function defaultStart(): (member: FleetMemberSettings, log: ClusterLog) => Promise<MemberPorts> {
   const credentials = new Map<string, TokenCredential>();
+  const accesses = new Map<string, KeptClusterAccess>();
   let azureCredential: ((clientId?: string) => TokenCredential) | undefined;
+  const shared: SharedAccess = {
+    credential: (clientId) => {
+      const key = clientId ?? "";
+      let credential = credentials.get(key);
+      if (!credential) {
+        credential = azureCredential!(clientId);
+        credentials.set(key, credential);
+      }
+      return credential;
+    },
+  };
   return async (member, log) => {
     if (member.settings.cluster.access === "entra") azureCredential ??= (await import("../lib/kube/entraAccess.js")).azureCredential;
-    return clusterPorts(member.settings, log, {
-      credential: (clientId) => {
-        const key = clientId ?? "";
-        let credential = credentials.get(key);
-        if (!credential) {
-          credential = azureCredential!(clientId);
-          credentials.set(key, credential);
-        }
-        return credential;
-      },
-    });
+    let access = accesses.get(member.name);
+    if (!access) {
+      access = keptClusterAccess(() => loadKubeConfig(member.settings.cluster, log, shared), member.settings, log);
+      accesses.set(member.name, access);
+    }
+    return access.start();
   };
 }
 

@@ -156,6 +156,11 @@ param maxCredSpecsPerPod int = 16
 @description('The most calls one instance has in flight towards the API server; the rest wait within their budget (GMSA_API_CONCURRENCY).')
 param apiConcurrency int = 16
 
+@minValue(0)
+@maxValue(1024)
+@description('The most admissions that may wait for a cluster\'s API server beyond its calls in flight; more are refused at once, so a hung API server holds few of the app\'s requests (GMSA_API_MAX_WAITING).')
+param apiMaxWaiting int = apiConcurrency
+
 @minValue(100)
 @maxValue(29000)
 @description('The longest one admission may take, in milliseconds (GMSA_ADMISSION_BUDGET_MS): below the webhook timeoutSeconds, and at least apiTimeoutMs. Past it an admission is refused (504).')
@@ -332,6 +337,7 @@ module functionApp 'modules/function-app.bicep' = {
     admissionBudgetMs: admissionBudgetMs
     maxCredSpecsPerPod: maxCredSpecsPerPod
     apiConcurrency: apiConcurrency
+    apiMaxWaiting: apiMaxWaiting
   }
   // In private mode the app starts only once its storage is reachable from its subnet; its
   // member secrets are readable before it resolves them.

@@ -75,6 +75,10 @@ const AdmissionEnvironment = t.type({
   GMSA_ARM_ENDPOINT: t.union([t.string, t.undefined]),
   AZURE_CLIENT_ID: t.union([t.string, t.undefined]),
   KUBERNETES_SERVICE_HOST: t.union([t.string, t.undefined]),
+  // Unset: as many as there are API slots.
+  GMSA_API_MAX_WAITING: t.union([integerSetting("GMSA_API_MAX_WAITING", 0, 1_024), t.undefined]),
+  GMSA_CREDSPEC_CACHE_MAX_SPECS: withDefault(integerSetting("GMSA_CREDSPEC_CACHE_MAX_SPECS", 0, 1_000_000), 5_000),
+  GMSA_CREDSPEC_CACHE_MAX_BYTES: withDefault(integerSetting("GMSA_CREDSPEC_CACHE_MAX_BYTES", 0, 1 << 30), 16 << 20),
 });
 
 export interface AdmissionSettings {
@@ -90,6 +94,11 @@ export interface AdmissionSettings {
   readonly apiConcurrency: number;
   /** The most distinct credential spec names one pod may carry; more is refused before any API call. */
   readonly maxCredSpecsPerPod: number;
+  /** The most admissions that may wait for one of a cluster's API slots; past it one that needs a call is refused at once. */
+  readonly apiMaxWaiting: number;
+  /** The most credential specs, and bytes of them as JSON, one cluster's cache may hold; past either it stops and lookups read the API server. */
+  readonly credSpecCacheMaxSpecs: number;
+  readonly credSpecCacheMaxBytes: number;
   readonly cluster: ClusterAccessSettings;
 }
 
@@ -245,6 +254,9 @@ function decodeAdmissionEnvironment(env: NodeJS.ProcessEnv): { raw: AdmissionEnv
     credSpecCache: raw.GMSA_CREDSPEC_CACHE,
     apiConcurrency: raw.GMSA_API_CONCURRENCY,
     maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD,
+    apiMaxWaiting: raw.GMSA_API_MAX_WAITING ?? raw.GMSA_API_CONCURRENCY,
+    credSpecCacheMaxSpecs: raw.GMSA_CREDSPEC_CACHE_MAX_SPECS,
+    credSpecCacheMaxBytes: raw.GMSA_CREDSPEC_CACHE_MAX_BYTES,
   };
   return { raw, shared, problems };
 }

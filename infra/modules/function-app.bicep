@@ -80,6 +80,11 @@ param maxCredSpecsPerPod int = 16
 @description('The most calls one instance has in flight towards the API server (GMSA_API_CONCURRENCY).')
 param apiConcurrency int = 16
 
+@minValue(0)
+@maxValue(1024)
+@description('The most admissions that may wait for the API server beyond its calls in flight; more are refused at once (GMSA_API_MAX_WAITING).')
+param apiMaxWaiting int = apiConcurrency
+
 var privateMode = networkMode == 'private'
 // The one deployment served without function keys: private, called by the API server itself,
 // whose subnet alone the private endpoint admits (it cannot send a key). A relay's traffic
@@ -207,6 +212,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     GMSA_ADMISSION_BUDGET_MS: string(admissionBudgetMs)
     GMSA_MAX_CREDSPECS_PER_POD: string(maxCredSpecsPerPod)
     GMSA_API_CONCURRENCY: string(apiConcurrency)
+    GMSA_API_MAX_WAITING: string(apiMaxWaiting)
     // The app refuses to start keyless unless these say private and url, so the key setting
     // below comes from the same two parameters.
     GMSA_NETWORK_MODE: networkMode

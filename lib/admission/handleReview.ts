@@ -148,6 +148,8 @@ function whatHappened(error: ClusterUnavailableError): string {
       return `the Kubernetes API server answered with an error${error.httpStatus !== undefined ? ` (HTTP ${error.httpStatus})` : ""}`;
     case "rejected":
       return "the webhook's own access to the cluster failed";
+    case "backedUp":
+      return "too many admissions are already waiting for the Kubernetes API server";
   }
 }
 

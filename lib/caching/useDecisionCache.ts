@@ -12,6 +12,11 @@ export interface UseDecisionCacheOptions {
   readonly now?: () => number;
   /** The most answers kept; the oldest go first. */
   readonly maxEntries?: number;
+  /**
+   * Counts an admission as waiting on the API server while it waits for a review (its own or
+   * one it joined); throws, refusing it at once, when too many already do.
+   */
+  readonly hold?: (signal: AbortSignal) => () => void;
 }
 
 /** One access review that several admissions wait on, and how many still do. */
@@ -35,8 +40,11 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
   // Each admission waits only as long as its own signal allows. The review itself runs while
   // anyone still waits: when the last one gives up it is stopped and forgotten, so it never
   // outlives the longest budget among its waiters and the next admission asks afresh.
-  const wait = (key: string, review: SharedReview, signal: AbortSignal): Promise<UseDecision> => {
-    if (signal.aborted) return Promise.reject(signal.reason);
+  const wait = (key: string, review: SharedReview, signal: AbortSignal, leave: (() => void) | undefined): Promise<UseDecision> => {
+    if (signal.aborted) {
+      leave?.();
+      return Promise.reject(signal.reason);
+    }
     review.waiters += 1;
     return new Promise<UseDecision>((resolve, reject) => {
       const onAbort = () => {
@@ -49,7 +57,7 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       };
       signal.addEventListener("abort", onAbort, { once: true });
       review.decision.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-    });
+    }).finally(() => leave?.());
   };
 
   return {
@@ -62,8 +70,10 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       }
       if (known) answers.delete(key);
       countRequest("cacheMisses");
+      // Before a review is asked or joined: one refused leaves nothing behind.
+      const leave = options.hold?.(signal);
       const pending = inFlight.get(key);
-      if (pending) return wait(key, pending, signal);
+      if (pending) return wait(key, pending, signal, leave);
       const stop = new AbortController();
       const decision = inner.mayUse(principal, namespace, credSpecName, stop.signal).then((decision) => {
         // A review stopped because nobody waited any more answers nobody: keep nothing from it.
@@ -76,7 +86,7 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       // A failed review is forgotten at once, so the next admission asks afresh.
       void decision.finally(() => drop(key, review)).catch(() => {});
       inFlight.set(key, review);
-      return wait(key, review, signal);
+      return wait(key, review, signal, leave);
     },
   };
 }

@@ -6,7 +6,9 @@ import { ClusterUnavailableError, type CredSpecSource, type UseAuthorizer } from
  * after a while without admissions. Its ports can be handed out before the client exists: the
  * first call starts it (concurrent first calls share one start), a start that fails is not kept
  * (the next call tries again), and a start that outlasts the admission's budget fails that
- * admission closed while it goes on for the next one.
+ * admission closed while it goes on for the next one. A start that never settles is abandoned
+ * after `startTimeoutMs` (default 30 s), so the admissions after it start afresh instead of
+ * joining it for ever; should it finish after all, what it built is stopped.
  */
 
 /** What a started client offers: the ports, what its cache holds, and how to stop it. */
@@ -27,6 +29,8 @@ export interface MemberClientOptions {
   readonly start: () => Promise<MemberPorts>;
   /** Stop after this long without an admission; unset: never (the single-cluster member). */
   readonly idleMs?: number;
+  /** Give up on a start after this long. Default 30 s. */
+  readonly startTimeoutMs?: number;
   readonly now?: () => number;
   readonly timers?: MemberTimers;
   readonly log: (level: "info" | "warn", message: string) => void;
@@ -100,8 +104,18 @@ export function memberClient(options: MemberClientOptions): MemberClient {
     if (state === "stopped") return Promise.reject(new ClusterUnavailableError(`the client of cluster "${name}" was stopped`, "rejected"));
     state = "starting";
     starts += 1;
-    const attempt: Promise<MemberPorts> = Promise.resolve()
-      .then(options.start)
+    const startTimeoutMs = options.startTimeoutMs ?? 30_000;
+    const run = Promise.resolve().then(options.start);
+    let giveUp!: (error: Error) => void;
+    const abandoned = new Promise<never>((_, reject) => (giveUp = reject));
+    const abandonTimer = timers.set(() => {
+      giveUp(new ClusterUnavailableError(`the client of cluster "${name}" did not start within ${Math.round(startTimeoutMs / 1000)} s and was given up`, "timeout"));
+      log("warn", `cluster "${name}": its client did not start within ${Math.round(startTimeoutMs / 1000)} s; the next admission starts it afresh`);
+      // Should it finish after all, nobody is left to use it.
+      run.then((late) => late.stop(), () => {}).catch(() => {});
+    }, startTimeoutMs);
+    const attempt: Promise<MemberPorts> = Promise.race([run, abandoned])
+      .finally(() => timers.clear(abandonTimer))
       .then(
         async (started) => {
           if (starting !== attempt) {

@@ -42,7 +42,8 @@ export interface UseAuthorizer {
 export class ClusterUnavailableError extends Error {
   constructor(
     message: string,
-    readonly failure: "timeout" | "unreachable" | "serverError" | "rejected",
+    /** backedUp: every call to the API server is taken and too many admissions already wait for one. */
+    readonly failure: "timeout" | "unreachable" | "serverError" | "rejected" | "backedUp",
     readonly httpStatus?: number,
     /** How long the server asked us to wait before trying again (429/503 Retry-After). */
     readonly retryAfterMs?: number,

@@ -39,6 +39,21 @@ export async function callApi<T>(
   bounds: ApiCallOptions,
   call: (options: ConfigurationOptions) => Promise<T>,
 ): Promise<ApiOutcome<T>> {
+  // Refused at once when too many admissions already wait on this server; counted until it settles, retries included.
+  const leave = bounds.slots?.hold(signal);
+  try {
+    return await callWithRetries(description, signal, bounds, call);
+  } finally {
+    leave?.();
+  }
+}
+
+async function callWithRetries<T>(
+  description: string,
+  signal: AbortSignal,
+  bounds: ApiCallOptions,
+  call: (options: ConfigurationOptions) => Promise<T>,
+): Promise<ApiOutcome<T>> {
   let reauthenticated = false;
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {

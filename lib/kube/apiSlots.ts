@@ -1,3 +1,5 @@
+import { ClusterUnavailableError } from "../gmsa/ports.js";
+
 /**
  * A cap on how many calls one instance has in flight towards one API server. A pod that names
  * many credential specs queues behind the cap instead of opening a connection per name; the
@@ -5,6 +7,12 @@
  * the queue at once, so a dead admission never holds or blocks a slot. Free slots go round the
  * admissions in turn (each admission is known by its signal), so one admission with many calls
  * cannot make another wait behind all of them.
+ *
+ * It also bounds the admissions that wait on the server at all. When the server hangs, its slots
+ * fill and every further admission would wait for its whole budget, holding one of the
+ * instance's requests (shared by every member) with its body: an admission holds the server
+ * from its first call, or from joining a review another admission asked, until that settles,
+ * and once `limit + maxWaiting` admissions do, a new one is refused at once.
  */
 export interface ApiSlots {
   /** Resolves with the slot's release once one is free; rejects with the signal's reason if it aborts first. */
@@ -12,6 +20,15 @@ export interface ApiSlots {
   readonly inUse: number;
   readonly waiting: number;
   readonly limit: number;
+  readonly maxWaiting: number;
+  /**
+   * Counts the admission (known by its signal) as waiting on the server until the returned
+   * function is called; throws a ClusterUnavailableError ("backedUp") when it is new and as many
+   * admissions as may wait already do. An admission already counted may always go on.
+   */
+  hold(signal: AbortSignal): () => void;
+  /** How many admissions wait on the server now. */
+  readonly held: number;
 }
 
 interface Waiter {
@@ -25,8 +42,12 @@ interface Lane {
   readonly leave: () => void;
 }
 
-export function apiSlots(limit: number): ApiSlots {
+export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): ApiSlots {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`the API call limit must be a whole number of at least 1, got ${limit}`);
+  if (!(maxWaiting >= 0)) throw new RangeError(`the most admissions waiting must be at least 0, got ${maxWaiting}`);
+  const maxHeld = limit + maxWaiting;
+  // Admission -> how many of its calls or joined reviews are under way.
+  const holders = new Map<AbortSignal, number>();
   let inUse = 0;
   let waiting = 0;
   // One lane per admission, in the order they are to be served; each lane first come, first served.
@@ -91,5 +112,27 @@ export function apiSlots(limit: number): ApiSlots {
       return waiting;
     },
     limit,
+    maxWaiting,
+    hold(signal) {
+      const held = holders.get(signal);
+      if (held === undefined && holders.size >= maxHeld) {
+        throw new ClusterUnavailableError(
+          `the cluster's API calls are backed up: ${holders.size} admissions already wait on its API server (${limit} calls at once, ${maxWaiting} more admissions waiting)`,
+          "backedUp",
+        );
+      }
+      holders.set(signal, (held ?? 0) + 1);
+      let left = false;
+      return () => {
+        if (left) return;
+        left = true;
+        const rest = holders.get(signal)! - 1;
+        if (rest === 0) holders.delete(signal);
+        else holders.set(signal, rest);
+      };
+    },
+    get held() {
+      return holders.size;
+    },
   };
 }

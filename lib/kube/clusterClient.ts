@@ -10,7 +10,7 @@ import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
 import type { EntraKubeConfig } from "./entraAccess.js";
 import { plainHttpProblem } from "./plainHttp.js";
-import { shareConnections } from "./sharedConnections.js";
+import { shareConnections, type SharedConnections } from "./sharedConnections.js";
 import { useAuthorization } from "./useAuthorization.js";
 
 /** The cluster-facing half of the product: the two ports, bound to one API server. */
@@ -93,12 +93,45 @@ const unwatchedNotFoundTtlMs = 1_000;
  * calls in flight.
  */
 export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: ClusterLog = consoleLog): ClusterPorts {
+  return portsOver(config, shareConnections(config), settings, log);
+}
+
+/** What a cluster client keeps across its starts: how the cluster is reached. */
+export interface KeptClusterAccess {
+  /** New ports (cache, slots, decision cache) over the kept access, read on the first start only. */
+  start(): Promise<ClusterPorts>;
+}
+
+/**
+ * A cluster's access (its KubeConfig: for Entra the endpoint and CA read through ARM and the
+ * token cache) read once and kept, so that a client stopped as idle starts again without asking
+ * ARM or the identity anew: an ARM outage then fails no member that was already reached. Only
+ * what a start builds (the watch, the caches, the slots, the open connections) is freed by its
+ * ports' stop. A read that fails is not kept: the next start reads again.
+ */
+export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: AdmissionSettings, log: ClusterLog = consoleLog): KeptClusterAccess {
+  let loading: Promise<{ config: KubeConfig; connections: SharedConnections }> | undefined;
+  return {
+    async start() {
+      const attempt = (loading ??= load().then((config) => ({ config, connections: shareConnections(config) })));
+      try {
+        const { config, connections } = await attempt;
+        return portsOver(config, connections, settings, log);
+      } catch (error) {
+        if (loading === attempt) loading = undefined;
+        throw error;
+      }
+    },
+  };
+}
+
+function portsOver(config: KubeConfig, connections: SharedConnections, settings: AdmissionSettings, log: ClusterLog): ClusterPorts {
   const entra = isEntra(config) ? config : undefined;
-  const connections = shareConnections(config);
+  const slots = apiSlots(settings.apiConcurrency, settings.apiMaxWaiting);
   const bounds: ApiCallOptions = {
     timeoutMs: settings.apiTimeoutMs,
     budgetMs: settings.admissionBudgetMs,
-    slots: apiSlots(settings.apiConcurrency),
+    slots,
     ...(entra
       ? {
           onUnauthorized: () => entra.invalidateToken(),
@@ -109,15 +142,22 @@ export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: C
   };
   const direct = credSpecApi(config.makeApiClient(CustomObjectsApi), bounds);
   const cache = settings.credSpecCache
-    ? credSpecCache(config, { direct, log, ...(entra ? { onUnauthorized: () => entra.invalidateToken() } : {}) })
+    ? credSpecCache(config, {
+        direct,
+        log,
+        maxSpecs: settings.credSpecCacheMaxSpecs,
+        maxBytes: settings.credSpecCacheMaxBytes,
+        ...(entra ? { onUnauthorized: () => entra.invalidateToken() } : {}),
+      })
     : undefined;
   return {
     credSpecs: cache ?? rememberingNotFound(direct, notFoundMemory(), () => unwatchedNotFoundTtlMs),
-    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs }),
+    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs, hold: (signal) => slots.hold(signal) }),
     server: config.getCurrentCluster()?.server ?? "",
     cacheStatus: () => cache?.status(),
     stop: async () => {
       await cache?.stop();
+      // The pools only: the next use of the KubeConfig opens new ones.
       await connections.close();
     },
   };

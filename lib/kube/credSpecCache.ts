@@ -1,4 +1,6 @@
 import { CustomObjectsApi, makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
+import { isLeft } from "fp-ts/Either";
+import * as t from "io-ts";
 import { notFoundMemory } from "../caching/notFoundMemory.js";
 import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
@@ -15,6 +17,13 @@ import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
  * forgotten the moment the watch brings a spec of that name. When the watch breaks, the cache
  * keeps answering with what it knows when the API server cannot answer, says it is stale, and
  * reconnects with backoff.
+ *
+ * What one cluster keeps here is bounded, by count and by the size of the specs as JSON: the
+ * memory is the instance's, shared by every member. The list is read in pages, so a cluster
+ * past a bound is refused once it has sent a page more than the bound, not its whole list. Past
+ * a bound the cache stops for good (watch closed, specs dropped), says so in a warning and in its
+ * status, and lookups become the direct GETs with not-found memory of an uncached client:
+ * admissions stay correct and cost one API call more each.
  */
 export interface CredSpecCacheStatus {
   readonly started: boolean;
@@ -23,6 +32,8 @@ export interface CredSpecCacheStatus {
   readonly size: number;
   /** Names remembered as not found. */
   readonly notFound: number;
+  /** The cluster has more specs, or larger ones, than the cache may hold: it stopped and lookups go to the API server. */
+  readonly overflow: boolean;
 }
 
 export interface CredSpecCache extends CredSpecSource {
@@ -43,8 +54,27 @@ export interface CredSpecCacheOptions {
   /** The same before the first list and while the watch is broken, when nothing clears it. Default 1 s. */
   readonly unwatchedNotFoundTtlMs?: number;
   readonly maxNotFound?: number;
+  /** The most specs held; more stop the cache. Default: no bound. */
+  readonly maxSpecs?: number;
+  /** The most bytes held, counted as the specs' JSON; more stop the cache. Default: no bound. */
+  readonly maxBytes?: number;
+  /** Specs asked for per list request. Default 100. */
+  readonly pageSize?: number;
   readonly now?: () => number;
 }
+
+/** The cluster holds more than the cache may: not a failure to retry. */
+class CredSpecCacheOverflow extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CredSpecCacheOverflow";
+  }
+}
+
+const ListPage = t.type({
+  metadata: t.partial({ resourceVersion: t.string, continue: t.string }),
+  items: t.array(t.intersection([t.UnknownRecord, t.partial({ metadata: t.partial({ name: t.string, namespace: t.string, resourceVersion: t.string }) })])),
+});
 
 type CredSpecObject = KubernetesObject & { credspec?: unknown };
 
@@ -62,38 +92,97 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
   let stopped = false;
   let failures = 0;
   let retry: NodeJS.Timeout | undefined;
+  const maxSpecs = options.maxSpecs ?? Number.POSITIVE_INFINITY;
+  const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+  const pageSize = options.pageSize ?? 100;
+  // Name -> its size as JSON, and their sum: kept on the watch path only, never on a lookup.
+  const sizes = new Map<string, number>();
+  let bytes = 0;
+  let overflow = false;
+
+  const beyondBounds = (count: number, held: number): string | undefined =>
+    count > maxSpecs
+      ? `the cluster has more than ${maxSpecs} credential specs`
+      : held > maxBytes
+        ? `the cluster's credential specs take more than ${maxBytes} bytes as JSON`
+        : undefined;
+
+  function overflowed(reason: string): void {
+    if (overflow || stopped) return;
+    overflow = true;
+    clearTimeout(retry);
+    clearTimeout(settled);
+    const watching = informer;
+    // Dropped, so that the informer's own copy of every object goes with it.
+    informer = undefined;
+    void watching?.stop();
+    entries.clear();
+    sizes.clear();
+    bytes = 0;
+    synced = false;
+    stale = false;
+    options.log("warn", `credential spec cache stopped: ${reason}; every lookup now reads the API server`);
+  }
 
   const remember = (object: CredSpecObject) => {
     const name = object.metadata?.name;
-    if (!name) return;
+    if (!name || overflow) return;
+    const size = jsonSize(object);
+    bytes += size - (sizes.get(name) ?? 0);
+    sizes.set(name, size);
     entries.set(name, lookupFromObject(object));
     notFound.forget(name);
+    const beyond = beyondBounds(entries.size, bytes);
+    if (beyond) overflowed(beyond);
   };
   const forget = (object: CredSpecObject) => {
     const name = object.metadata?.name;
-    if (name) entries.delete(name);
+    if (!name) return;
+    entries.delete(name);
+    bytes -= sizes.get(name) ?? 0;
+    sizes.delete(name);
   };
+
+  // In pages, each counted as it comes: a cluster past a bound is refused a page past it.
+  async function list(): Promise<KubernetesListObject<CredSpecObject>> {
+    const items: CredSpecObject[] = [];
+    let held = 0;
+    let resourceVersion: string | undefined;
+    let next: string | undefined;
+    do {
+      const answer: unknown = await api.listClusterCustomObject({ ...credSpecResource, limit: pageSize, ...(next ? { _continue: next } : {}) });
+      const page = ListPage.decode(answer);
+      if (isLeft(page)) throw new Error("the credential spec list is not a list of objects");
+      // Every page of one list comes from the same snapshot, the first page's.
+      resourceVersion ??= page.right.metadata.resourceVersion;
+      for (const item of page.right.items) {
+        items.push(item);
+        held += jsonSize(item);
+      }
+      const beyond = beyondBounds(items.length, held);
+      if (beyond) throw new CredSpecCacheOverflow(beyond);
+      next = page.right.metadata.continue || undefined;
+    } while (next);
+    return { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpecList", metadata: resourceVersion === undefined ? {} : { resourceVersion }, items };
+  }
 
   let attempt = 0;
   let failedAttempt = -1;
   let settled: NodeJS.Timeout | undefined;
 
   function start(): void {
-    informer = makeInformer<CredSpecObject>(
-      config,
-      path,
-      () => api.listClusterCustomObject({ ...credSpecResource }) as Promise<KubernetesListObject<CredSpecObject>>,
-    );
+    informer = makeInformer<CredSpecObject>(config, path, list);
     informer.on("add", remember);
     informer.on("update", remember);
     informer.on("delete", forget);
     informer.on("error", (error) => {
+      if (error instanceof CredSpecCacheOverflow) return overflowed(error.message);
       instanceCounters.watchErrors += 1;
       // The informer reports a failed list or watch here and then resolves start() as usual:
       // remember which attempt failed so that it is not taken for a sync.
       failedAttempt = attempt;
       clearTimeout(settled);
-      if (stopped) return;
+      if (stopped || overflow) return;
       stale = synced;
       failures += 1;
       if (statusOf(error) === 401) options.onUnauthorized?.();
@@ -112,7 +201,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     const watching = informer;
     watching.start().then(
       () => {
-        if (stopped) return void watching.stop();
+        if (stopped || overflow) return void watching.stop();
         if (failedAttempt === current) return;
         if (stale || !synced) options.log("info", `credential spec cache ${synced ? "resynced" : "synced"}: ${entries.size} specs`);
         synced = true;
@@ -129,7 +218,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
 
   return {
     async lookup(name, signal) {
-      if (!informer && !stopped) start();
+      if (!informer && !stopped && !overflow) start();
       const known = synced ? entries.get(name) : undefined;
       if (known && !stale) {
         countRequest("cacheHits");
@@ -160,7 +249,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
       }
     },
     knownNames: () => (synced && !stale ? [...entries.keys()] : undefined),
-    status: () => ({ started: informer !== undefined, synced, stale, size: entries.size, notFound: notFound.size }),
+    status: () => ({ started: informer !== undefined, synced, stale, size: entries.size, notFound: notFound.size, overflow }),
     async stop() {
       stopped = true;
       clearTimeout(retry);
@@ -168,6 +257,32 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
       await informer?.stop();
     },
   };
+}
+
+/**
+ * About how many characters a parsed JSON value takes written out again, counted without writing
+ * it (a spec may be large) and without recursion (it may be deep).
+ */
+export function jsonSize(value: unknown): number {
+  let size = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (typeof next === "string") size += next.length + 2;
+    else if (typeof next === "number" || typeof next === "boolean") size += 8;
+    else if (next === null || next === undefined) size += 4;
+    else if (Array.isArray(next)) {
+      size += 2 + next.length;
+      for (const item of next) pending.push(item);
+    } else if (typeof next === "object") {
+      size += 2;
+      for (const [key, item] of Object.entries(next)) {
+        size += key.length + 4;
+        pending.push(item);
+      }
+    }
+  }
+  return size;
 }
 
 function statusOf(error: unknown): number | undefined {

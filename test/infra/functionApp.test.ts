@@ -137,6 +137,7 @@ const expectedSettings = [
   "GMSA_ADMISSION_BUDGET_MS",
   "GMSA_MAX_CREDSPECS_PER_POD",
   "GMSA_API_CONCURRENCY",
+  "GMSA_API_MAX_WAITING",
   "GMSA_REQUIRE_FUNCTION_KEY",
   "GMSA_NETWORK_MODE",
   "GMSA_WIRING_MODE",
@@ -188,8 +189,8 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
   assert.is(literal(settings.get("GMSA_CLUSTER_ACCESS")), "entra");
   assert.is(settings.get("GMSA_AKS_RESOURCE_ID")?.text, "clusterResourceId");
   const scenarios = [
-    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, maxCredSpecsPerPod: 16, apiConcurrency: 16, networkMode: "public", wireMode: "relay" },
-    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, maxCredSpecsPerPod: 3, apiConcurrency: 64, networkMode: "private", wireMode: "url" },
+    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, maxCredSpecsPerPod: 16, apiConcurrency: 16, apiMaxWaiting: 16, networkMode: "public", wireMode: "relay" },
+    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, maxCredSpecsPerPod: 3, apiConcurrency: 64, apiMaxWaiting: 0, networkMode: "private", wireMode: "url" },
   ];
   for (const bindings of scenarios) {
     const value = (name: string) => evaluate(app, settings.get(name)!, { bindings });
@@ -200,6 +201,7 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
     assert.is(value("GMSA_ADMISSION_BUDGET_MS"), String(bindings.admissionBudgetMs));
     assert.is(value("GMSA_MAX_CREDSPECS_PER_POD"), String(bindings.maxCredSpecsPerPod));
     assert.is(value("GMSA_API_CONCURRENCY"), String(bindings.apiConcurrency));
+    assert.is(value("GMSA_API_MAX_WAITING"), String(bindings.apiMaxWaiting));
     assert.is(value("GMSA_REQUIRE_FUNCTION_KEY"), String(bindings.networkMode === "public"));
     assert.is(value("GMSA_WIRING_MODE"), bindings.wireMode);
   }
@@ -255,6 +257,10 @@ hosting("the credential-spec and concurrency limits default to the product's own
   assert.is(deployed.maxCredSpecsPerPod, defaults.maxCredSpecsPerPod);
   assert.is(deployed.apiConcurrency, defaults.apiConcurrency);
   const params = property(declared(main, "module", "functionApp").body?.object, "params");
+  // As many may wait as there are slots, unless set: in the app and in the module alike.
+  assert.is(String(evaluate(app, settings.get("GMSA_API_MAX_WAITING")!, { bindings: { apiConcurrency: 40 } })), "40");
+  assert.is(property(params, "apiMaxWaiting")?.text, "apiMaxWaiting", "main passes apiMaxWaiting to the app");
+  assert.is(valueOf(main, "apiMaxWaiting"), defaults.apiMaxWaiting);
   for (const [name, product] of [["maxCredSpecsPerPod", defaults.maxCredSpecsPerPod], ["apiConcurrency", defaults.apiConcurrency]] as const) {
     assert.is(valueOf(main, name), product, `main's ${name} defaults to the product's`);
     assert.is(property(params, name)?.text, name, `main passes ${name} to the app`);

@@ -15,6 +15,9 @@ Settings("defaults everything but the cluster", () => {
     credSpecCache: true,
     apiConcurrency: 16,
     maxCredSpecsPerPod: 16,
+    apiMaxWaiting: 16,
+    credSpecCacheMaxSpecs: 5000,
+    credSpecCacheMaxBytes: 16 * 1024 * 1024,
     cluster: { access: "kubeconfig", kubeconfig: "/k" },
   });
 });
@@ -32,6 +35,7 @@ Settings("reads every value", () => {
     GMSA_MAX_CREDSPECS_PER_POD: "3",
   });
   assert.is(settings.apiConcurrency, 4);
+  assert.is(settings.apiMaxWaiting, 4, "as many may wait as there are API slots, unless set");
   assert.is(settings.maxCredSpecsPerPod, 3);
   assert.is(settings.authCacheTtlMs, 0);
   assert.is(settings.credSpecCache, false);
@@ -39,6 +43,16 @@ Settings("reads every value", () => {
   assert.is(settings.authorizeRequestingUser, true);
   assert.is(settings.apiTimeoutMs, 750);
   assert.is(settings.admissionBudgetMs, 3000);
+});
+
+Settings("GMSA_API_MAX_WAITING may be set apart from the API slots, down to 0", () => {
+  assert.is(readAdmissionSettings({ KUBECONFIG: "/k", GMSA_API_CONCURRENCY: "8", GMSA_API_MAX_WAITING: "0" }).apiMaxWaiting, 0);
+  assert.is(readAdmissionSettings({ KUBECONFIG: "/k", GMSA_API_MAX_WAITING: "1024" }).apiMaxWaiting, 1024);
+});
+
+Settings("the credential spec cache's bounds are read", () => {
+  const settings = readAdmissionSettings({ KUBECONFIG: "/k", GMSA_CREDSPEC_CACHE_MAX_SPECS: "0", GMSA_CREDSPEC_CACHE_MAX_BYTES: "1048576" });
+  assert.equal([settings.credSpecCacheMaxSpecs, settings.credSpecCacheMaxBytes], [0, 1048576]);
 });
 
 Settings("picks in-cluster access inside a pod", () => {
@@ -68,6 +82,10 @@ const bad: Array<[Record<string, string>, RegExp]> = [
   [{ KUBECONFIG: "/k", GMSA_ADMISSION_BUDGET_MS: "60000" }, /GMSA_ADMISSION_BUDGET_MS must be a whole number from 100 to 29000/],
   [{ KUBECONFIG: "/k", GMSA_AUTH_CACHE_TTL_SECONDS: "-1" }, /GMSA_AUTH_CACHE_TTL_SECONDS must be a whole number from 0 to 300/],
   [{ KUBECONFIG: "/k", GMSA_API_CONCURRENCY: "0" }, /GMSA_API_CONCURRENCY must be a whole number from 1 to 256/],
+  [{ KUBECONFIG: "/k", GMSA_API_MAX_WAITING: "1025" }, /GMSA_API_MAX_WAITING must be a whole number from 0 to 1024, got "1025"/],
+  [{ KUBECONFIG: "/k", GMSA_API_MAX_WAITING: "-1" }, /GMSA_API_MAX_WAITING must be a whole number from 0 to 1024/],
+  [{ KUBECONFIG: "/k", GMSA_CREDSPEC_CACHE_MAX_SPECS: "1000001" }, /GMSA_CREDSPEC_CACHE_MAX_SPECS must be a whole number from 0 to 1000000/],
+  [{ KUBECONFIG: "/k", GMSA_CREDSPEC_CACHE_MAX_BYTES: "32MiB" }, /GMSA_CREDSPEC_CACHE_MAX_BYTES must be a whole number from 0 to 1073741824, got "32MiB"/],
   [{ KUBECONFIG: "/k", GMSA_MAX_CREDSPECS_PER_POD: "0" }, /GMSA_MAX_CREDSPECS_PER_POD must be a whole number from 1 to 1000, got "0"/],
   [{ KUBECONFIG: "/k", GMSA_MAX_CREDSPECS_PER_POD: "many" }, /GMSA_MAX_CREDSPECS_PER_POD must be a whole number from 1 to 1000/],
   [{ KUBECONFIG: "/k", GMSA_API_TIMEOUT_MS: "5000", GMSA_ADMISSION_BUDGET_MS: "1000" }, /must not exceed GMSA_ADMISSION_BUDGET_MS/],

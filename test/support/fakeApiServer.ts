@@ -50,6 +50,8 @@ export interface FakeApiServer {
   readonly load: { now: number; most: number };
   /** Stores a credential spec and tells every open watch (ADDED). */
   addCredSpec(name: string, object: Record<string, unknown>): void;
+  /** Watches open now. */
+  readonly openWatches: number;
   close(): Promise<void>;
 }
 
@@ -107,6 +109,9 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
     calls,
     connections,
     load,
+    get openWatches() {
+      return watchers.size;
+    },
     addCredSpec(name, object) {
       resourceVersion += 1;
       const stored = { ...object, metadata: { name, resourceVersion: String(resourceVersion) } };
@@ -145,7 +150,13 @@ async function answer(req: IncomingMessage, res: ServerResponse, { state, calls,
 
   if (req.method === "GET" && path === "/apis/windows.k8s.io/v1/gmsacredentialspecs") {
     if (url.searchParams.get("watch") !== "true") {
-      return send(res, 200, { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpecList", metadata: { resourceVersion: String(resourceVersion()) }, items: [...state.credSpecs.values()] });
+      // Pages as the API server does with `limit`: the continue token here is just the offset.
+      const all = [...state.credSpecs.values()];
+      const limit = Number(url.searchParams.get("limit") ?? "0");
+      const from = Number(url.searchParams.get("continue") ?? "0");
+      const items = limit > 0 ? all.slice(from, from + limit) : all;
+      const more = limit > 0 && from + limit < all.length ? { continue: String(from + limit) } : {};
+      return send(res, 200, { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpecList", metadata: { resourceVersion: String(resourceVersion()), ...more }, items });
     }
     // A watch stays open; events are written by addCredSpec.
     res.writeHead(200, { "content-type": "application/json" });

@@ -1,6 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { useDecisionCache } from "../../../lib/caching/useDecisionCache.js";
+import { apiSlots } from "../../../lib/kube/apiSlots.js";
 import { serviceAccountPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../../../lib/gmsa/ports.js";
 
 interface Context {
@@ -160,6 +161,26 @@ Cache("an admission that joins a shared review keeps it alive, and gets its answ
   assert.is(await first, "gave up");
   assert.equal(await second, { allowed: true });
   assert.is(context.asked, 1);
+});
+
+Cache("admissions joining a review count as waiting on the API server: past the bound one is refused at once, and the count falls when the review answers", async (context) => {
+  let open!: () => void;
+  context.gate = new Promise((resolve) => (open = resolve));
+  const slots = apiSlots(1, 1);
+  const cached = useDecisionCache({ mayUse: async () => (context.asked++, await context.gate, context.answer) }, { ttlMs: 5000, now: () => context.clock, hold: (s) => slots.hold(s) });
+  const [a, b, c] = [0, 1, 2].map(() => new AbortController().signal);
+  const first = cached.mayUse(web, "apps", "spec", a!);
+  const second = cached.mayUse(web, "apps", "spec", b!);
+  try {
+    await cached.mayUse(web, "apps", "spec", c!);
+    assert.unreachable("a third admission joined the stalled review");
+  } catch (error) {
+    assert.match(String(error), /backed up/);
+  }
+  assert.is(context.asked, 1);
+  open();
+  assert.equal(await Promise.all([first, second]), [{ allowed: true }, { allowed: true }]);
+  assert.is(slots.held, 0);
 });
 
 Cache("a TTL of 0 asks every time", async (context) => {

@@ -50,7 +50,7 @@ function fakeStarts() {
       ports: {
         credSpecs: { lookup: async () => ({ kind: "found", credspec: { made: index } }), knownNames: () => ["a"] },
         authorizer: { mayUse: async () => ({ allowed: true }) },
-        cacheStatus: () => ({ started: true, synced: true, stale: false, size: 1, notFound: 0 }),
+        cacheStatus: () => ({ started: true, synced: true, stale: false, size: 1, notFound: 0, overflow: false }),
         stop: async () => void (client.stopped = true),
       },
     };
@@ -221,6 +221,35 @@ Member("stopped for good while starting, the client that comes up is stopped too
   }
   assert.ok(context.starts.made[0]!.stopped);
   assert.is(client.status().state, "stopped");
+});
+
+Member("a start that never settles is given up after its timeout: the next admission starts afresh, and a late finish is stopped", async (context) => {
+  const client = member(context, { startTimeoutMs: 30_000 });
+  const release = context.starts.hold();
+  const first = client.start();
+  context.time.advance(29_999);
+  assert.is(client.status().state, "starting");
+  context.time.advance(1);
+  try {
+    await first;
+    assert.unreachable("the hung start was never given up");
+  } catch (error) {
+    assert.instance(error, ClusterUnavailableError);
+    assert.is((error as ClusterUnavailableError).failure, "timeout");
+  }
+  assert.is(client.status().state, "idle");
+  assert.ok(context.logs.some((l) => l.includes("did not start within 30 s")), context.logs.join("\n"));
+  release();
+  assert.equal(await client.credSpecs.lookup("a", never), { kind: "found", credspec: { made: 1 } });
+  assert.is(client.status().starts, 2);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(context.starts.made.map((m) => m.stopped), [true, false], "the late client was stopped, the new one runs");
+});
+
+Member("a start that settles in time leaves no timer behind but the idle one", async (context) => {
+  const client = member(context);
+  await client.start();
+  assert.is(context.time.pending(), 1);
 });
 
 Member.run();

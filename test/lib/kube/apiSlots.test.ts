@@ -1,6 +1,7 @@
 import { getEventListeners } from "node:events";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { ClusterUnavailableError } from "../../../lib/gmsa/ports.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
 
 const Slots = suite("apiSlots");
@@ -63,6 +64,36 @@ Slots("leaves no listener behind on a signal whose calls were all served", async
     (await waiting)();
   }
   assert.is(getEventListeners(signal, "abort").length, 0);
+});
+
+Slots("past its calls in flight and those that may wait, a new admission is refused at once; one already waiting goes on", () => {
+  const slots = apiSlots(2, 1);
+  const admissions = Array.from({ length: 4 }, () => new AbortController().signal);
+  const leaves = admissions.slice(0, 3).map((signal) => slots.hold(signal));
+  assert.is(slots.held, 3);
+  try {
+    slots.hold(admissions[3]!);
+    assert.unreachable("a fourth admission was let wait");
+  } catch (error) {
+    assert.instance(error, ClusterUnavailableError);
+    assert.is((error as ClusterUnavailableError).failure, "backedUp");
+    assert.match((error as Error).message, /the cluster's API calls are backed up/);
+  }
+  // The first admission's second call is not a new admission.
+  const again = slots.hold(admissions[0]!);
+  leaves[0]!();
+  assert.is(slots.held, 3, "an admission with a call still under way is still counted");
+  again();
+  again(); // leaving twice changes nothing
+  assert.is(slots.held, 2);
+  slots.hold(admissions[3]!)();
+  assert.is(slots.held, 2);
+});
+
+Slots("with no admission allowed to wait, only those whose calls fit in the slots may go on", () => {
+  const slots = apiSlots(1, 0);
+  slots.hold(new AbortController().signal);
+  assert.throws(() => slots.hold(new AbortController().signal), /backed up/);
 });
 
 Slots.run();

@@ -3,7 +3,11 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createAdmissionRuntime } from "../../../functions/runtime.js";
 import { entraKubeConfig } from "../../../lib/kube/entraAccess.js";
-import { clusterPorts, portsFor, type ClusterPorts } from "../../../lib/kube/clusterClient.js";
+import { clusterPorts, keptClusterAccess, portsFor, type ClusterPorts } from "../../../lib/kube/clusterClient.js";
+import { memberClient, type MemberTimers } from "../../../lib/fleet/memberClient.js";
+import type { ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
+import { aksServerScope } from "../../../lib/kube/entraAccess.js";
+import { stringify } from "yaml";
 import { shareConnections } from "../../../lib/kube/sharedConnections.js";
 import { ClusterUnavailableError, serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
 import { readAdmissionSettings } from "../../../lib/settings.js";
@@ -297,3 +301,110 @@ Rotation("a new CA (a rotated cluster, or another one) gets its own pool and is 
 });
 
 Rotation.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const Kept = suite<Context>("a fleet member's access is kept across its idle stops");
+
+Kept.before.each(async (context) => {
+  context.api = await startFakeApiServer();
+  context.ports = [];
+});
+
+Kept.after.each(async (context) => {
+  for (const ports of context.ports) await ports.stop();
+  await context.api.close();
+});
+
+const resourceId = "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one";
+
+/** ARM that declares the loopback API server and hands out a kubeconfig for it, counting what it is asked. */
+function fakeArm(api: FakeApiServer): { fetch: ArmFetch; sent: string[]; down: boolean } {
+  const arm = {
+    sent: [] as string[],
+    down: false,
+    fetch: (async (url, init) => {
+      arm.sent.push(`${init.method} ${new URL(url).pathname.split("/").pop()}`);
+      if (arm.down) return new Response(JSON.stringify({ error: { code: "ServiceUnavailable", message: "down" } }), { status: 503 });
+      if (init.method === "GET") return new Response(JSON.stringify({ properties: { fqdn: "127.0.0.1" } }), { status: 200 });
+      const kubeconfig = stringify({ clusters: [{ name: "aks-one", cluster: { server: api.url, "certificate-authority-data": Buffer.from(api.caPem).toString("base64") } }] });
+      return new Response(JSON.stringify({ kubeconfigs: [{ name: "clusterUser", value: Buffer.from(kubeconfig).toString("base64") }] }), { status: 200 });
+    }) as ArmFetch,
+  };
+  return arm;
+}
+
+Kept("an idle stop frees the watch and caches but keeps the Entra access: the restart asks neither ARM nor the identity again, even with ARM down", async (context) => {
+  context.api.state.credSpecs = new Map([["webapp1", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>]]);
+  const arm = fakeArm(context.api);
+  const credential = fakeCredential([{ token: "aks-token", lifetimeMs: 3_600_000 }]);
+  const memberSettings = readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.example", GMSA_AUTH_CACHE_TTL_SECONDS: "0" });
+  const access = keptClusterAccess(
+    () => entraKubeConfig({ credential, resourceId, armEndpoint: "https://127.0.0.1:1", armFetch: arm.fetch, loopbackApiServerForTests: true, armRetryDelayMs: 1 }),
+    memberSettings,
+    () => {},
+  );
+  let now = 0;
+  const timers = new Map<number, () => void>();
+  let nextTimer = 0;
+  const fakeTimers: MemberTimers = { set: (run) => (timers.set(++nextTimer, run), nextTimer), clear: (handle) => void timers.delete(handle as number) };
+  const idle = () => {
+    now += 120_000;
+    for (const [id, run] of [...timers]) {
+      timers.delete(id);
+      run();
+    }
+  };
+  const member = memberClient({ name: "alpha", start: () => access.start(), idleMs: 60_000, now: () => now, timers: fakeTimers, log: () => {} });
+  const lists = () => context.api.calls.filter((c) => c.path === "/apis/windows.k8s.io/v1/gmsacredentialspecs" && !c.search.includes("watch=true")).length;
+  const aksTokens = () => credential.calls.filter((c) => String(c.scopes).includes(aksServerScope)).length;
+  try {
+    assert.is((await member.credSpecs.lookup("webapp1", noDeadline)).kind, "found");
+    await until(() => member.status().credSpecCache?.synced === true, "the first cache synced");
+    assert.equal(arm.sent, ["GET aks-one", "POST listClusterUserCredential"]);
+    assert.is(aksTokens(), 1);
+    assert.is(lists(), 1);
+
+    idle();
+    assert.is(member.status().state, "idle");
+    await until(() => context.api.calls.length > 0 && watchersClosed(context.api), "the watch closed");
+    arm.down = true;
+
+    assert.is((await member.credSpecs.lookup("webapp1", noDeadline)).kind, "found");
+    await until(() => member.status().credSpecCache?.synced === true, "the new cache synced");
+    assert.is(member.status().starts, 2);
+    assert.equal(arm.sent, ["GET aks-one", "POST listClusterUserCredential"], "the restart asked ARM again");
+    assert.is(aksTokens(), 1, "the restart fetched a new token although the kept one is valid");
+    assert.is(lists(), 2, "the restart made a new cache (a new list)");
+  } finally {
+    await member.stop();
+  }
+});
+
+Kept("a first read that fails is not kept: the next start reads again", async (context) => {
+  const arm = fakeArm(context.api);
+  arm.down = true;
+  const credential = fakeCredential([{ token: "aks-token", lifetimeMs: 3_600_000 }]);
+  const access = keptClusterAccess(
+    () => entraKubeConfig({ credential, resourceId, armEndpoint: "https://127.0.0.1:1", armFetch: arm.fetch, loopbackApiServerForTests: true, armRetryDelayMs: 1 }),
+    readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.example" }),
+    () => {},
+  );
+  try {
+    await access.start();
+    assert.unreachable("started with ARM down");
+  } catch (error) {
+    assert.instance(error, Error);
+  }
+  const failed = arm.sent.length;
+  arm.down = false;
+  const ports = await access.start();
+  context.ports.push(ports);
+  assert.ok(arm.sent.length > failed, "the second start asked ARM");
+});
+
+function watchersClosed(api: FakeApiServer): boolean {
+  return api.openWatches === 0;
+}
+
+Kept.run();

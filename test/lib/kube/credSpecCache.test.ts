@@ -1,0 +1,129 @@
+import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { credSpecApi } from "../../../lib/kube/credSpecApi.js";
+import { credSpecCache, jsonSize, type CredSpecCache, type CredSpecCacheOptions } from "../../../lib/kube/credSpecCache.js";
+import { startFakeApiServer, type FakeApiServer } from "../../support/fakeApiServer.js";
+import { credSpecFixture } from "../../support/fixtures.js";
+
+interface Context {
+  api: FakeApiServer;
+  cache?: CredSpecCache;
+  logs: string[];
+}
+
+const noDeadline = new AbortController().signal;
+const Bounds = suite<Context>("credSpecCache: what one cluster's cache may hold is bounded");
+
+function specs(count: number, padding = 0): Map<string, Record<string, unknown>> {
+  const fixture = credSpecFixture("webapp1-credspec");
+  return new Map(
+    Array.from({ length: count }, (_, i) => {
+      const name = `spec-${i}`;
+      return [name, { ...fixture, metadata: { name }, credspec: { ...fixture.credspec, padding: "x".repeat(padding) } } as unknown as Record<string, unknown>];
+    }),
+  );
+}
+
+function open(context: Context, options: Partial<CredSpecCacheOptions> = {}): CredSpecCache {
+  const config = new KubeConfig();
+  config.loadFromFile(context.api.kubeconfig);
+  const direct = credSpecApi(config.makeApiClient(CustomObjectsApi), { timeoutMs: 2000 });
+  context.cache = credSpecCache(config, { direct, log: (level, message) => context.logs.push(`${level} ${message}`), ...options });
+  return context.cache;
+}
+
+function listsOf(api: FakeApiServer): string[] {
+  return api.calls.filter((c) => c.method === "GET" && c.path === "/apis/windows.k8s.io/v1/gmsacredentialspecs" && !c.search.includes("watch=true")).map((c) => c.search);
+}
+
+async function until(condition: () => boolean, what: string, ms = 5000): Promise<void> {
+  const started = Date.now();
+  while (!condition()) {
+    if (Date.now() - started > ms) assert.unreachable(`${what} within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+Bounds.before.each(async (context) => {
+  context.api = await startFakeApiServer();
+  context.cache = undefined;
+  context.logs = [];
+});
+
+Bounds.after.each(async (context) => {
+  await context.cache?.stop();
+  await context.api.close();
+});
+
+Bounds("within its bounds it lists in pages and holds every spec", async (context) => {
+  context.api.state.credSpecs = specs(25);
+  const cache = open(context, { maxSpecs: 25, pageSize: 10 });
+  await cache.lookup("spec-0", noDeadline);
+  await until(() => cache.status().synced, "synced");
+  assert.equal(cache.status(), { started: true, synced: true, stale: false, size: 25, notFound: 0, overflow: false });
+  assert.equal(listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")), [null, "10", "20"]);
+});
+
+Bounds("more specs than it may hold: refused a page past the bound, the cache stops and lookups read the API server", async (context) => {
+  context.api.state.credSpecs = specs(100);
+  const cache = open(context, { maxSpecs: 15, pageSize: 10 });
+  await cache.lookup("spec-0", noDeadline);
+  await until(() => cache.status().overflow, "overflow");
+  // Two pages of ten were enough to know: the rest of the list was never asked for.
+  assert.is(listsOf(context.api).length, 2);
+  assert.equal(cache.status(), { started: false, synced: false, stale: false, size: 0, notFound: 0, overflow: true });
+  assert.ok(context.logs.some((l) => /^warn credential spec cache stopped: the cluster has more than 15 credential specs/.test(l)), context.logs.join("\n"));
+  // Still correct, one GET per lookup, and a miss is remembered briefly as without a cache.
+  const gets = () => context.api.calls.filter((c) => c.path === "/apis/windows.k8s.io/v1/gmsacredentialspecs/spec-42").length;
+  assert.is((await cache.lookup("spec-42", noDeadline)).kind, "found");
+  assert.is((await cache.lookup("spec-42", noDeadline)).kind, "found");
+  assert.is(gets(), 2);
+  assert.is((await cache.lookup("absent", noDeadline)).kind, "notFound");
+  assert.is((await cache.lookup("absent", noDeadline)).kind, "notFound");
+  assert.is(context.api.calls.filter((c) => c.path.endsWith("/gmsacredentialspecs/absent")).length, 1);
+  // It does not come back: no list or watch after the overflow.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.is(listsOf(context.api).length, 2);
+  assert.is(context.api.calls.filter((c) => c.search.includes("watch=true")).length, 0);
+});
+
+Bounds("specs larger in all than it may hold stop it the same way", async (context) => {
+  context.api.state.credSpecs = specs(8, 10_000);
+  const cache = open(context, { maxBytes: 50_000, pageSize: 3 });
+  await cache.lookup("spec-0", noDeadline);
+  await until(() => cache.status().overflow, "overflow");
+  assert.is(listsOf(context.api).length, 2, "refused on the page that passed 50 000 bytes");
+  assert.ok(context.logs.some((l) => l.includes("take more than 50000 bytes as JSON")), context.logs.join("\n"));
+  assert.is((await cache.lookup("spec-7", noDeadline)).kind, "found");
+});
+
+Bounds("a spec that arrives through the watch past a bound stops it too", async (context) => {
+  context.api.state.credSpecs = specs(3);
+  const cache = open(context, { maxSpecs: 3 });
+  await cache.lookup("spec-0", noDeadline);
+  await until(() => cache.status().synced, "synced");
+  assert.is(cache.status().size, 3);
+  context.api.addCredSpec("spec-3", specs(4).get("spec-3")!);
+  await until(() => cache.status().overflow, "overflow");
+  assert.is(cache.status().size, 0);
+  assert.is((await cache.lookup("spec-3", noDeadline)).kind, "found");
+});
+
+Bounds.run();
+
+const Size = suite("jsonSize");
+
+Size("is close to the length of the JSON, for nested and deep values alike", () => {
+  const fixture = credSpecFixture("webapp1-credspec");
+  for (const value of [fixture, { a: [1, true, null, "x"], b: { c: "ddd" } }, specs(2, 5000).get("spec-1")]) {
+    const written = JSON.stringify(value).length;
+    const counted = jsonSize(value);
+    assert.ok(counted >= written * 0.8 && counted <= written * 1.5, `${counted} for ${written}`);
+  }
+  let deep: unknown = "end";
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  assert.ok(jsonSize(deep) > 200_000);
+});
+
+Size.run();
