@@ -158,7 +158,7 @@ param apiConcurrency int = 16
 
 @minValue(0)
 @maxValue(1024)
-@description('The most admissions that may wait for a cluster\'s API server beyond its calls in flight; more are refused at once, so a hung API server holds few of the app\'s requests (GMSA_API_MAX_WAITING).')
+@description('The most admissions of one namespace that may wait for a cluster\'s API server beyond its calls in flight; more are refused at once, so a hung API server holds few of the app\'s requests (GMSA_API_MAX_WAITING).')
 param apiMaxWaiting int = apiConcurrency
 
 @minValue(100)

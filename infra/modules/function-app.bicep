@@ -82,7 +82,7 @@ param apiConcurrency int = 16
 
 @minValue(0)
 @maxValue(1024)
-@description('The most admissions that may wait for the API server beyond its calls in flight; more are refused at once (GMSA_API_MAX_WAITING).')
+@description('The most admissions of one namespace that may wait for the API server beyond its calls in flight; more are refused at once (GMSA_API_MAX_WAITING).')
 param apiMaxWaiting int = apiConcurrency
 
 var privateMode = networkMode == 'private'

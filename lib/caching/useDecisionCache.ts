@@ -16,7 +16,7 @@ export interface UseDecisionCacheOptions {
    * Counts an admission as waiting on the API server while it waits for a review (its own or
    * one it joined); throws, refusing it at once, when too many already do.
    */
-  readonly hold?: (signal: AbortSignal) => () => void;
+  readonly hold?: (signal: AbortSignal, namespace: string) => () => void;
 }
 
 /** One access review that several admissions wait on, and how many still do. */
@@ -71,7 +71,7 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       if (known) answers.delete(key);
       countRequest("cacheMisses");
       // Before a review is asked or joined: one refused leaves nothing behind.
-      const leave = options.hold?.(signal);
+      const leave = options.hold?.(signal, namespace);
       const pending = inFlight.get(key);
       if (pending) return wait(key, pending, signal, leave);
       const stop = new AbortController();

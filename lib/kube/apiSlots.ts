@@ -11,8 +11,12 @@ import { ClusterUnavailableError } from "../gmsa/ports.js";
  * It also bounds the admissions that wait on the server at all. When the server hangs, its slots
  * fill and every further admission would wait for its whole budget, holding one of the
  * instance's requests (shared by every member) with its body: an admission holds the server
- * from its first call, or from joining a review another admission asked, until that settles,
- * and once `limit + maxWaiting` admissions do, a new one is refused at once.
+ * from its first call, or from joining a review another admission asked, until that settles.
+ * The bound is kept per namespace: once `limit + maxWaiting` admissions of one namespace hold
+ * the server, a new one of that namespace is refused at once, while another team's admission
+ * still waits its turn (a flood from one namespace, or a hung server, sheds that namespace's
+ * excess without refusing everyone else). Holds that name no namespace, and all of them
+ * together, are bounded at `globalFactor` times that.
  */
 export interface ApiSlots {
   /** Resolves with the slot's release once one is free; rejects with the signal's reason if it aborts first. */
@@ -24,9 +28,10 @@ export interface ApiSlots {
   /**
    * Counts the admission (known by its signal) as waiting on the server until the returned
    * function is called; throws a ClusterUnavailableError ("backedUp") when it is new and as many
-   * admissions as may wait already do. An admission already counted may always go on.
+   * admissions of its namespace (or of all namespaces together) as may wait already do. An
+   * admission already counted may always go on.
    */
-  hold(signal: AbortSignal): () => void;
+  hold(signal: AbortSignal, namespace?: string): () => void;
   /** How many admissions wait on the server now. */
   readonly held: number;
 }
@@ -42,12 +47,18 @@ interface Lane {
   readonly leave: () => void;
 }
 
+/** How many times one namespace's bound all holds together may reach. */
+export const globalFactor = 4;
+
 export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): ApiSlots {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`the API call limit must be a whole number of at least 1, got ${limit}`);
   if (!(maxWaiting >= 0)) throw new RangeError(`the most admissions waiting must be at least 0, got ${maxWaiting}`);
   const maxHeld = limit + maxWaiting;
-  // Admission -> how many of its calls or joined reviews are under way.
-  const holders = new Map<AbortSignal, number>();
+  const maxHeldInAll = maxHeld * globalFactor;
+  // Admission -> how many of its calls or joined reviews are under way, and the namespace it was counted under.
+  const holders = new Map<AbortSignal, { count: number; readonly namespace: string | undefined }>();
+  // Namespace -> how many admissions of it hold the server.
+  const byNamespace = new Map<string, number>();
   let inUse = 0;
   let waiting = 0;
   // One lane per admission, in the order they are to be served; each lane first come, first served.
@@ -113,22 +124,35 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): 
     },
     limit,
     maxWaiting,
-    hold(signal) {
-      const held = holders.get(signal);
-      if (held === undefined && holders.size >= maxHeld) {
-        throw new ClusterUnavailableError(
-          `the cluster's API calls are backed up: ${holders.size} admissions already wait on its API server (${limit} calls at once, ${maxWaiting} more admissions waiting)`,
-          "backedUp",
-        );
+    hold(signal, namespace) {
+      let holder = holders.get(signal);
+      if (holder === undefined) {
+        const ofNamespace = namespace === undefined ? 0 : (byNamespace.get(namespace) ?? 0);
+        if (ofNamespace >= maxHeld || holders.size >= maxHeldInAll) {
+          const who = ofNamespace >= maxHeld ? `${ofNamespace} admissions of namespace "${namespace}"` : `${holders.size} admissions`;
+          throw new ClusterUnavailableError(
+            `the cluster's API calls are backed up: ${who} already wait on its API server (${limit} calls at once, ${maxWaiting} more admissions waiting per namespace)`,
+            "backedUp",
+          );
+        }
+        if (namespace !== undefined) byNamespace.set(namespace, ofNamespace + 1);
+        holder = { count: 0, namespace };
+        holders.set(signal, holder);
       }
-      holders.set(signal, (held ?? 0) + 1);
+      holder.count += 1;
+      const counted = holder;
       let left = false;
       return () => {
         if (left) return;
         left = true;
-        const rest = holders.get(signal)! - 1;
-        if (rest === 0) holders.delete(signal);
-        else holders.set(signal, rest);
+        counted.count -= 1;
+        if (counted.count > 0) return;
+        holders.delete(signal);
+        if (counted.namespace !== undefined) {
+          const others = byNamespace.get(counted.namespace)! - 1;
+          if (others === 0) byNamespace.delete(counted.namespace);
+          else byNamespace.set(counted.namespace, others);
+        }
       };
     },
     get held() {

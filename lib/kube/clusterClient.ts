@@ -152,7 +152,7 @@ function portsOver(config: KubeConfig, connections: SharedConnections, settings:
     : undefined;
   return {
     credSpecs: cache ?? rememberingNotFound(direct, notFoundMemory(), () => unwatchedNotFoundTtlMs),
-    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs, hold: (signal) => slots.hold(signal) }),
+    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs, hold: (signal, namespace) => slots.hold(signal, namespace) }),
     server: config.getCurrentCluster()?.server ?? "",
     cacheStatus: () => cache?.status(),
     stop: async () => {

@@ -167,7 +167,7 @@ Cache("admissions joining a review count as waiting on the API server: past the 
   let open!: () => void;
   context.gate = new Promise((resolve) => (open = resolve));
   const slots = apiSlots(1, 1);
-  const cached = useDecisionCache({ mayUse: async () => (context.asked++, await context.gate, context.answer) }, { ttlMs: 5000, now: () => context.clock, hold: (s) => slots.hold(s) });
+  const cached = useDecisionCache({ mayUse: async () => (context.asked++, await context.gate, context.answer) }, { ttlMs: 5000, now: () => context.clock, hold: (s, namespace) => slots.hold(s, namespace) });
   const [a, b, c] = [0, 1, 2].map(() => new AbortController().signal);
   const first = cached.mayUse(web, "apps", "spec", a!);
   const second = cached.mayUse(web, "apps", "spec", b!);

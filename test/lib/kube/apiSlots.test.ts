@@ -66,34 +66,64 @@ Slots("leaves no listener behind on a signal whose calls were all served", async
   assert.is(getEventListeners(signal, "abort").length, 0);
 });
 
-Slots("past its calls in flight and those that may wait, a new admission is refused at once; one already waiting goes on", () => {
+Slots("past its calls in flight and those that may wait, a namespace's new admission is refused at once; one already waiting goes on", () => {
   const slots = apiSlots(2, 1);
   const admissions = Array.from({ length: 4 }, () => new AbortController().signal);
-  const leaves = admissions.slice(0, 3).map((signal) => slots.hold(signal));
+  const leaves = admissions.slice(0, 3).map((signal) => slots.hold(signal, "team-a"));
   assert.is(slots.held, 3);
   try {
-    slots.hold(admissions[3]!);
+    slots.hold(admissions[3]!, "team-a");
     assert.unreachable("a fourth admission was let wait");
   } catch (error) {
     assert.instance(error, ClusterUnavailableError);
     assert.is((error as ClusterUnavailableError).failure, "backedUp");
-    assert.match((error as Error).message, /the cluster's API calls are backed up/);
+    assert.match((error as Error).message, /the cluster's API calls are backed up: 3 admissions of namespace "team-a"/);
   }
   // The first admission's second call is not a new admission.
-  const again = slots.hold(admissions[0]!);
+  const again = slots.hold(admissions[0]!, "team-a");
   leaves[0]!();
   assert.is(slots.held, 3, "an admission with a call still under way is still counted");
   again();
   again(); // leaving twice changes nothing
   assert.is(slots.held, 2);
-  slots.hold(admissions[3]!)();
+  slots.hold(admissions[3]!, "team-a")();
   assert.is(slots.held, 2);
 });
 
 Slots("with no admission allowed to wait, only those whose calls fit in the slots may go on", () => {
   const slots = apiSlots(1, 0);
-  slots.hold(new AbortController().signal);
-  assert.throws(() => slots.hold(new AbortController().signal), /backed up/);
+  slots.hold(new AbortController().signal, "team-a");
+  assert.throws(() => slots.hold(new AbortController().signal, "team-a"), /backed up/);
+});
+
+Slots("one namespace that fills its share leaves another namespace's admissions waiting their turn, not refused", () => {
+  const slots = apiSlots(2, 1);
+  for (let i = 0; i < 3; i++) slots.hold(new AbortController().signal, "flood");
+  assert.throws(() => slots.hold(new AbortController().signal, "flood"), /backed up/);
+  const other = slots.hold(new AbortController().signal, "other-team");
+  assert.is(slots.held, 4);
+  other();
+  assert.is(slots.held, 3);
+});
+
+Slots("all namespaces together, and holds that name none, are bounded at four times one namespace's share", () => {
+  const slots = apiSlots(2, 1);
+  const perNamespace = 3;
+  for (let n = 0; n < 4; n++) for (let i = 0; i < perNamespace; i++) slots.hold(new AbortController().signal, `team-${n}`);
+  assert.is(slots.held, 12);
+  assert.throws(() => slots.hold(new AbortController().signal, "team-new"), /12 admissions already wait/);
+  assert.throws(() => slots.hold(new AbortController().signal), /12 admissions already wait/);
+});
+
+Slots("a namespace's count falls when its admission's last call settles, whichever hold settles last", () => {
+  const slots = apiSlots(1, 0);
+  const signal = new AbortController().signal;
+  const first = slots.hold(signal, "team-a");
+  const second = slots.hold(signal, "team-a");
+  first();
+  assert.throws(() => slots.hold(new AbortController().signal, "team-a"), /backed up/, "still counted while its second call runs");
+  second();
+  slots.hold(new AbortController().signal, "team-a");
 });
 
 Slots.run();

@@ -338,7 +338,7 @@ Kept("an idle stop frees the watch and caches but keeps the Entra access: the re
   context.api.state.credSpecs = new Map([["webapp1", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>]]);
   const arm = fakeArm(context.api);
   const credential = fakeCredential([{ token: "aks-token", lifetimeMs: 3_600_000 }]);
-  const memberSettings = readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.example", GMSA_AUTH_CACHE_TTL_SECONDS: "0" });
+  const memberSettings = readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.hcp.westeurope.azmk8s.io", GMSA_AUTH_CACHE_TTL_SECONDS: "0" });
   const access = keptClusterAccess(
     () => entraKubeConfig({ credential, resourceId, armEndpoint: "https://127.0.0.1:1", armFetch: arm.fetch, loopbackApiServerForTests: true, armRetryDelayMs: 1 }),
     memberSettings,
@@ -387,7 +387,7 @@ Kept("a first read that fails is not kept: the next start reads again", async (c
   const credential = fakeCredential([{ token: "aks-token", lifetimeMs: 3_600_000 }]);
   const access = keptClusterAccess(
     () => entraKubeConfig({ credential, resourceId, armEndpoint: "https://127.0.0.1:1", armFetch: arm.fetch, loopbackApiServerForTests: true, armRetryDelayMs: 1 }),
-    readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.example" }),
+    readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.hcp.westeurope.azmk8s.io" }),
     () => {},
   );
   try {
