@@ -10,7 +10,7 @@ import { readFleetSettings } from "../../lib/settings.js";
  * Second attack review, members kept out of service: the reason of a member whose kubeconfig
  * cannot be parsed is the YAML parser's message, which quotes the lines around the fault, so a
  * token or key in the file lands in the gmsa.clusterUnavailable warning, in every 503's warning
- * line and in /metrics (anonymous where the webhooks need no function key). FAILED before the fix.
+ * line and in /metrics (anonymous where the webhooks need no function key). Failed before the reason was cut to the message's first line.
  */
 const Leak = suite("attack: an unavailable member's reason");
 
