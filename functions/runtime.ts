@@ -77,7 +77,10 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
         if (server !== undefined) reaches(member.name, server, true);
         readable.push(member);
       } catch (error) {
-        unavailable.push({ name: member.name, reason: `GMSA_CLUSTERS.${member.name}: ${error instanceof Error ? error.message : String(error)}`, secrets: member.secrets });
+        // The first line only: a parser's message goes on to quote the file's lines, and a
+        // kubeconfig holds tokens and keys; the reason reaches the log and /metrics.
+        const message = (error instanceof Error ? error.message : String(error)).split("\n", 1)[0]!.trim();
+        unavailable.push({ name: member.name, reason: `GMSA_CLUSTERS.${member.name}: ${message}`, secrets: member.secrets });
       }
     }
     // The settings compared the URLs they had; a kubeconfig's server is known only now.

@@ -321,8 +321,10 @@ function entraIdentity(raw: AdmissionEnvironmentValues): { armEndpoint?: string;
  */
 export function checkTokenHost(server: string, where: string): void {
   const url = new URL(server);
+  // As written, trailing dot included: "localhost." is not looked up in /etc/hosts but asked of
+  // DNS, which may answer any address.
+  if (isLoopbackHost(url.hostname.toLowerCase())) return;
   const host = url.hostname.toLowerCase().replace(/\.$/, "");
-  if (isLoopbackHost(host)) return;
   try {
     // The URL names the host it declares: what is checked is where that host is and its port.
     checkAksApiServer(server, { clusterHostNames: [host] }, where);

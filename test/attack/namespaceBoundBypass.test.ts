@@ -1,0 +1,95 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { apiSlots } from "../../lib/kube/apiSlots.js";
+import { startFakeApiServer } from "../support/fakeApiServer.js";
+import { credSpecFixture } from "../support/fixtures.js";
+import { httpsCall } from "../support/httpsClient.js";
+import { startLocalWebhook } from "../support/localWebhook.js";
+import { gmsa, pod, review } from "../support/reviews.js";
+
+/**
+ * Second attack review, the per-namespace bound on admissions waiting on an API server.
+ * FAIL while the finding is present.
+ *
+ * NSB-1: a credential spec GET (callApi) holds the server under no namespace; only the `use`
+ * review (useDecisionCache) names one. An admission whose review is a decision-cache hit and
+ * whose spec is read from the API server (before the first list, while the watch is down and
+ * the cache stale, or past its bound) is bounded only by the global bound. So one namespace's
+ * pods, naming a spec they may use, fill it, and another team's admission is refused 503.
+ *
+ * NSB-2: four namespaces at their share fill the global bound; whoever can create pods in four
+ * namespaces (or create namespaces) gets every other namespace's admissions refused.
+ */
+const Bypass = suite("attack: per-namespace bound on admissions waiting on the API server");
+const specName = "webapp1-credspec";
+
+function podIn(namespace: string, credSpec: string) {
+  const p = pod({ namespace });
+  p.spec.containers[0]!.securityContext = gmsa(credSpec);
+  return p;
+}
+
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+Bypass("NSB-1: one namespace whose use decisions are cached, while credential spec reads are slow, does not get another namespace's admission refused", async () => {
+  const api = await startFakeApiServer();
+  const teamBSpec = "team-b-credspec";
+  api.state.credSpecs = new Map([
+    [specName, credSpecFixture(specName) as unknown as Record<string, unknown>],
+    [teamBSpec, { ...credSpecFixture(specName), metadata: { name: teamBSpec } } as unknown as Record<string, unknown>],
+  ]);
+  // team-a may use its spec: nothing here is an abuse of rights it does not have.
+  api.state.grants = new Set([`system:serviceaccount:team-a:default|${specName}`, `system:serviceaccount:team-b:default|${teamBSpec}`]);
+  // The API server is slow to read team-a's spec and the list (the cache never syncs, as after a
+  // cold start or while the watch is down), not team-b's spec or access reviews.
+  api.state.delayPath = new RegExp(`gmsacredentialspecs(\\?|/${specName})`);
+  api.state.delayMs = 60_000;
+  const webhook = await startLocalWebhook({
+    KUBECONFIG: api.kubeconfig,
+    GMSA_ADMISSION_BUDGET_MS: "8000",
+    GMSA_API_TIMEOUT_MS: "8000",
+    GMSA_AUTH_CACHE_TTL_SECONDS: "30",
+    GMSA_API_CONCURRENCY: "2",
+    GMSA_API_MAX_WAITING: "2",
+  });
+  const send = (body: unknown) =>
+    httpsCall(`${webhook.server.url}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then(
+      (reply) => JSON.parse(reply.text).response as { allowed: boolean; status?: { code: number; message: string } },
+    );
+  try {
+    // team-a's first admission: its access review is answered (and kept), its spec read hangs.
+    const first = send(review("CREATE", podIn("team-a", specName)));
+    await wait(500);
+    // Bound per namespace: 2 + 2 = 4; all together: 16. team-a sends 40 more.
+    const flood = Promise.all(Array.from({ length: 40 }, () => send(review("CREATE", podIn("team-a", specName)))));
+    // Every one of them has reached the webhook (TLS handshakes take a while on a busy machine).
+    await wait(3000);
+    const victim = await send(review("CREATE", podIn("team-b", teamBSpec)));
+    const all = [await first, ...(await flood)];
+    const shed = all.filter((r) => r.status?.code === 503).length;
+    console.log(`    team-a: ${shed} of 41 shed at once; team-b: allowed=${victim.allowed} ${victim.status?.code ?? ""} ${victim.status?.message ?? ""}`);
+    assert.ok(shed >= 41 - 4, `only ${shed} of team-a's 41 admissions were shed: its excess was not bounded at its namespace's share (4)`);
+    assert.is(victim.allowed, true, `team-b's admission was refused while team-a's waited: ${victim.status?.message}`);
+  } finally {
+    api.state.delayMs = 0;
+    await webhook.close();
+    await api.close();
+  }
+});
+
+Bypass("NSB-2: namespaces each within their share cannot refuse a namespace that holds nothing", () => {
+  const slots = apiSlots(2, 2);
+  const held: Array<() => void> = [];
+  // Four namespaces an attacker can create pods in, each at its share (2 + 2).
+  for (const namespace of ["a1", "a2", "a3", "a4"]) for (let i = 0; i < 4; i++) held.push(slots.hold(new AbortController().signal, namespace));
+  let refused: string | undefined;
+  try {
+    held.push(slots.hold(new AbortController().signal, "victim"));
+  } catch (error) {
+    refused = error instanceof Error ? error.message : String(error);
+  }
+  for (const leave of held) leave();
+  assert.is(refused, undefined, `a namespace holding nothing was refused: ${refused}`);
+});
+
+Bypass.run();
