@@ -4,7 +4,7 @@ import { describeDecodeErrors } from "./decodeErrors.js";
 import { decodePodObject, type Pod } from "../gmsa/pod.js";
 import { Binding } from "../gmsa/binding.js";
 import type { Admission, BindingAdmission, PolicyDependencies, PolicySettings } from "../gmsa/podAdmission.js";
-import { ClusterUnavailableError, type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
+import { ClusterUnavailableError, markAdmissionNamespace, type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
 import { denied, type Verdict } from "../gmsa/verdict.js";
 import { withRequestCounters } from "../observability/requestCounters.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
@@ -64,6 +64,8 @@ export async function handleReview(
   // A timer of our own rather than AbortSignal.timeout: it must keep the process alive while
   // an admission waits on it.
   const deadline = new AbortController();
+  // Every call this admission makes, through either port, counts under its namespace.
+  if (request?.namespace) markAdmissionNamespace(deadline.signal, request.namespace);
   const timer = setTimeout(() => deadline.abort(new Error(`admission budget of ${budget} ms spent`)), budget);
   const { result: answer, counters } = await withRequestCounters(
     async (): Promise<Answer> =>

@@ -60,3 +60,18 @@ export function serviceAccountPrincipal(namespace: string, name: string): Princi
     serviceAccount: { namespace, name },
   };
 }
+
+/**
+ * The namespace each admission is for, known by the signal it hands to the ports: the ports take
+ * only a signal, and whoever shares a cluster's API calls out by namespace (the Kubernetes
+ * adapter) reads it from here, whichever port a call comes through. Set once per admission.
+ */
+const admissionNamespaces = new WeakMap<AbortSignal, string>();
+
+export function markAdmissionNamespace(signal: AbortSignal, namespace: string): void {
+  if (namespace !== "") admissionNamespaces.set(signal, namespace);
+}
+
+export function admissionNamespace(signal: AbortSignal): string | undefined {
+  return admissionNamespaces.get(signal);
+}

@@ -1,4 +1,4 @@
-import { ClusterUnavailableError } from "../gmsa/ports.js";
+import { admissionNamespace, ClusterUnavailableError } from "../gmsa/ports.js";
 
 /**
  * A cap on how many calls one instance has in flight towards one API server. A pod that names
@@ -15,8 +15,11 @@ import { ClusterUnavailableError } from "../gmsa/ports.js";
  * The bound is kept per namespace: once `limit + maxWaiting` admissions of one namespace hold
  * the server, a new one of that namespace is refused at once, while another team's admission
  * still waits its turn (a flood from one namespace, or a hung server, sheds that namespace's
- * excess without refusing everyone else). Holds that name no namespace, and all of them
- * together, are bounded at `globalFactor` times that.
+ * excess without refusing everyone else). An admission's namespace is the one it was marked
+ * with (lib/gmsa/ports.ts), whichever port its call comes through, or the one a caller names.
+ * All holds together are bounded at `globalFactor` times one namespace's share; past that only
+ * a namespace holding nothing may still wait, up to twice as many in all, so that a few
+ * namespaces each within their share cannot refuse every other team.
  */
 export interface ApiSlots {
   /** Resolves with the slot's release once one is free; rejects with the signal's reason if it aborts first. */
@@ -124,11 +127,13 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): 
     },
     limit,
     maxWaiting,
-    hold(signal, namespace) {
+    hold(signal, named) {
       let holder = holders.get(signal);
       if (holder === undefined) {
+        const namespace = named ?? admissionNamespace(signal);
         const ofNamespace = namespace === undefined ? 0 : (byNamespace.get(namespace) ?? 0);
-        if (ofNamespace >= maxHeld || holders.size >= maxHeldInAll) {
+        const roomInAll = holders.size < maxHeldInAll || (namespace !== undefined && ofNamespace === 0 && holders.size < 2 * maxHeldInAll);
+        if (ofNamespace >= maxHeld || !roomInAll) {
           const who = ofNamespace >= maxHeld ? `${ofNamespace} admissions of namespace "${namespace}"` : `${holders.size} admissions`;
           throw new ClusterUnavailableError(
             `the cluster's API calls are backed up: ${who} already wait on its API server (${limit} calls at once, ${maxWaiting} more admissions waiting per namespace)`,

@@ -1,7 +1,7 @@
 import { getEventListeners } from "node:events";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ClusterUnavailableError } from "../../../lib/gmsa/ports.js";
+import { ClusterUnavailableError, markAdmissionNamespace } from "../../../lib/gmsa/ports.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
 
 const Slots = suite("apiSlots");
@@ -106,13 +106,32 @@ Slots("one namespace that fills its share leaves another namespace's admissions 
   assert.is(slots.held, 3);
 });
 
-Slots("all namespaces together, and holds that name none, are bounded at four times one namespace's share", () => {
+Slots("all namespaces together are bounded at four times one namespace's share; past it only a namespace holding nothing may wait, up to twice that", () => {
   const slots = apiSlots(2, 1);
   const perNamespace = 3;
   for (let n = 0; n < 4; n++) for (let i = 0; i < perNamespace; i++) slots.hold(new AbortController().signal, `team-${n}`);
   assert.is(slots.held, 12);
-  assert.throws(() => slots.hold(new AbortController().signal, "team-new"), /12 admissions already wait/);
-  assert.throws(() => slots.hold(new AbortController().signal), /12 admissions already wait/);
+  assert.throws(() => slots.hold(new AbortController().signal), /12 admissions already wait/, "a hold that names no namespace");
+  assert.throws(() => slots.hold(new AbortController().signal, "team-0"), /3 admissions of namespace "team-0"/);
+  // Twelve more namespaces, one admission each: each held nothing when it came.
+  for (let n = 0; n < 12; n++) slots.hold(new AbortController().signal, `newcomer-${n}`);
+  assert.is(slots.held, 24);
+  assert.throws(() => slots.hold(new AbortController().signal, "one-too-many"), /24 admissions already wait/);
+  assert.throws(() => slots.hold(new AbortController().signal, "newcomer-0"), /backed up/, "a newcomer that now holds one is past the room kept for newcomers");
+});
+
+Slots("an admission marked with its namespace counts under it through any port, without naming it again", () => {
+  const slots = apiSlots(1, 0);
+  const first = new AbortController().signal;
+  markAdmissionNamespace(first, "team-a");
+  slots.hold(first);
+  const second = new AbortController().signal;
+  markAdmissionNamespace(second, "team-a");
+  assert.throws(() => slots.hold(second), /1 admissions of namespace "team-a"/);
+  const other = new AbortController().signal;
+  markAdmissionNamespace(other, "team-b");
+  slots.hold(other);
+  assert.is(slots.held, 2);
 });
 
 Slots("a namespace's count falls when its admission's last call settles, whichever hold settles last", () => {
