@@ -124,7 +124,7 @@ async function waitForSync(url: string, caPem: string): Promise<void> {
   throw new Error("the product's credential spec cache did not sync");
 }
 
-/** The policy's own work, in this process, with no HTTP server: what every instance pays per admission. */
+/** The policy's own work, in this process, with no HTTP server: what every instance pays per admission, in CPU time. */
 async function handlerCost(kubeconfig: string, bodies: { mutate: string; validate: string }): Promise<Record<"mutate" | "validate", number>> {
   const settings = readAdmissionSettings({ KUBECONFIG: kubeconfig });
   const cluster = await clusterPorts(settings, () => {});
@@ -144,9 +144,12 @@ async function handlerCost(kubeconfig: string, bodies: { mutate: string; validat
       const iterations = 20_000;
       // The authorization answer is cached for a few seconds: keep it warm while timing.
       for (let i = 0; i < 2000; i++) await once(policy, bytes);
-      const started = performance.now();
+      // CPU time of this process (user and system), not wall time: on a shared machine the
+      // wall clock also counts the time other processes held the core.
+      const started = process.cpuUsage();
       for (let i = 0; i < iterations; i++) await once(policy, bytes);
-      result[name] = ((performance.now() - started) * 1000) / iterations;
+      const used = process.cpuUsage(started);
+      result[name] = (used.user + used.system) / iterations;
     }
   } finally {
     await cluster.stop();
@@ -289,8 +292,8 @@ async function main(): Promise<void> {
     }
     const busy = results["mutate, 64 connections"]!;
     row("CPU per warm admission, mutate, 64 connections", busy.product.cpuPerAnswerMs, busy.floor.cpuPerAnswerMs, "ms", "");
-    row("handler alone (no HTTP), warm mutate", handler.mutate, undefined, "µs", "≤ 50 µs", 1);
-    row("handler alone (no HTTP), warm validate", handler.validate, undefined, "µs", "≤ 50 µs", 1);
+    row("handler alone (no HTTP, CPU time), warm mutate", handler.mutate, undefined, "µs", "≤ 50 µs", 1);
+    row("handler alone (no HTTP, CPU time), warm validate", handler.validate, undefined, "µs", "≤ 50 µs", 1);
     row(`RSS of the serving process, idle, ${credSpecCount} specs cached, before any load`, syncedRss, undefined, "MiB", "≤ 90 MiB", 0);
     row(`RSS of the serving process, idle, ${credSpecCount} specs cached, after the loads above`, idleRss, floorIdleRss, "MiB", "≤ 90 MiB", 0);
     row("RSS of the serving process, peak under 64 connections", busy.product.peakRssMiB, busy.floor.peakRssMiB, "MiB", "≤ 130 MiB", 0);
