@@ -531,12 +531,19 @@ const ClusterList = new t.Type<Record<string, unknown>, unknown, unknown>(
 /**
  * One API server as a comparable string: scheme and host lower-case (without a trailing dot),
  * the default port dropped, no trailing slash. Two members whose servers give the same string
- * reach the same cluster.
+ * reach the same cluster. A loopback host (127.0.0.0/8, ::1, localhost, judged as written like
+ * the token host rule) is compared by its port alone: 127.0.0.1, 127.0.0.2, [::1] and localhost
+ * all reach a server listening on the machine, and two servers bound to different loopback
+ * addresses on one port are taken for one (both members are kept out, the safe side). Other
+ * hosts are compared as spelt: two names of one server (an AKS cluster's public and private
+ * FQDN) are not known to be one without asking DNS or ARM, and are not caught here.
  */
 export function apiServerTarget(server: string): string {
   try {
     const url = new URL(server.trim());
-    const host = url.hostname.toLowerCase().replace(/\.$/, "");
+    const written = url.hostname.toLowerCase();
+    if (isLoopbackHost(written)) return `loopback:${url.port === "" ? (url.protocol === "http:" ? "80" : "443") : url.port}`;
+    const host = written.replace(/\.$/, "");
     const port = url.port === "" || (url.protocol === "https:" && url.port === "443") ? "" : `:${url.port}`;
     return `${url.protocol}//${host}${port}${url.pathname.replace(/\/+$/, "")}`;
   } catch {

@@ -109,8 +109,8 @@ export function memberClient(options: MemberClientOptions): MemberClient {
     let giveUp!: (error: Error) => void;
     const abandoned = new Promise<never>((_, reject) => (giveUp = reject));
     const abandonTimer = timers.set(() => {
-      giveUp(new ClusterUnavailableError(`the client of cluster "${name}" did not start within ${Math.round(startTimeoutMs / 1000)} s and was given up`, "timeout"));
-      log("warn", `cluster "${name}": its client did not start within ${Math.round(startTimeoutMs / 1000)} s; the next admission starts it afresh`);
+      giveUp(new ClusterUnavailableError(`the client of cluster "${name}" did not start within ${duration(startTimeoutMs)} and was given up`, "timeout"));
+      log("warn", `cluster "${name}": its client did not start within ${duration(startTimeoutMs)}; the next admission starts it afresh`);
       // Should it finish after all, nobody is left to use it.
       run.then((late) => late.stop(), () => {}).catch(() => {});
     }, startTimeoutMs);
@@ -184,6 +184,11 @@ export function memberClient(options: MemberClientOptions): MemberClient {
       await stopping?.stop();
     },
   };
+}
+
+/** "100 ms" under a second (rounding it would say "0 s"), else whole seconds. */
+function duration(ms: number): string {
+  return ms < 1_000 ? `${Math.round(ms)} ms` : `${Math.round(ms / 1_000)} s`;
 }
 
 function withinSignal(started: Promise<MemberPorts>, signal: AbortSignal, name: string): Promise<MemberPorts> {

@@ -98,7 +98,11 @@ export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: C
 
 /** What a cluster client keeps across its starts: how the cluster is reached. */
 export interface KeptClusterAccess {
-  /** New ports (cache, slots, decision cache) over the kept access, read on the first start only. */
+  /**
+   * New ports (cache, slots, decision cache) over the kept access, read on the first start only.
+   * Called by one member client, which runs one start at a time: a start called while a read is
+   * still under way comes after that start was given up, and reads afresh.
+   */
   start(): Promise<ClusterPorts>;
 }
 
@@ -107,20 +111,24 @@ export interface KeptClusterAccess {
  * token cache) read once and kept, so that a client stopped as idle starts again without asking
  * ARM or the identity anew: an ARM outage then fails no member that was already reached. Only
  * what a start builds (the watch, the caches, the slots, the open connections) is freed by its
- * ports' stop. A read that fails is not kept: the next start reads again.
+ * ports' stop. Only a read that succeeded is kept: one that fails is not (the next start reads
+ * again), and one still under way is not joined by a later start, since that start comes after
+ * the member gave the earlier one up (a read that hangs would otherwise be joined for ever).
+ * Should a given-up read answer after all, it is dropped unused (no pool is opened over it): only
+ * the latest read may be kept.
  */
 export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: AdmissionSettings, log: ClusterLog = consoleLog): KeptClusterAccess {
-  let loading: Promise<{ config: KubeConfig; connections: SharedConnections }> | undefined;
+  let kept: { config: KubeConfig; connections: SharedConnections } | undefined;
+  let reads = 0;
   return {
     async start() {
-      const attempt = (loading ??= load().then((config) => ({ config, connections: shareConnections(config) })));
-      try {
-        const { config, connections } = await attempt;
-        return portsOver(config, connections, settings, log);
-      } catch (error) {
-        if (loading === attempt) loading = undefined;
-        throw error;
+      if (!kept) {
+        const read = ++reads;
+        const config = await load();
+        if (read !== reads || kept) throw new Error("the cluster's access was read too late: a newer start read it again");
+        kept = { config, connections: shareConnections(config) };
       }
+      return portsOver(kept.config, kept.connections, settings, log);
     },
   };
 }

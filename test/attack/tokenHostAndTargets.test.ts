@@ -42,8 +42,9 @@ Rules("TH-1: https://localhost.:6443 is not taken for loopback", () => {
   assert.match(unavailable.get("a") ?? "", /must name an AKS API server/);
 });
 
-// DT-1 (fails): the same-target check compares spellings of a host, not the server: two names
-// of one loopback API server pass. (AKS clusters likewise answer on fqdn and azurePortalFQDN.)
+// DT-1 (failed before its fix): the same-target check compared spellings of a host, not the server: two names
+// of one loopback API server passed. (AKS clusters likewise answer on fqdn and azurePortalFQDN:
+// not caught offline, and the README says so.)
 Rules("DT-1: two members naming one loopback API server by 127.0.0.1 and localhost are both kept out", () => {
   const { served: names } = served({ a: { apiServerUrl: "https://127.0.0.1:6443" }, b: { apiServerUrl: "https://localhost:6443" } });
   assert.equal(names, [], `both were served: ${names.join(", ")}`);

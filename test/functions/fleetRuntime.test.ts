@@ -16,7 +16,8 @@ writeFileSync(
     kind: "Config",
     clusters: [
       { name: "one", cluster: { server: "https://127.0.0.1:6443" } },
-      { name: "two", cluster: { server: "https://127.0.0.2:6443" } },
+      // Another port: loopback servers are told apart by their port alone.
+      { name: "two", cluster: { server: "https://127.0.0.2:6444" } },
     ],
     users: [{ name: "u", user: { token: "t" } }],
     contexts: [
@@ -33,7 +34,7 @@ const Runtime = suite("the fleet runtime");
 
 Runtime("a member's context picks its cluster out of a shared kubeconfig", () => {
   assert.is(localKubeConfig({ access: "kubeconfig", kubeconfig }).getCurrentCluster()?.server, "https://127.0.0.1:6443");
-  assert.is(localKubeConfig({ access: "kubeconfig", kubeconfig, context: "second" }).getCurrentCluster()?.server, "https://127.0.0.2:6443");
+  assert.is(localKubeConfig({ access: "kubeconfig", kubeconfig, context: "second" }).getCurrentCluster()?.server, "https://127.0.0.2:6444");
 });
 
 Runtime("an unknown context keeps that member out of service, naming it and the contexts there are; the others serve", async () => {
@@ -81,6 +82,7 @@ Runtime("kubeconfig members that reach one API server through the contexts they 
     [{ alpha: { kubeconfig }, beta: { kubeconfig, context: "first" } }, ["alpha", "beta"]],
     [{ alpha: { kubeconfig, context: "second" }, beta: { kubeconfig: copy, context: "second" } }, ["alpha", "beta"]],
     [{ alpha: { kubeconfig }, beta: { apiServerUrl: "https://127.0.0.1:6443/" } }, ["alpha", "beta"]],
+    [{ alpha: { kubeconfig }, beta: { apiServerUrl: "https://localhost:6443" } }, ["alpha", "beta"]],
     [{ alpha: { kubeconfig }, beta: { kubeconfig, context: "second" } }, []],
   ];
   for (const [clusters, expected] of cases) {

@@ -162,6 +162,10 @@ Fleet("two members with one API server URL, however it is spelt, are both kept o
     ["https://a-dns.hcp.westeurope.azmk8s.io", "https://A-DNS.hcp.WestEurope.azmk8s.io:443/"],
     ["https://a-dns.hcp.westeurope.azmk8s.io", "HTTPS://a-dns.hcp.westeurope.azmk8s.io."],
     ["https://127.0.0.1:6443", "https://127.0.0.1:6443/"],
+    ["https://127.0.0.1:6443", "https://localhost:6443"],
+    ["https://127.0.0.1:6443", "https://127.0.0.2:6443/api"],
+    ["https://[::1]:6443", "https://LOCALHOST:6443"],
+    ["https://localhost", "https://127.0.0.1:443"],
   ];
   for (const [one, other] of spellings) {
     const reasons = unavailableOf(fleet({ alpha: { apiServerUrl: one }, beta: { apiServerUrl: other } }, { ...ok, GMSA_CLUSTER_SECRET_BETA: secretB }));
@@ -170,6 +174,8 @@ Fleet("two members with one API server URL, however it is spelt, are both kept o
   }
   const apart = readFleetSettings(fleet({ alpha: { apiServerUrl: "https://127.0.0.1:6443" }, beta: { apiServerUrl: "https://127.0.0.1:6444" } }, { ...ok, GMSA_CLUSTER_SECRET_BETA: secretB }));
   assert.equal(apart.members.map((m) => m.name), ["alpha", "beta"], "another port is another API server");
+  const loopbackApart = readFleetSettings(fleet({ alpha: { apiServerUrl: "https://localhost:6443" }, beta: { apiServerUrl: "https://[::1]:7443" } }, { ...ok, GMSA_CLUSTER_SECRET_BETA: secretB }));
+  assert.equal(loopbackApart.members.map((m) => m.name), ["alpha", "beta"], "another loopback port is another API server");
 });
 
 Fleet("a member whose secret is the problem keeps no secret; one whose access is the problem keeps its secret, to be checked first", () => {

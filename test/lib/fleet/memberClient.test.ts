@@ -246,6 +246,17 @@ Member("a start that never settles is given up after its timeout: the next admis
   assert.equal(context.starts.made.map((m) => m.stopped), [true, false], "the late client was stopped, the new one runs");
 });
 
+Member("a start timeout under a second is told in ms, not rounded to 0 s", async (context) => {
+  const client = member(context, { startTimeoutMs: 250 });
+  context.starts.hold();
+  const first = client.start().catch((error: unknown) => error);
+  context.time.advance(250);
+  const error = await first;
+  assert.instance(error, ClusterUnavailableError);
+  assert.match((error as Error).message, "within 250 ms");
+  assert.ok(context.logs.some((l) => l.includes("did not start within 250 ms")), context.logs.join("\n"));
+});
+
 Member("a start that settles in time leaves no timer behind but the idle one", async (context) => {
   const client = member(context);
   await client.start();

@@ -403,6 +403,47 @@ Kept("a first read that fails is not kept: the next start reads again", async (c
   assert.ok(arm.sent.length > failed, "the second start asked ARM");
 });
 
+Kept("a read given up on is not joined: the next start reads afresh, and the old read answering late replaces nothing and opens no pool", async (context) => {
+  const configFor = (server: string) => {
+    const config = new KubeConfig();
+    config.loadFromOptions({
+      clusters: [{ name: "c", server, skipTLSVerify: false }],
+      users: [{ name: "u", token: "t" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    return config;
+  };
+  const late = configFor("https://127.0.0.1:1");
+  let answerLate: (config: KubeConfig) => void = () => {};
+  const answers = [new Promise<KubeConfig>((resolve) => (answerLate = resolve)), Promise.resolve(configFor("https://127.0.0.1:2"))];
+  let reads = 0;
+  const access = keptClusterAccess(() => answers[reads++]!, readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.hcp.westeurope.azmk8s.io" }), () => {});
+  // The first start hangs and is given up by its member; the next one is made meanwhile.
+  const abandoned = access.start();
+  let timer: NodeJS.Timeout | undefined;
+  const fresh = await Promise.race([
+    access.start(),
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("the next start joined the hung read")), 2_000))),
+  ]).finally(() => clearTimeout(timer));
+  context.ports.push(fresh);
+  assert.is(reads, 2);
+  assert.is(fresh.server, "https://127.0.0.1:2");
+  answerLate(late);
+  try {
+    context.ports.push(await abandoned);
+    assert.unreachable("the late read was used");
+  } catch (error) {
+    assert.instance(error, Error);
+    assert.match((error as Error).message, /too late/);
+  }
+  assert.is(Reflect.get(late, "createDispatcher"), Reflect.get(KubeConfig.prototype, "createDispatcher"), "a pool was set up over the late read");
+  const again = await access.start();
+  context.ports.push(again);
+  assert.is(again.server, "https://127.0.0.1:2", "the late read replaced the newer one");
+  assert.is(reads, 2, "the kept access was read again");
+});
+
 function watchersClosed(api: FakeApiServer): boolean {
   return api.openWatches === 0;
 }
