@@ -11,8 +11,8 @@ import { startLocalFleetWebhook } from "../support/localWebhook.js";
 import { gmsa, pod, review } from "../support/reviews.js";
 
 /**
- * Attack review of the fleet: each test asserts what the fleet should do and FAILS while the
- * finding it names is present. See the report on branch `attack` for severity and fixes.
+ * Attack review of the fleet: each test asserts what the fleet should do, and failed while the
+ * finding it names was present (the commits that fixed each one say how).
  */
 const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
