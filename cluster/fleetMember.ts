@@ -9,7 +9,7 @@ export interface FleetMember {
   readonly secret: string;
 }
 
-export { clusterSecretHeader, clusterSecretSettingName, isMemberSecret, memberNamePattern, memberSecretPattern, memberSecretRule } from "../lib/fleet/memberIdentity.js";
+export { clusterSecretHeader, clusterSecretSettingName, isMemberSecret, memberNamePattern, memberSecretRule } from "../lib/fleet/memberIdentity.js";
 
 /** The member's paths on the function: where the relay sends its reviews, the secret in a header. */
 export function memberPathPrefix(name: string): string {

@@ -8,7 +8,7 @@
 export const memberNamePattern = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** One member secret: URL-safe (url wiring carries it as a path segment) and too long to guess. */
-export const memberSecretPattern = /^[A-Za-z0-9_-]{32,128}$/;
+const memberSecretPattern = /^[A-Za-z0-9_-]{32,128}$/;
 
 /**
  * The fewest different characters a member secret must use. Long is not enough: `aaaa…` or

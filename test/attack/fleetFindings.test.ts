@@ -8,7 +8,7 @@ import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall } from "../support/httpsClient.js";
 import { startLocalFleetWebhook } from "../support/localWebhook.js";
-import { gmsa, pod, review } from "../support/reviews.js";
+import { podNaming, review } from "../support/reviews.js";
 
 /**
  * Attack review of the fleet: each test asserts what the fleet should do, and failed while the
@@ -17,11 +17,6 @@ import { gmsa, pod, review } from "../support/reviews.js";
 const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
 
-function gmsaPod() {
-  const p = pod();
-  p.spec.containers[0]!.securityContext = gmsa(specName);
-  return p;
-}
 
 const Findings = suite("attack: fleet findings");
 
@@ -37,7 +32,7 @@ Findings("F1 end to end: beta's wiring, pointed by a copy-paste at alpha's kubec
     GMSA_CREDSPEC_CACHE: "false",
   });
   try {
-    const reply = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", gmsaPod())) });
+    const reply = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
     const patch = reply.status === 200 ? (JSON.parse(reply.text).response.patch as string | undefined) : undefined;
     const decoded = patch ? Buffer.from(patch, "base64").toString() : "";
     assert.not.match(decoded, "alpha-only.contoso.com", "a review for beta was answered with alpha's credential spec");
@@ -67,7 +62,7 @@ Findings("F2 one member's unresolved Key Vault reference leaves the other member
   delete process.env.KUBECONFIG;
   const logs: string[] = [];
   try {
-    const body = Buffer.from(JSON.stringify(review("CREATE", gmsaPod())));
+    const body = Buffer.from(JSON.stringify(review("CREATE", podNaming(specName))));
     const reply = await serveAdmission(
       "mutate",
       expandCredSpecs,
@@ -118,7 +113,7 @@ Findings("F5 one member's credential spec cache is bounded (what one cluster hol
     const before = process.memoryUsage().heapUsed;
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
-    const first = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/validate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", gmsaPod())) });
+    const first = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/validate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
     const member = webhook.runtime.members.get("beta")!;
     const deadline = Date.now() + 15_000;
     const settled = () => member.status().credSpecCache?.synced || member.status().credSpecCache?.overflow;
@@ -132,7 +127,7 @@ Findings("F5 one member's credential spec cache is bounded (what one cluster hol
     assert.ok(settled(), "the cache neither synced nor stopped: the test proves nothing");
     assert.ok(size < count, `beta's cache took all ${size} specs (~${(held / 1e6).toFixed(0)} MB); no setting bounds it`);
     // Bounded, and still correct: the pod is judged from direct reads, before and after.
-    const after = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/validate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", gmsaPod())) });
+    const after = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/validate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
     for (const reply of [first, after]) assert.is(JSON.parse(reply.text).response.allowed, true, reply.text);
   } finally {
     await webhook.close();

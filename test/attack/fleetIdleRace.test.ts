@@ -4,7 +4,7 @@ import { startFakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall } from "../support/httpsClient.js";
 import { startLocalFleetWebhook } from "../support/localWebhook.js";
-import { gmsa, pod, review } from "../support/reviews.js";
+import { podNaming, review } from "../support/reviews.js";
 
 /**
  * Attack review, idle stop: a member is stopped as idle while its credential spec list is still
@@ -15,11 +15,6 @@ const Idle = suite("attack: an idle stop racing a slow list");
 const secret = "alpha-secret-".padEnd(40, "a");
 const specName = "webapp1-credspec";
 
-function gmsaPod() {
-  const p = pod();
-  p.spec.containers[0]!.securityContext = gmsa(specName);
-  return p;
-}
 
 Idle("the member stopped while its list hangs leaves no request open on its API server", async () => {
   const alpha = await startFakeApiServer();
@@ -30,7 +25,7 @@ Idle("the member stopped while its list hangs leaves no request open on its API 
     { idleMs: 300 },
   );
   const member = webhook.runtime.members.get("alpha")!;
-  const post = () => httpsCall(`${webhook.server.url}/clusters/alpha/${secret}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", gmsaPod())) });
+  const post = () => httpsCall(`${webhook.server.url}/clusters/alpha/${secret}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
   try {
     alpha.state.delayMs = 4000;
     alpha.state.delayPath = /gmsacredentialspecs/;

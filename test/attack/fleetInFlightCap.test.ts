@@ -5,7 +5,7 @@ import { startFakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall } from "../support/httpsClient.js";
 import { startLocalFleetWebhook } from "../support/localWebhook.js";
-import { gmsa, pod, review } from "../support/reviews.js";
+import { podNaming, review } from "../support/reviews.js";
 
 /**
  * Attack review, isolation: a member's API slots bound its API calls, but not its admissions.
@@ -18,11 +18,6 @@ const Cap = suite("attack: admissions in flight for one hung member");
 const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
 
-function gmsaPod() {
-  const p = pod();
-  p.spec.containers[0]!.securityContext = gmsa(specName);
-  return p;
-}
 
 Cap("a hung member's excess admissions are shed at once instead of each holding an invocation for the whole budget, and a healthy member's are untouched", async () => {
   const alpha = await startFakeApiServer();
@@ -47,7 +42,7 @@ Cap("a hung member's excess admissions are shed at once instead of each holding 
   try {
     // 64 KiB each, a large pod: each held admission holds its body too (kept small enough that
     // sending them all does not itself take the second the test allows on a busy machine).
-    const big = review("CREATE", { ...gmsaPod(), metadata: { ...gmsaPod().metadata, annotations: { padding: "x".repeat(1 << 16) } } });
+    const big = review("CREATE", { ...podNaming(specName), metadata: { ...podNaming(specName).metadata, annotations: { padding: "x".repeat(1 << 16) } } });
     const body = JSON.stringify(big);
     const n = 64;
     const started = performance.now();
@@ -60,7 +55,7 @@ Cap("a hung member's excess admissions are shed at once instead of each holding 
       ),
     );
     // While alpha's admissions are held and shed, beta's are answered as ever.
-    const healthy = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", gmsaPod())) });
+    const healthy = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
     const healthyMs = performance.now() - started;
     const answers = await replies;
     const fast = answers.filter((a) => a.ms < budgetMs / 2);

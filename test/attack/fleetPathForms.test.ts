@@ -4,7 +4,7 @@ import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall } from "../support/httpsClient.js";
 import { startLocalFleetWebhook, type LocalFleetWebhook } from "../support/localWebhook.js";
-import { gmsa, pod, review } from "../support/reviews.js";
+import { podNaming, review } from "../support/reviews.js";
 
 /**
  * Attack review of the fleet routes: raw path forms (encodings, case, empty and dot segments,
@@ -44,11 +44,6 @@ Paths.after(async (context) => {
   await context.beta.close();
 });
 
-function gmsaPod() {
-  const p = pod();
-  p.spec.containers[0]!.securityContext = gmsa(specName);
-  return p;
-}
 
 const a = secrets.alpha;
 const b = secrets.beta;
@@ -89,7 +84,7 @@ for (const [path, header] of forms) {
       ca: context.webhook.caPem,
       rawPath: path,
       headers: { "content-type": "application/json", ...(header === undefined ? {} : { "x-gmsa-cluster-secret": header }) },
-      body: JSON.stringify(review("CREATE", gmsaPod())),
+      body: JSON.stringify(review("CREATE", podNaming(specName))),
     });
     // A path that normalises to beta's own route with beta's secret may reach beta, never alpha.
     assert.is(context.alpha.calls.length, 0, `alpha was asked: ${reply.status} ${reply.text}`);
@@ -103,7 +98,7 @@ Paths("the control: alpha's path with alpha's secret does reach alpha", async (c
   const reply = await httpsCall(`${context.webhook.server.url}/clusters/alpha/${a}/mutate`, {
     ca: context.webhook.caPem,
     headers: { "content-type": "application/json" },
-    body: JSON.stringify(review("CREATE", gmsaPod())),
+    body: JSON.stringify(review("CREATE", podNaming(specName))),
   });
   assert.is(reply.status, 200);
   assert.ok(context.alpha.calls.length > 0);

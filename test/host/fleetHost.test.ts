@@ -6,7 +6,7 @@ import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall, type ClientReply } from "../support/httpsClient.js";
 import { startLocalFleetWebhook, type LocalFleetWebhook } from "../support/localWebhook.js";
-import { gmsa, pod, review } from "../support/reviews.js";
+import { pod, podNaming, review } from "../support/reviews.js";
 
 interface Context {
   alpha: FakeApiServer;
@@ -57,13 +57,8 @@ Fleet.after(async (context) => {
   await context.beta.close();
 });
 
-function gmsaPod() {
-  const p = pod();
-  p.spec.containers[0]!.securityContext = gmsa(specName);
-  return p;
-}
 
-function post(context: Context, path: string, headers: Record<string, string> = {}, body: unknown = review("CREATE", gmsaPod())): Promise<ClientReply> {
+function post(context: Context, path: string, headers: Record<string, string> = {}, body: unknown = review("CREATE", podNaming(specName))): Promise<ClientReply> {
   return httpsCall(`${context.webhook.server.url}${path}`, { ca: context.webhook.caPem, headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 }
 

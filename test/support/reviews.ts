@@ -62,3 +62,10 @@ export function review(
     },
   };
 }
+
+/** A pod whose one container names the credential spec (no contents): what a team writes. */
+export function podNaming(credSpec: string): PodSpec {
+  const p = pod();
+  p.spec.containers[0]!.securityContext = gmsa(credSpec);
+  return p;
+}
