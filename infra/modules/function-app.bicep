@@ -221,6 +221,12 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     // stop the app (the default from Node 20 on; said here so it cannot drift).
     FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR: 'true'
     GMSA_REQUIRE_FUNCTION_KEY: anonymousWebhooks ? 'false' : 'true'
+    // The C library's allocator, read by the worker process at its start: two arenas instead of
+    // one per thread, and freed memory returned past 128 KiB rather than a threshold that grows.
+    // Under load V8's compiler threads leave megabytes in arenas of their own that are never
+    // given back; with these the local serving process held 84-89 MiB after load, not 93-97.
+    MALLOC_ARENA_MAX: '2'
+    MALLOC_TRIM_THRESHOLD_: '131072'
   }, singleClusterSettings, fleetSettings)
 }
 

@@ -142,6 +142,8 @@ const expectedSettings = [
   "GMSA_NETWORK_MODE",
   "GMSA_WIRING_MODE",
   "FUNCTIONS_NODE_BLOCK_ON_ENTRY_POINT_ERROR",
+  "MALLOC_ARENA_MAX",
+  "MALLOC_TRIM_THRESHOLD_",
 ];
 
 /**
@@ -167,6 +169,16 @@ hosting("app settings carry exactly the names the code reads, and no Flex-reject
   assert.equal([...settings.keys()].sort(), [...expectedSettings].sort());
   for (const rejected of ["FUNCTIONS_EXTENSION_VERSION", "FUNCTIONS_WORKER_RUNTIME", "WEBSITE_RUN_FROM_PACKAGE", "AzureWebJobsStorage"]) {
     assert.not.ok(settings.has(rejected), rejected);
+  }
+});
+
+hosting("the worker's allocator keeps few arenas and gives freed memory back, as npm start's serving process does", ({ app }) => {
+  const settings = appSettings(app);
+  const start = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+  for (const name of ["MALLOC_ARENA_MAX", "MALLOC_TRIM_THRESHOLD_"]) {
+    const value = literal(settings.get(name));
+    assert.ok(value !== undefined && /^[0-9]+$/.test(value), `${name} is a number: ${value}`);
+    assert.ok(start.includes(`${name}=${value} `), `npm start sets ${name}=${value} too`);
   }
 });
 
