@@ -8,7 +8,7 @@ import { ClusterUnavailableError, markAdmissionNamespace, type CredSpecSource, t
 import { denied, type Verdict } from "../gmsa/verdict.js";
 import { withRequestCounters } from "../observability/requestCounters.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
-import { AdmissionReviewEnvelope, decodeReviewRequest, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
+import { AdmissionReviewEnvelope, checkedDecode, decodeReviewRequest, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
 import { failedClosed, responseFor } from "./response.js";
 
 export type WebhookPolicy = (admission: Admission, deps: PolicyDependencies) => Promise<Verdict>;
@@ -53,7 +53,7 @@ export async function handleReview(
   deps: ReviewDependencies,
   apiServerTimeoutMs?: number,
 ): Promise<ReviewOutcome> {
-  const envelope = AdmissionReviewEnvelope.decode(body);
+  const envelope = checkedDecode(AdmissionReviewEnvelope, body);
   if (isLeft(envelope)) return { kind: "badRequest", message: `the body is not an AdmissionReview: ${describeDecodeErrors(envelope.left)}` };
   const { apiVersion } = envelope.right;
   const { uid } = envelope.right.request;
