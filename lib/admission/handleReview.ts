@@ -45,7 +45,8 @@ export const answerMarginMs = 250;
  * and encodes the answer in the version that was asked. Policy denials, malformed requests and
  * failures of the cluster stay three different things. Once the body shows itself an
  * AdmissionReview with a UID, whatever else is wrong with it is answered as an AdmissionReview
- * with that UID, so the API server reports the reason instead of a failed call.
+ * with that UID, so the API server reports the reason instead of a failed call. `body` is what
+ * JSON.parse made of the request body (the decodes rely on it: see `checkedDecode`).
  */
 export async function handleReview(
   body: unknown,
