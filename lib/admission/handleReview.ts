@@ -6,9 +6,10 @@ import { Binding } from "../gmsa/binding.js";
 import type { Admission, BindingAdmission, PolicyDependencies, PolicySettings } from "../gmsa/podAdmission.js";
 import { ClusterUnavailableError, markAdmissionNamespace, type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
 import { denied, type Verdict } from "../gmsa/verdict.js";
+import { checkedDecode } from "../checkedDecode.js";
 import { withRequestCounters } from "../observability/requestCounters.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
-import { AdmissionReviewEnvelope, checkedDecode, decodeReviewRequest, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
+import { AdmissionReviewEnvelope, decodeReviewRequest, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
 import { failedClosed, responseFor } from "./response.js";
 
 export type WebhookPolicy = (admission: Admission, deps: PolicyDependencies) => Promise<Verdict>;

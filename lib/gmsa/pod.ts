@@ -1,5 +1,5 @@
-import { isRight } from "fp-ts/Either";
 import * as t from "io-ts";
+import { checkedDecode } from "../checkedDecode.js";
 
 /**
  * The parts of a Pod the GMSA policy reads. Everything else passes through untouched: the
@@ -8,81 +8,55 @@ import * as t from "io-ts";
  */
 const absent = t.union([t.null, t.undefined]);
 
-/** A codec that also takes null and undefined for absent. */
-type Optional = <C extends t.Mixed>(codec: C) => t.Type<t.TypeOf<C> | null | undefined, t.OutputOf<C> | null | undefined, unknown>;
+/** A codec that also takes null and undefined for absent; a union, so that a decoding error lists what was expected there. */
+const optional = <C extends t.Mixed>(codec: C) => t.union([codec, absent]);
 
-/** As a union, so that a decoding error lists what was expected there. */
-const optional: Optional = (codec) => t.union([codec, absent]);
+export const WindowsOptions = t.partial({
+  gmsaCredentialSpecName: optional(t.string),
+  gmsaCredentialSpec: optional(t.string),
+});
 
-/**
- * The same values, accepted without a union: a union builds a context for each member it tries,
- * which is most of the cost of decoding a pod. It gives no useful errors, so a pod it refuses
- * is decoded again with the union codecs for the message.
- */
-const quietlyOptional: Optional = (codec) =>
-  new t.Type(
-    `${codec.name} | null | undefined`,
-    (u): u is t.TypeOf<typeof codec> | null | undefined => u === null || u === undefined || codec.is(u),
-    (u, c) => (u === null || u === undefined ? t.success(u) : codec.validate(u, c)),
-    (a) => (a === null || a === undefined ? a : codec.encode(a)),
-  );
+const SecurityContext = t.partial({ windowsOptions: optional(WindowsOptions) });
 
-/** The codecs, written once and built with either kind of `optional`. */
-function podCodecs(optional: Optional) {
-  const WindowsOptions = t.partial({
-    gmsaCredentialSpecName: optional(t.string),
-    gmsaCredentialSpec: optional(t.string),
-  });
-
-  const SecurityContext = t.partial({ windowsOptions: optional(WindowsOptions) });
-
-  const Container = t.intersection([
-    t.type({ name: t.string }),
-    t.partial({ securityContext: optional(SecurityContext) }),
-  ]);
-
-  const Pod = t.intersection([
-    t.type({ kind: t.literal("Pod") }),
-    t.partial({
-      metadata: optional(
-        t.partial({
-          name: optional(t.string),
-          generateName: optional(t.string),
-          namespace: optional(t.string),
-          annotations: optional(t.record(t.string, t.string)),
-        }),
-      ),
-      spec: optional(
-        t.partial({
-          securityContext: optional(SecurityContext),
-          containers: optional(t.array(Container)),
-          initContainers: optional(t.array(Container)),
-          ephemeralContainers: optional(t.array(Container)),
-          serviceAccountName: optional(t.string),
-          serviceAccount: optional(t.string),
-          hostname: optional(t.string),
-        }),
-      ),
-    }),
-  ]);
-  return { WindowsOptions, Container, Pod };
-}
-
-const described = podCodecs(optional);
-export const WindowsOptions = described.WindowsOptions;
-export const Container = described.Container;
+export const Container = t.intersection([
+  t.type({ name: t.string }),
+  t.partial({ securityContext: optional(SecurityContext) }),
+]);
 export type Container = t.TypeOf<typeof Container>;
-export const Pod = described.Pod;
+
+export const Pod = t.intersection([
+  t.type({ kind: t.literal("Pod") }),
+  t.partial({
+    metadata: optional(
+      t.partial({
+        name: optional(t.string),
+        generateName: optional(t.string),
+        namespace: optional(t.string),
+        annotations: optional(t.record(t.string, t.string)),
+      }),
+    ),
+    spec: optional(
+      t.partial({
+        securityContext: optional(SecurityContext),
+        containers: optional(t.array(Container)),
+        initContainers: optional(t.array(Container)),
+        ephemeralContainers: optional(t.array(Container)),
+        serviceAccountName: optional(t.string),
+        serviceAccount: optional(t.string),
+        hostname: optional(t.string),
+      }),
+    ),
+  }),
+]);
 export type Pod = t.TypeOf<typeof Pod>;
 
-/** Decodes a pod as `Pod` does, with `Pod`'s own errors when it is not one. */
-const quickPod = podCodecs(quietlyOptional).Pod;
-
+/**
+ * Decodes a pod as `Pod` does, with `Pod`'s own errors when it is not one: `is` first, which
+ * tries a union's members without building a context for each (most of the cost of decoding a
+ * pod), then `decode` only for a pod it refuses.
+ */
 export function decodePodObject(value: unknown): t.Validation<Pod> {
-  // These codecs only check values: one `is` accepts what decoding would give back unchanged.
-  if (quickPod.is(value)) return t.success(value as Pod);
-  const quick = quickPod.decode(value);
-  return isRight(quick) ? quick : Pod.decode(value);
+  return checkedDecode(Pod, value);
 }
 
 export type ContainerKind = "container" | "initContainer" | "ephemeralContainer";

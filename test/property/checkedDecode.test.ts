@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { isRight } from "fp-ts/Either";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { AdmissionRequest, AdmissionReview, AdmissionReviewEnvelope, checkedDecode, decodeReviewRequest } from "../../lib/admission/review.js";
+import { AdmissionRequest, AdmissionReview, AdmissionReviewEnvelope, decodeReviewRequest } from "../../lib/admission/review.js";
+import { checkedDecode } from "../../lib/checkedDecode.js";
 import { decodePodObject, Pod } from "../../lib/gmsa/pod.js";
 import { gmsa, pod, review } from "../support/reviews.js";
 
