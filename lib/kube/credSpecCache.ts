@@ -9,8 +9,9 @@ import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
 
 /**
  * Every GMSACredentialSpec of the cluster, kept in memory by one list+watch per instance and
- * shared by all its admissions. Started by the first lookup; until the first list has arrived,
- * lookups go straight to the API server, so a cold start never waits for a full list. A name
+ * shared by all its admissions. Started by the first lookup, once that lookup's own read has
+ * been answered; until the first list has arrived, lookups go straight to the API server, so a
+ * cold start never waits for a full list, nor shares its connection and CPU with one. A name
  * the cache does not know is confirmed with one GET before it is called unknown: a spec created
  * a moment ago must not be refused. A name the API server does not have either is remembered for
  * a few seconds (a pod naming many unknown names costs one GET per name, not one per lookup) and
@@ -87,6 +88,8 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
   const notFound = notFoundMemory({ ...(options.maxNotFound !== undefined ? { maxEntries: options.maxNotFound } : {}), ...(options.now ? { now: options.now } : {}) });
   const notFoundTtl = () => (synced && !stale ? (options.notFoundTtlMs ?? 5_000) : (options.unwatchedNotFoundTtlMs ?? 1_000));
   let informer: ReturnType<typeof makeInformer<CredSpecObject>> | undefined;
+  // The first lookup has asked for the start; it happens once its read is answered.
+  let starting = false;
   let synced = false;
   let stale = false;
   let stopped = false;
@@ -216,36 +219,58 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     );
   }
 
-  return {
-    async lookup(name, signal) {
-      if (!informer && !stopped && !overflow) start();
-      const known = synced ? entries.get(name) : undefined;
-      if (known && !stale) {
+  async function answer(name: string, signal: AbortSignal): Promise<CredSpecLookup> {
+    const known = synced ? entries.get(name) : undefined;
+    if (known && !stale) {
+      countRequest("cacheHits");
+      return known;
+    }
+    if (!known) {
+      if (notFound.recalls(name, notFoundTtl())) {
         countRequest("cacheHits");
-        return known;
-      }
-      if (!known) {
-        if (notFound.recalls(name, notFoundTtl())) {
-          countRequest("cacheHits");
-          return { kind: "notFound" };
-        }
-        countRequest("cacheMisses");
-        const read = await options.direct.lookup(name, signal);
-        if (read.kind !== "notFound") return read;
-        // The watch may have brought the spec while the GET was on its way: believe the newer.
-        const arrived = entries.get(name);
-        if (arrived) return arrived;
-        notFound.remember(name);
-        return read;
+        return { kind: "notFound" };
       }
       countRequest("cacheMisses");
-      // A stale cache may hold specs deleted or changed since: ask first, fall back to what it
-      // knows only when the API server cannot answer.
+      const read = await options.direct.lookup(name, signal);
+      if (read.kind !== "notFound") return read;
+      // The watch may have brought the spec while the GET was on its way: believe the newer.
+      const arrived = entries.get(name);
+      if (arrived) return arrived;
+      notFound.remember(name);
+      return read;
+    }
+    countRequest("cacheMisses");
+    // A stale cache may hold specs deleted or changed since: ask first, fall back to what it
+    // knows only when the API server cannot answer.
+    try {
+      return await options.direct.lookup(name, signal);
+    } catch (error) {
+      if (!(error instanceof ClusterUnavailableError) || signal.aborted) throw error;
+      return known;
+    }
+  }
+
+  /**
+   * Starts the list+watch once the current turn of the event loop is over: the admission whose
+   * lookup asked for it is answered first, its read on the connection it already has. Paging
+   * through a large list is CPU and a second connection the first admission of a cold instance
+   * would otherwise wait behind.
+   */
+  function startSoon(): void {
+    setImmediate(() => {
+      starting = false;
+      if (!informer && !stopped && !overflow) start();
+    });
+  }
+
+  return {
+    async lookup(name, signal) {
+      if (informer || starting || stopped || overflow) return answer(name, signal);
+      starting = true;
       try {
-        return await options.direct.lookup(name, signal);
-      } catch (error) {
-        if (!(error instanceof ClusterUnavailableError) || signal.aborted) throw error;
-        return known;
+        return await answer(name, signal);
+      } finally {
+        startSoon();
       }
     },
     knownNames: () => (synced && !stale ? [...entries.keys()] : undefined),

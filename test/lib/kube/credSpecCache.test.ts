@@ -112,6 +112,73 @@ Bounds("a spec that arrives through the watch past a bound stops it too", async 
 
 Bounds.run();
 
+/** The first admission of a cold instance is answered from its own read, before the list begins. */
+const Start = suite<Context>("credSpecCache: the list starts after the first lookup's own read");
+
+Start.before.each(async (context) => {
+  context.api = await startFakeApiServer();
+  context.cache = undefined;
+  context.logs = [];
+});
+
+Start.after.each(async (context) => {
+  await context.cache?.stop();
+  await context.api.close();
+});
+
+const readsOf = (api: FakeApiServer, name: string) => api.calls.filter((c) => c.method === "GET" && c.path === `/apis/windows.k8s.io/v1/gmsacredentialspecs/${name}`).length;
+
+Start("the first lookup reads its spec with no list on the way; the list follows once it is answered", async (context) => {
+  context.api.state.credSpecs = specs(25);
+  const cache = open(context, { pageSize: 10 });
+  assert.is((await cache.lookup("spec-3", noDeadline)).kind, "found");
+  assert.is(readsOf(context.api, "spec-3"), 1);
+  assert.equal(listsOf(context.api), []);
+  assert.is(cache.status().started, false);
+  await until(() => cache.status().synced, "synced");
+  assert.equal(listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")), [null, "10", "20"]);
+  // From the cache now: no further read.
+  assert.is((await cache.lookup("spec-3", noDeadline)).kind, "found");
+  assert.is(readsOf(context.api, "spec-3"), 1);
+});
+
+Start("lookups that arrive together start one list", async (context) => {
+  context.api.state.credSpecs = specs(25);
+  const cache = open(context, { pageSize: 10 });
+  const found = await Promise.all(["spec-1", "spec-2", "spec-3", "spec-404"].map((name) => cache.lookup(name, noDeadline)));
+  assert.equal(found.map((f) => f.kind), ["found", "found", "found", "notFound"]);
+  await until(() => cache.status().synced, "synced");
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")), [null, "10", "20"]);
+});
+
+Start("a first read that fails still starts the list", async (context) => {
+  context.api.state.credSpecs = specs(5);
+  // Only the read of spec-1 fails, every time it is tried.
+  context.api.state.failWith = 503;
+  context.api.state.failPath = /\/gmsacredentialspecs\/spec-1$/;
+  const cache = open(context, { pageSize: 10 });
+  const read = await cache.lookup("spec-1", noDeadline).then(
+    () => "answered",
+    (error: unknown) => (error instanceof Error ? error.message : String(error)),
+  );
+  assert.match(read, /503/);
+  await until(() => cache.status().synced, "synced");
+  assert.is(cache.status().size, 5);
+});
+
+Start("a cache stopped before its list began never lists", async (context) => {
+  context.api.state.credSpecs = specs(5);
+  const cache = open(context, { pageSize: 10 });
+  await cache.lookup("spec-1", noDeadline);
+  await cache.stop();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(listsOf(context.api), []);
+  assert.is(cache.status().started, false);
+});
+
+Start.run();
+
 const Size = suite("jsonSize");
 
 Size("is close to the length of the JSON, for nested and deep values alike", () => {
