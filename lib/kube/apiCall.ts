@@ -89,6 +89,10 @@ async function callWithRetries<T>(
   }
 }
 
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 function pause(ms: number, signal: AbortSignal, failure: ClusterUnavailableError): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -112,7 +116,12 @@ async function callOnce<T>(
 ): Promise<ApiOutcome<T>> {
   const release = await takeSlot(description, signal, bounds.slots);
   try {
-    return await callInSlot(description, signal, bounds.timeoutMs, call);
+    const outcome = await callInSlot(description, signal, bounds.timeoutMs, call);
+    // undici puts the connection back in its pool a turn after the answer is read: a call the
+    // caller makes at once (an admission's GET after its review) would open a connection, and
+    // pay a TLS handshake, of its own.
+    await nextTurn();
+    return outcome;
   } finally {
     // One turn later, when the connection is back in the pool: the next call reuses it
     // instead of opening another.

@@ -59,8 +59,9 @@ Connections.after.each(async (context) => {
   await context.api.close();
 });
 
-// A connection goes back to the pool a moment after its answer is read: a call made at once may
-// find none free and open a second one. "A few" is what matters; a handshake per call is the bug.
+// A connection goes back to the pool a moment after its answer is read. An API call hands its
+// answer back only then, so the caller's next call finds it free; calls of other admissions made
+// at that moment may still open a second one. "A few" is what matters; a handshake per call is the bug.
 
 Connections("40 lookups of unknown names, one after another, cost a TLS handshake or two, not 40", async (context) => {
   const ports = await open(context);
@@ -78,6 +79,17 @@ Connections("credential spec reads and access reviews share the same connections
   }
   assert.is(context.api.calls.length, 20);
   assert.ok(context.api.connections.count <= 2, `${context.api.connections.count} handshakes for 20 calls`);
+});
+
+Connections("a call made as soon as the one before it is answered goes out on the same connection", async (context) => {
+  // The first admission of a cold instance: its review, then its read, then another read.
+  context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
+  const ports = await open(context);
+  assert.equal(await ports.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: false, reason: undefined });
+  assert.is((await ports.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
+  assert.equal(await ports.credSpecs.lookup("unknown", noDeadline), { kind: "notFound" });
+  assert.is(context.api.calls.length, 3);
+  assert.is(context.api.connections.count, 1);
 });
 
 Connections("the informer's list and watch ride the same pool", async (context) => {
