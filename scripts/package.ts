@@ -35,8 +35,10 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
     target: "node22",
     format: "cjs",
     outfile: join(root, appPath),
-    // The worker provides the core API; native speed-ups of `ws` are optional.
-    external: ["@azure/functions-core", "bufferutil", "utf-8-validate"],
+    // The worker provides the core API; native speed-ups of `ws` are optional; `open` starts a
+    // browser for @azure/identity's interactive sign-in, which no instance does (it is imported
+    // only when that sign-in runs).
+    external: ["@azure/functions-core", "bufferutil", "utf-8-validate", "open"],
     minify: true,
     sourcemap: "external",
     legalComments: "external",
@@ -44,6 +46,7 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
     plugins: [narrowUndici()],
     logLevel: "warning",
   });
+  assertAscii(readFileSync(join(root, appPath)));
   copyFileSync(join(root, "scripts", "packageEntry.js"), join(root, bundlePath));
   // A Node of its own and no flags of the parent's (tsx's loader, --cpu-prof): V8 takes a cache
   // only in a process whose flags match the one that made it.
@@ -69,6 +72,19 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   writeFileSync(zipPath, zip);
   const bundleBytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
   return { zipPath, bundleBytes, zipBytes: zip.byteLength };
+}
+
+/**
+ * The entry point reads the bundle as Latin-1, which is its text exactly only while every byte is
+ * ASCII. esbuild escapes what is not in strings and templates but leaves regular expression
+ * literals as written; one character past Latin-1 in one of them made V8 hold the whole 2 MB
+ * bundle as a two-byte string, read more slowly at every cold start.
+ */
+function assertAscii(bundle: Buffer): void {
+  const at = bundle.findIndex((byte) => byte > 0x7f);
+  if (at < 0) return;
+  const context = bundle.subarray(Math.max(0, at - 60), at + 20).toString("utf8");
+  throw new Error(`the bundle has a character that is not ASCII at byte ${at}, in …${context}…: write it as an escape (\\uXXXX) in our sources, or keep the module that has it out of the bundle`);
 }
 
 if (require.main === module) {

@@ -13,9 +13,10 @@ export function parseGoDurationMs(text: string | null | undefined): number | und
   return last.ms;
 }
 
+// Micro is written \u00b5 (µ) in the patterns: the deployment bundle is kept to ASCII (scripts/package.ts).
 function parse(text: string): number | undefined {
-  if (!/^(\d+(\.\d+)?(h|ms|m|s|us|µs|ns))+$/.test(text)) return undefined;
+  if (!/^(\d+(\.\d+)?(h|ms|m|s|us|\u00b5s|ns))+$/.test(text)) return undefined;
   let total = 0;
-  for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(amount) * units[unit!]!;
+  for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|\u00b5s|ns)/g)) total += Number(amount) * units[unit!]!;
   return total;
 }

@@ -109,6 +109,14 @@ Package("compiles the bundle from its V8 code cache, and serves the same without
   }
 });
 
+Package("the bundle is ASCII, so the entry point's Latin-1 read is its text exactly", (context) => {
+  const bundle = readFileSync(join(context.dir, "dist", "functions", "app.js"));
+  const at = bundle.findIndex((byte) => byte > 0x7f);
+  assert.is(at, -1, `a byte past ASCII at ${at}: ${bundle.subarray(Math.max(0, at - 40), at + 10).toString("utf8")}`);
+  // The same text whichever way it is read.
+  assert.is(bundle.toString("latin1"), bundle.toString("utf8"));
+});
+
 Package("asks for function keys when the app setting says so", async (context) => {
   const result = await coldStart(context, "validate", review("CREATE", pod()), { GMSA_REQUIRE_FUNCTION_KEY: "true" });
   assert.is(result.registered.find((r) => r.name === "validate")?.authLevel, "function");
