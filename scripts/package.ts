@@ -36,8 +36,8 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
     format: "cjs",
     outfile: join(root, appPath),
     // The worker provides the core API; native speed-ups of `ws` are optional; `open` starts a
-    // browser for @azure/identity's interactive sign-in, which no instance does (it is imported
-    // only when that sign-in runs).
+    // browser for @azure/identity's interactive sign-in, which no instance does: it is imported
+    // only when that sign-in runs, and would fail there (the package has no node_modules).
     external: ["@azure/functions-core", "bufferutil", "utf-8-validate", "open"],
     minify: true,
     sourcemap: "external",
@@ -80,7 +80,7 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
  * literals as written; one character past Latin-1 in one of them made V8 hold the whole 2 MB
  * bundle as a two-byte string, read more slowly at every cold start.
  */
-function assertAscii(bundle: Buffer): void {
+export function assertAscii(bundle: Buffer): void {
   const at = bundle.findIndex((byte) => byte > 0x7f);
   if (at < 0) return;
   const context = bundle.subarray(Math.max(0, at - 60), at + 20).toString("utf8");

@@ -115,18 +115,21 @@ async function callOnce<T>(
   call: (options: ConfigurationOptions) => Promise<T>,
 ): Promise<ApiOutcome<T>> {
   const release = await takeSlot(description, signal, bounds.slots);
+  let outcome: ApiOutcome<T>;
   try {
-    const outcome = await callInSlot(description, signal, bounds.timeoutMs, call);
-    // undici puts the connection back in its pool a turn after the answer is read: a call the
-    // caller makes at once (an admission's GET after its review) would open a connection, and
-    // pay a TLS handshake, of its own.
-    await nextTurn();
-    return outcome;
-  } finally {
+    outcome = await callInSlot(description, signal, bounds.timeoutMs, call);
+  } catch (error) {
     // One turn later, when the connection is back in the pool: the next call reuses it
     // instead of opening another.
     setImmediate(release);
+    throw error;
   }
+  // undici puts an HTTP/1.1 connection back in its pool a turn after the answer is read: a call
+  // made at once (an admission's GET after its review, or the next one waiting for this slot)
+  // would open a connection, and pay a TLS handshake, of its own.
+  await nextTurn();
+  release();
+  return outcome;
 }
 
 async function takeSlot(description: string, signal: AbortSignal, slots: ApiSlots | undefined): Promise<() => void> {

@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { packageApp } from "../../scripts/package.js";
+import { assertAscii, packageApp } from "../../scripts/package.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixture } from "../support/fixtures.js";
@@ -113,8 +113,11 @@ Package("the bundle is ASCII, so the entry point's Latin-1 read is its text exac
   const bundle = readFileSync(join(context.dir, "dist", "functions", "app.js"));
   const at = bundle.findIndex((byte) => byte > 0x7f);
   assert.is(at, -1, `a byte past ASCII at ${at}: ${bundle.subarray(Math.max(0, at - 40), at + 10).toString("utf8")}`);
-  // The same text whichever way it is read.
-  assert.is(bundle.toString("latin1"), bundle.toString("utf8"));
+});
+
+Package("packaging refuses a bundle with a byte past ASCII, and says where", () => {
+  assertAscii(Buffer.from("const pattern = /(us|\\u00b5s)/;"));
+  assert.throws(() => assertAscii(Buffer.from("const pattern = /(us|\u00b5s)/;", "utf8")), /not ASCII at byte 21, in .*const pattern = \/\(us\|/);
 });
 
 Package("asks for function keys when the app setting says so", async (context) => {

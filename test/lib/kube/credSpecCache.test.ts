@@ -167,6 +167,39 @@ Start("a first read that fails still starts the list", async (context) => {
   assert.is(cache.status().size, 5);
 });
 
+Start("a cache stopped while its first read is on the way never lists", async (context) => {
+  context.api.state.credSpecs = specs(5);
+  context.api.state.delayMs = 100;
+  context.api.state.delayPath = /\/gmsacredentialspecs\/spec-1$/;
+  const cache = open(context, { pageSize: 10 });
+  const read = cache.lookup("spec-1", noDeadline);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  await cache.stop();
+  assert.is((await read).kind, "found");
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(listsOf(context.api), []);
+  assert.is(cache.status().started, false);
+});
+
+Start("a first read given up by its admission still starts the list; lookups meanwhile read the API server", async (context) => {
+  context.api.state.credSpecs = specs(5);
+  context.api.state.delayMs = 300;
+  context.api.state.delayPath = /\/gmsacredentialspecs\/spec-1$/;
+  const cache = open(context, { pageSize: 10 });
+  const deadline = new AbortController();
+  const first = cache.lookup("spec-1", deadline.signal).then(
+    () => "answered",
+    () => "given up",
+  );
+  // Before the first read settles: not started, and another lookup is answered by a read of its own.
+  assert.is((await cache.lookup("spec-2", noDeadline)).kind, "found");
+  assert.is(cache.status().started, false);
+  deadline.abort(new Error("admission budget spent"));
+  assert.is(await first, "given up");
+  await until(() => cache.status().synced, "synced");
+  assert.is(cache.status().size, 5);
+});
+
 Start("a cache stopped before its list began never lists", async (context) => {
   context.api.state.credSpecs = specs(5);
   const cache = open(context, { pageSize: 10 });
