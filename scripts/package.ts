@@ -1,16 +1,20 @@
 import { build } from "esbuild";
 import { zipSync } from "fflate";
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
+import { startTrainingCluster } from "./codeCacheTraining.js";
 import { narrowUndici } from "./narrowUndici.js";
 
 /**
  * `npm run package`: the zip Flex Consumption deploys. Every function module is bundled into one
  * file with its runtime dependencies, so a cold start reads one file instead of thousands; the
  * zip holds that file, host.json and a package.json whose `main` names a small entry point
- * (scripts/packageEntry.js) that runs the bundle with a V8 code cache made here, so that a new
- * instance does not parse and compile 2 MB of JavaScript before its first admission. `npm run
+ * (scripts/packageEntry.js) that runs the bundle with a V8 code cache made here, after loading
+ * the bundle and answering one admission against a stand-in API server (scripts/codeCacheTraining.ts),
+ * so that a new instance does not parse and compile 2 MB of JavaScript before and during its first
+ * admission. `npm run
  * build` is the same step, so that azd, which zips the project folder through .funcignore,
  * ships the same.
  */
@@ -49,8 +53,21 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   assertAscii(readFileSync(join(root, appPath)));
   copyFileSync(join(root, "scripts", "packageEntry.js"), join(root, bundlePath));
   // A Node of its own and no flags of the parent's (tsx's loader, --cpu-prof): V8 takes a cache
-  // only in a process whose flags match the one that made it.
-  execFileSync(process.execPath, [join(root, "scripts", "packageCodeCache.js"), join(root, bundlePath)], { env: { PATH: process.env.PATH }, stdio: ["ignore", "ignore", "inherit"] });
+  // only in a process whose flags match the one that made it. It answers one admission first,
+  // against a stand-in API server here, so that the cache also holds what a new instance's first
+  // admission compiles: that took a cold start's first admission from 54 to 40 ms.
+  const training = await startTrainingCluster(join(root, "examples", "credspecs", "webapp1.yaml"));
+  try {
+    const reviewFile = join(bundleDir, "training-review.json");
+    writeFileSync(reviewFile, training.mutateReview);
+    // Not execFileSync: the stand-in answers from this process's event loop.
+    await promisify(execFile)(process.execPath, [join(root, "scripts", "packageCodeCache.js"), join(root, bundlePath), reviewFile], { env: { PATH: process.env.PATH, KUBECONFIG: training.kubeconfig } }).catch((error: { stderr?: string; message: string }) => {
+      throw new Error(`the code cache could not be made: ${error.stderr || error.message}`);
+    });
+    rmSync(reviewFile);
+  } finally {
+    await training.close();
+  }
   const source = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { name: string; version: string; engines: unknown };
   const manifest = { name: source.name, version: source.version, private: true, main: bundlePath, engines: source.engines, dependencies: {} };
   const files: Record<string, Uint8Array> = {

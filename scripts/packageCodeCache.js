@@ -1,18 +1,28 @@
-// Run by `npm run package` in a Node of its own, with no V8 flags: loads the unzipped package's
-// entry point the way the Functions worker does (the worker's core API stubbed, so that the
-// functions register and nothing else happens), then writes the V8 code cache of the bundle,
-// which now holds every function that loading compiled. Usage: node packageCodeCache.js <main.js>
+// Run by `npm run package` in a Node of its own, with no V8 flags: loads the package's entry point
+// the way the Functions worker does (scripts/workerStandIn.js), then, when given a mutate review
+// and a KUBECONFIG for the training stand-in (scripts/codeCacheTraining.ts), starts the app and
+// answers that review, and writes the V8 code cache of the bundle, which now holds every function
+// that loading and a first admission compiled. Usage: node packageCodeCache.js <main.js> [review.json]
 "use strict";
-const Module = require("node:module");
-const { writeFileSync } = require("node:fs");
+const { readFileSync, writeFileSync } = require("node:fs");
 const { dirname, join } = require("node:path");
+const { invokeHttp, standInCore, startApp } = require("./workerStandIn.js");
 
-const [main] = process.argv.slice(2);
-const stub = { setProgrammingModel() {}, registerFunction: () => ({ dispose() {} }), registerHook: () => ({ dispose() {} }), log() {} };
-const resolve = Module._resolveFilename;
-Module._resolveFilename = function (request, ...rest) {
-  return request === "@azure/functions-core" ? request : resolve.call(this, request, ...rest);
-};
-require.cache["@azure/functions-core"] = { id: "@azure/functions-core", filename: "@azure/functions-core", loaded: true, exports: stub };
-const entry = require(main);
-writeFileSync(join(dirname(main), "app.js.v8cache"), entry.createCodeCache());
+const [main, reviewFile] = process.argv.slice(2);
+
+(async () => {
+  const registered = standInCore();
+  const entry = require(main);
+  if (reviewFile) {
+    await startApp(registered, dirname(main));
+    const response = await invokeHttp(registered, "mutate", { body: readFileSync(reviewFile, "utf8") });
+    const patched = response.status === 200 && typeof JSON.parse(response.body).response?.patch === "string";
+    if (!patched) throw new Error(`the training admission was not patched: ${response.status} ${String(response.body).slice(0, 300)}`);
+  }
+  writeFileSync(join(dirname(main), "app.js.v8cache"), entry.createCodeCache());
+  // The app's cluster client is still watching the stand-in: nothing else is to be done here.
+  process.exit(0);
+})().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

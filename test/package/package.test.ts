@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
@@ -107,6 +107,18 @@ Package("compiles the bundle from its V8 code cache, and serves the same without
     const ops = JSON.parse(Buffer.from(JSON.parse(result.response.body).response.patch, "base64").toString());
     assert.is(ops[0].value, canonicalJson(credSpecFixture("webapp1-credspec").credspec));
   }
+});
+
+Package("the code cache was made after a first admission, and holds more than loading alone compiles", async (context) => {
+  const trained = readFileSync(join(context.dir, "dist", "functions", "app.js.v8cache")).byteLength;
+  // The same package, its cache made by loading only (no review handed to the cache maker).
+  const copy = join(mkdtempSync(join(tmpdir(), "gmsa-package-")), "app");
+  cpSync(context.dir, copy, { recursive: true });
+  // Without the shipped cache: V8 would hand every function it holds to the new one.
+  rmSync(join(copy, "dist", "functions", "app.js.v8cache"));
+  await promisify(execFile)(process.execPath, [join(__dirname, "..", "..", "scripts", "packageCodeCache.js"), join(copy, "dist", "functions", "main.js")], { env: { PATH: process.env.PATH } });
+  const loadedOnly = readFileSync(join(copy, "dist", "functions", "app.js.v8cache")).byteLength;
+  assert.ok(trained > loadedOnly * 1.05, `trained ${trained} bytes, loading only ${loadedOnly}`);
 });
 
 Package("the bundle is ASCII, so the entry point's Latin-1 read is its text exactly", (context) => {

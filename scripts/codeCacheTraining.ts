@@ -1,0 +1,109 @@
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse } from "yaml";
+import { createCertificateAuthority, issueCertificate } from "../controlplane/pki.js";
+
+/**
+ * What `npm run package` runs the bundle against before it keeps V8's code cache: a stand-in for
+ * a cluster's API server that allows every `use` and holds one credential spec, so that one mutate
+ * admission runs from start to patch and the cache holds what a new instance's first admission
+ * compiles (the HTTP/2 client, client-node's request path, the review's decoding and policy), not
+ * only what loading the bundle does. It speaks HTTP/2 as the API server does (and HTTP/1.1), over
+ * TLS with a throwaway CA; nothing of it goes into the package but the compiled code.
+ */
+export interface TrainingCluster {
+  /** A kubeconfig for the stand-in, for the app's KUBECONFIG. */
+  readonly kubeconfig: string;
+  /** A mutate AdmissionReview, as JSON, of a pod naming the stand-in's credential spec. */
+  readonly mutateReview: string;
+  close(): Promise<void>;
+}
+
+const credSpecPath = "/apis/windows.k8s.io/v1/gmsacredentialspecs";
+
+export async function startTrainingCluster(examplePath: string): Promise<TrainingCluster> {
+  const example = parse(readFileSync(examplePath, "utf8")) as { metadata: { name: string } };
+  const name = example.metadata.name;
+  const ca = await createCertificateAuthority("gmsa-admission code cache training CA");
+  const serving = await issueCertificate(ca, { commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], usage: "server", validityDays: 1 });
+  const watches = new Set<Http2ServerResponse>();
+  const server = createSecureServer({ cert: serving.certPem, key: serving.keyPem, allowHTTP1: true }, (req, res) => void answer(req, res));
+
+  async function answer(req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
+    const url = new URL(req.url, "https://localhost");
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const reply = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method === "POST" && url.pathname.endsWith("subjectaccessreviews")) {
+      const review = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>;
+      return reply(201, { ...review, status: { allowed: true, reason: "the code cache training allows every use" } });
+    }
+    if (req.method === "GET" && url.pathname === `${credSpecPath}/${name}`) return reply(200, example);
+    if (req.method === "GET" && url.pathname === credSpecPath && url.searchParams.get("watch") === "true") {
+      // Held open until the stand-in closes: the cache's watch, as a quiet cluster has it.
+      res.writeHead(200, { "content-type": "application/json" });
+      watches.add(res);
+      return;
+    }
+    if (req.method === "GET" && url.pathname === credSpecPath) {
+      return reply(200, { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpecList", metadata: { resourceVersion: "1" }, items: [example] });
+    }
+    return reply(404, { apiVersion: "v1", kind: "Status", status: "Failure", reason: "NotFound", code: 404 });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-cache-training-"));
+  const kubeconfig = join(dir, "kubeconfig.json");
+  writeFileSync(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "training", cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, "certificate-authority-data": Buffer.from(ca.certPem).toString("base64") } }],
+      users: [{ name: "webhook", user: { token: "training" } }],
+      contexts: [{ name: "training", context: { cluster: "training", user: "webhook" } }],
+      "current-context": "training",
+    }),
+  );
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "training-0", namespace: "apps" },
+    spec: { containers: [{ name: "app", image: "mcr.microsoft.com/windows/servercore/iis", securityContext: { windowsOptions: { gmsaCredentialSpecName: name } } }] },
+  };
+  const mutateReview = JSON.stringify({
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    request: {
+      uid: randomUUID(),
+      kind: { group: "", version: "v1", kind: "Pod" },
+      resource: { group: "", version: "v1", resource: "pods" },
+      requestKind: { group: "", version: "v1", kind: "Pod" },
+      name: pod.metadata.name,
+      namespace: pod.metadata.namespace,
+      operation: "CREATE",
+      userInfo: { username: "training", groups: ["system:authenticated"] },
+      object: pod,
+      dryRun: false,
+    },
+  });
+  return {
+    kubeconfig,
+    mutateReview,
+    close: async () => {
+      for (const watch of watches) watch.end();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
