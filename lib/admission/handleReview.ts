@@ -70,6 +70,7 @@ export async function handleReview(
   if (request?.namespace) markAdmissionNamespace(deadline.signal, request.namespace);
   const timer = setTimeout(() => deadline.abort(new Error(`admission budget of ${budget} ms spent`)), budget);
   const { result: answer, counters } = await withRequestCounters(
+    deadline.signal,
     async (): Promise<Answer> =>
       isLeft(decoded)
         ? { response: responseFor(uid, denied(400, `the admission request is malformed: ${describeDecodeErrors(decoded.left)}`)) }

@@ -52,7 +52,7 @@ export function rememberingNotFound(source: CredSpecSource, memory: NotFoundMemo
   return {
     async lookup(name, signal) {
       if (memory.recalls(name, maxAgeMs())) {
-        countRequest("cacheHits");
+        countRequest("cacheHits", signal);
         return { kind: "notFound" };
       }
       const found = await source.lookup(name, signal);

@@ -1,5 +1,5 @@
 import type { Principal, UseAuthorizer, UseDecision } from "../gmsa/ports.js";
-import { countRequest } from "../observability/requestCounters.js";
+import { countRequest, countUnder } from "../observability/requestCounters.js";
 
 /**
  * Remembers `use` answers per (principal, namespace, credential spec) for a short time, and lets
@@ -65,16 +65,18 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       const key = cacheKey(principal, namespace, credSpecName);
       const known = answers.get(key);
       if (known && known.expires > now()) {
-        countRequest("cacheHits");
+        countRequest("cacheHits", signal);
         return known.decision;
       }
       if (known) answers.delete(key);
-      countRequest("cacheMisses");
+      countRequest("cacheMisses", signal);
       // Before a review is asked or joined: one refused leaves nothing behind.
       const leave = options.hold?.(signal, namespace);
       const pending = inFlight.get(key);
       if (pending) return wait(key, pending, signal, leave);
       const stop = new AbortController();
+      // The review's calls count for the admission that asks it; those that join count a miss each.
+      countUnder(stop.signal, signal);
       const decision = inner.mayUse(principal, namespace, credSpecName, stop.signal).then((decision) => {
         // A review stopped because nobody waited any more answers nobody: keep nothing from it.
         if (stop.signal.aborted) return decision;

@@ -159,14 +159,14 @@ async function callInSlot<T>(
     post: (context) => new Observable(Promise.resolve(context)),
   };
   const options: ConfigurationOptions = { middleware: [bound], middlewareMergeStrategy: "append" };
-  countRequest("apiCalls");
+  countRequest("apiCalls", signal);
   try {
     return { ok: true, value: await call(options) };
   } catch (error) {
     if (error instanceof ApiException) {
       const status = error.code;
       if (status >= 500 || status === 429) {
-        countRequest("apiErrors");
+        countRequest("apiErrors", signal);
         throw new ClusterUnavailableError(`the Kubernetes API server answered ${status} to ${description}`, "serverError", status, retryAfterMs(error.headers));
       }
       // A 4xx is an answer the policy acts on (a spec that does not exist, a review refused),
@@ -174,7 +174,7 @@ async function callInSlot<T>(
       return { ok: false, status, body: error.body };
     }
     // Everything past here is a call that got no answer at all.
-    countRequest("apiErrors");
+    countRequest("apiErrors", signal);
     if (error instanceof EntraTokenError) {
       throw new ClusterUnavailableError(`no Microsoft Entra token for the Kubernetes API server, for ${description}: ${error.message}`, "rejected");
     }

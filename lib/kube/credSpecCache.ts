@@ -222,15 +222,15 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
   async function answer(name: string, signal: AbortSignal): Promise<CredSpecLookup> {
     const known = synced ? entries.get(name) : undefined;
     if (known && !stale) {
-      countRequest("cacheHits");
+      countRequest("cacheHits", signal);
       return known;
     }
     if (!known) {
       if (notFound.recalls(name, notFoundTtl())) {
-        countRequest("cacheHits");
+        countRequest("cacheHits", signal);
         return { kind: "notFound" };
       }
-      countRequest("cacheMisses");
+      countRequest("cacheMisses", signal);
       const read = await options.direct.lookup(name, signal);
       if (read.kind !== "notFound") return read;
       // The watch may have brought the spec while the GET was on its way: believe the newer.
@@ -239,7 +239,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
       notFound.remember(name);
       return read;
     }
-    countRequest("cacheMisses");
+    countRequest("cacheMisses", signal);
     // A stale cache may hold specs deleted or changed since: ask first, fall back to what it
     // knows only when the API server cannot answer.
     try {

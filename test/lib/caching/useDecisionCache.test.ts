@@ -3,6 +3,7 @@ import * as assert from "uvu/assert";
 import { useDecisionCache } from "../../../lib/caching/useDecisionCache.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
 import { serviceAccountPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../../../lib/gmsa/ports.js";
+import { countRequest, withRequestCounters } from "../../../lib/observability/requestCounters.js";
 
 interface Context {
   clock: number;
@@ -192,3 +193,33 @@ Cache("a TTL of 0 asks every time", async (context) => {
 });
 
 Cache.run();
+
+/** What each admission's record counts: by the signal it hands the ports, joined reviews included. */
+const Counting = suite("useDecisionCache: what an admission's counters say");
+
+Counting("the admission that asks a review counts its API call; one that joins it counts a miss and no call; a hit counts a hit", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  // Stands for the Kubernetes adapter: it counts its call under the signal it is handed.
+  const inner: UseAuthorizer = {
+    mayUse: async (_principal, _namespace, _name, signal) => {
+      countRequest("apiCalls", signal);
+      await gate;
+      return { allowed: true };
+    },
+  };
+  const cached = useDecisionCache(inner, { ttlMs: 5000 });
+  const first = new AbortController().signal;
+  const second = new AbortController().signal;
+  const third = new AbortController().signal;
+  const asking = withRequestCounters(first, () => cached.mayUse(web, "apps", "spec", first));
+  const joining = withRequestCounters(second, () => cached.mayUse(web, "apps", "spec", second));
+  release();
+  const [asked, joined] = await Promise.all([asking, joining]);
+  const hit = await withRequestCounters(third, () => cached.mayUse(web, "apps", "spec", third));
+  assert.equal(asked.counters, { apiCalls: 1, apiErrors: 0, cacheHits: 0, cacheMisses: 1 });
+  assert.equal(joined.counters, { apiCalls: 0, apiErrors: 0, cacheHits: 0, cacheMisses: 1 });
+  assert.equal(hit.counters, { apiCalls: 0, apiErrors: 0, cacheHits: 1, cacheMisses: 0 });
+});
+
+Counting.run();

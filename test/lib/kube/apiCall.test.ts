@@ -9,9 +9,10 @@ import { withRequestCounters } from "../../../lib/observability/requestCounters.
 const Counting = suite("API call counting");
 
 async function countersOf(failure: () => unknown): Promise<{ apiCalls: number; apiErrors: number }> {
-  const { counters } = await withRequestCounters(async () => {
+  const signal = AbortSignal.timeout(5_000);
+  const { counters } = await withRequestCounters(signal, async () => {
     try {
-      await callApi("a test call", AbortSignal.timeout(5_000), { timeoutMs: 1_000 }, async () => {
+      await callApi("a test call", signal, { timeoutMs: 1_000 }, async () => {
         throw failure();
       });
     } catch {
@@ -30,8 +31,9 @@ for (const code of [403, 404, 409, 422]) {
 }
 
 Counting("a 401 is retried once with fresh credentials; neither answer is an API error", async () => {
-  const { counters } = await withRequestCounters(() =>
-    callApi("a test call", AbortSignal.timeout(5_000), { timeoutMs: 1_000, onUnauthorized: () => {} }, async () => {
+  const signal = AbortSignal.timeout(5_000);
+  const { counters } = await withRequestCounters(signal, () =>
+    callApi("a test call", signal, { timeoutMs: 1_000, onUnauthorized: () => {} }, async () => {
       throw answered(401)();
     }),
   );
@@ -57,10 +59,11 @@ Counting("no Entra token is an API error", async () => {
 });
 
 Counting("a call that outlives its timeout is an API error", async () => {
-  const { counters } = await withRequestCounters(async () => {
+  const signal = AbortSignal.timeout(5_000);
+  const { counters } = await withRequestCounters(signal, async () => {
     try {
       // Gives up only after the call's 20 ms are over, as a client aborted by its signal does.
-      await callApi("a test call", AbortSignal.timeout(5_000), { timeoutMs: 20 }, () => new Promise((_, reject) => setTimeout(() => reject(new Error("aborted")), 60)));
+      await callApi("a test call", signal, { timeoutMs: 20 }, () => new Promise((_, reject) => setTimeout(() => reject(new Error("aborted")), 60)));
     } catch {
       // ends as a timeout
     }
