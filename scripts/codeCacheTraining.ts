@@ -18,8 +18,8 @@ import { createCertificateAuthority, issueCertificate } from "../controlplane/pk
 export interface TrainingCluster {
   /** A kubeconfig for the stand-in, for the app's KUBECONFIG. */
   readonly kubeconfig: string;
-  /** A mutate AdmissionReview, as JSON, of a pod naming the stand-in's credential spec. */
-  readonly mutateReview: string;
+  /** A file holding a mutate AdmissionReview of a pod naming the stand-in's credential spec. */
+  readonly mutateReviewFile: string;
   close(): Promise<void>;
 }
 
@@ -31,7 +31,10 @@ export async function startTrainingCluster(examplePath: string): Promise<Trainin
   const ca = await createCertificateAuthority("gmsa-admission code cache training CA");
   const serving = await issueCertificate(ca, { commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], usage: "server", validityDays: 1 });
   const watches = new Set<Http2ServerResponse>();
-  const server = createSecureServer({ cert: serving.certPem, key: serving.keyPem, allowHTTP1: true }, (req, res) => void answer(req, res));
+  const server = createSecureServer({ cert: serving.certPem, key: serving.keyPem, allowHTTP1: true }, (req, res) => {
+    // A request cut off (the training process exits with its watch open) is no failure here.
+    answer(req, res).catch(() => res.stream?.close());
+  });
 
   async function answer(req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
     const url = new URL(req.url, "https://localhost");
@@ -63,25 +66,44 @@ export async function startTrainingCluster(examplePath: string): Promise<Trainin
     server.listen(0, "127.0.0.1", () => resolve());
   });
   const dir = mkdtempSync(join(tmpdir(), "gmsa-cache-training-"));
+  const close = async () => {
+    for (const watch of watches) watch.end();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    return { kubeconfig: writeKubeconfig(dir, (server.address() as AddressInfo).port, ca.certPem), mutateReviewFile: writeReview(dir, name), close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+function writeKubeconfig(dir: string, port: number, caPem: string): string {
   const kubeconfig = join(dir, "kubeconfig.json");
   writeFileSync(
     kubeconfig,
     JSON.stringify({
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name: "training", cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, "certificate-authority-data": Buffer.from(ca.certPem).toString("base64") } }],
+      clusters: [{ name: "training", cluster: { server: `https://127.0.0.1:${port}`, "certificate-authority-data": Buffer.from(caPem).toString("base64") } }],
       users: [{ name: "webhook", user: { token: "training" } }],
       contexts: [{ name: "training", context: { cluster: "training", user: "webhook" } }],
       "current-context": "training",
     }),
   );
+  return kubeconfig;
+}
+
+function writeReview(dir: string, name: string): string {
   const pod = {
     apiVersion: "v1",
     kind: "Pod",
     metadata: { name: "training-0", namespace: "apps" },
     spec: { containers: [{ name: "app", image: "mcr.microsoft.com/windows/servercore/iis", securityContext: { windowsOptions: { gmsaCredentialSpecName: name } } }] },
   };
-  const mutateReview = JSON.stringify({
+  const file = join(dir, "mutate-review.json");
+  writeFileSync(file, JSON.stringify({
     apiVersion: "admission.k8s.io/v1",
     kind: "AdmissionReview",
     request: {
@@ -96,14 +118,6 @@ export async function startTrainingCluster(examplePath: string): Promise<Trainin
       object: pod,
       dryRun: false,
     },
-  });
-  return {
-    kubeconfig,
-    mutateReview,
-    close: async () => {
-      for (const watch of watches) watch.end();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  }));
+  return file;
 }

@@ -56,15 +56,18 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   // only in a process whose flags match the one that made it. It answers one admission first,
   // against a stand-in API server here, so that the cache also holds what a new instance's first
   // admission compiles: that took a cold start's first admission from 54 to 40 ms.
+  // The training takes the kubeconfig path; an Entra member's own code (tokens, the ARM lookup)
+  // still compiles on its first admission.
   const training = await startTrainingCluster(join(root, "examples", "credspecs", "webapp1.yaml"));
   try {
-    const reviewFile = join(bundleDir, "training-review.json");
-    writeFileSync(reviewFile, training.mutateReview);
     // Not execFileSync: the stand-in answers from this process's event loop.
-    await promisify(execFile)(process.execPath, [join(root, "scripts", "packageCodeCache.js"), join(root, bundlePath), reviewFile], { env: { PATH: process.env.PATH, KUBECONFIG: training.kubeconfig } }).catch((error: { stderr?: string; message: string }) => {
-      throw new Error(`the code cache could not be made: ${error.stderr || error.message}`);
+    const { stderr } = await promisify(execFile)(process.execPath, [join(root, "scripts", "packageCodeCache.js"), join(root, bundlePath), training.mutateReviewFile], {
+      env: { PATH: process.env.PATH, KUBECONFIG: training.kubeconfig },
+      timeout: 120_000,
+    }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
+      throw new Error(`the code cache could not be made: ${[error.message, error.stderr, error.stdout].filter(Boolean).join("\n")}`);
     });
-    rmSync(reviewFile);
+    if (stderr) process.stderr.write(stderr);
   } finally {
     await training.close();
   }

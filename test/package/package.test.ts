@@ -118,6 +118,7 @@ Package("the code cache was made after a first admission, and holds more than lo
   rmSync(join(copy, "dist", "functions", "app.js.v8cache"));
   await promisify(execFile)(process.execPath, [join(__dirname, "..", "..", "scripts", "packageCodeCache.js"), join(copy, "dist", "functions", "main.js")], { env: { PATH: process.env.PATH } });
   const loadedOnly = readFileSync(join(copy, "dist", "functions", "app.js.v8cache")).byteLength;
+  rmSync(dirname(copy), { recursive: true, force: true });
   assert.ok(trained > loadedOnly * 1.05, `trained ${trained} bytes, loading only ${loadedOnly}`);
 });
 
