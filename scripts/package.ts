@@ -14,9 +14,8 @@ import { narrowUndici } from "./narrowUndici.js";
  * (scripts/packageEntry.js) that runs the bundle with a V8 code cache made here, after loading
  * the bundle and answering one admission against a stand-in API server (scripts/codeCacheTraining.ts),
  * so that a new instance does not parse and compile 2 MB of JavaScript before and during its first
- * admission. `npm run
- * build` is the same step, so that azd, which zips the project folder through .funcignore,
- * ships the same.
+ * admission. `npm run build` is the same step, so that azd, which zips the project folder
+ * through .funcignore, ships the same.
  */
 const root = join(__dirname, "..");
 // The same layout whether azd zips the folder (.funcignore) or the pipeline deploys the zip.
@@ -55,9 +54,8 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   // A Node of its own and no flags of the parent's (tsx's loader, --cpu-prof): V8 takes a cache
   // only in a process whose flags match the one that made it. It answers one admission first,
   // against a stand-in API server here, so that the cache also holds what a new instance's first
-  // admission compiles: that took a cold start's first admission from 54 to 40 ms.
-  // The training takes the kubeconfig path; an Entra member's own code (tokens, the ARM lookup)
-  // still compiles on its first admission.
+  // admission compiles (the README has the figures). The training takes the kubeconfig path; an
+  // Entra member's own code (tokens, the ARM lookup) still compiles on its first admission.
   const training = await startTrainingCluster(join(root, "examples", "credspecs", "webapp1.yaml"));
   try {
     // Not execFileSync: the stand-in answers from this process's event loop.

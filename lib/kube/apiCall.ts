@@ -1,4 +1,5 @@
 import { ApiException, Observable, type ConfigurationOptions, type ObservableMiddleware } from "@kubernetes/client-node";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { ClusterUnavailableError } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
 import type { ApiSlots } from "./apiSlots.js";
@@ -87,10 +88,6 @@ async function callWithRetries<T>(
       await pause(error.retryAfterMs ?? backoff, signal, error);
     }
   }
-}
-
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function pause(ms: number, signal: AbortSignal, failure: ClusterUnavailableError): Promise<void> {

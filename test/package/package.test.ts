@@ -122,12 +122,6 @@ Package("the code cache was made after a first admission, and holds more than lo
   assert.ok(trained > loadedOnly * 1.05, `trained ${trained} bytes, loading only ${loadedOnly}`);
 });
 
-Package("the bundle is ASCII, so the entry point's Latin-1 read is its text exactly", (context) => {
-  const bundle = readFileSync(join(context.dir, "dist", "functions", "app.js"));
-  const at = bundle.findIndex((byte) => byte > 0x7f);
-  assert.is(at, -1, `a byte past ASCII at ${at}: ${bundle.subarray(Math.max(0, at - 40), at + 10).toString("utf8")}`);
-});
-
 Package("packaging refuses a bundle with a byte past ASCII, and says where", () => {
   assertAscii(Buffer.from("const pattern = /(us|\\u00b5s)/;"));
   assert.throws(() => assertAscii(Buffer.from("const pattern = /(us|\u00b5s)/;", "utf8")), /not ASCII at byte 21, in .*const pattern = \/\(us\|/);

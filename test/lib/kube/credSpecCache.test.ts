@@ -45,16 +45,20 @@ async function until(condition: () => boolean, what: string, ms = 5000): Promise
   }
 }
 
-Bounds.before.each(async (context) => {
-  context.api = await startFakeApiServer();
-  context.cache = undefined;
-  context.logs = [];
-});
+/** Each test of a suite with a fake API server of its own, and the cache it opened stopped after it. */
+function withFakeApi(tests: typeof Bounds): void {
+  tests.before.each(async (context) => {
+    context.api = await startFakeApiServer();
+    context.cache = undefined;
+    context.logs = [];
+  });
+  tests.after.each(async (context) => {
+    await context.cache?.stop();
+    await context.api.close();
+  });
+}
 
-Bounds.after.each(async (context) => {
-  await context.cache?.stop();
-  await context.api.close();
-});
+withFakeApi(Bounds);
 
 Bounds("within its bounds it lists in pages and holds every spec", async (context) => {
   context.api.state.credSpecs = specs(25);
@@ -115,16 +119,7 @@ Bounds.run();
 /** The first admission of a cold instance is answered from its own read, before the list begins. */
 const Start = suite<Context>("credSpecCache: the list starts after the first lookup's own read");
 
-Start.before.each(async (context) => {
-  context.api = await startFakeApiServer();
-  context.cache = undefined;
-  context.logs = [];
-});
-
-Start.after.each(async (context) => {
-  await context.cache?.stop();
-  await context.api.close();
-});
+withFakeApi(Start);
 
 const readsOf = (api: FakeApiServer, name: string) => api.calls.filter((c) => c.method === "GET" && c.path === `/apis/windows.k8s.io/v1/gmsacredentialspecs/${name}`).length;
 
