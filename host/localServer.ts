@@ -6,6 +6,7 @@ import { maxBodyBytes, type HttpCall } from "../lib/admission/httpExchange.js";
 import { memberAddress, serveAdmission, webhookRoutes, type WebhookRoute } from "../functions/webhook.js";
 import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { invoke, loadFunctionsApp, type LoadedApp } from "./functionsHost.js";
+import { replyBatch, type ReplyBatch } from "./replyBatch.js";
 
 export interface LocalServerOptions {
   readonly host: string;
@@ -27,8 +28,9 @@ export interface LocalServer {
 /** Serves the Functions app over HTTPS on this machine. */
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
   const functionsApp = await loadFunctionsApp();
+  const replies = replyBatch((error) => options.log("error", `local host: an answer could not be written: ${error instanceof Error ? error.message : String(error)}`));
   const server = createServer({ cert: options.tls.certPem, key: options.tls.keyPem }, (req, res) => {
-    route(functionsApp, options, req, res).catch((error: unknown) => {
+    route(functionsApp, options, replies, req, res).catch((error: unknown) => {
       options.log("error", `local host: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
       res.end("internal error\n");
@@ -61,7 +63,7 @@ function listen(server: Server, host: string, port: number): Promise<void> {
   });
 }
 
-async function route(functionsApp: LoadedApp, options: LocalServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function route(functionsApp: LoadedApp, options: LocalServerOptions, replies: ReplyBatch, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", `https://${req.headers.host ?? "localhost"}`);
   const match = functionsApp.find(url.pathname);
   // The path is not echoed: a url-wired member's path carries its secret.
@@ -72,7 +74,7 @@ async function route(functionsApp: LoadedApp, options: LocalServerOptions, req: 
     return reply(res, 401, "a function key is required (x-functions-key header)");
   }
   const webhook = webhookRoutes.get(registration.name);
-  if (webhook) return serveAdmissionLocally(webhook, match.params, req, url, options.log, res);
+  if (webhook) return serveAdmissionLocally(webhook, match.params, req, url, options.log, replies, res);
   const body = await readLimited(req, res, maxBodyBytes + 1);
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(", ") : value;
@@ -91,6 +93,7 @@ async function serveAdmissionLocally(
   req: IncomingMessage,
   url: URL,
   log: LocalServerOptions["log"],
+  replies: ReplyBatch,
   res: ServerResponse,
 ): Promise<void> {
   const header = (value: string | string[] | undefined) => (value === undefined ? null : Array.isArray(value) ? value.join(", ") : value);
@@ -115,8 +118,7 @@ async function serveAdmissionLocally(
     res.setHeader("connection", "close");
     res.once("finish", () => req.socket.destroy());
   }
-  res.writeHead(reply.status, reply.headers);
-  res.end(reply.body);
+  replies.send(res, reply);
 }
 
 function keyMatches(req: IncomingMessage, url: URL, expected: string): boolean {

@@ -203,6 +203,17 @@ Host("accepts application/json with parameters", async (context) => {
   assert.is(reply.status, 200);
 });
 
+Host("admissions answered in the same turn each get their own answer", async (context) => {
+  // The local host writes the answers of one turn together: none may reach another's connection.
+  const reviews = Array.from({ length: 24 }, (_, i) => review("CREATE", i % 2 === 0 ? gmsaPod() : pod()));
+  const answers = await Promise.all(reviews.map((body, i) => post(context, i % 3 === 0 ? "/validate" : "/mutate", body)));
+  answers.forEach((answer, i) => {
+    assert.is(answer.uid, reviews[i]!.request.uid);
+    assert.is(answer.allowed, true);
+    assert.is(answer.patch !== undefined, i % 2 === 0 && i % 3 !== 0, `review ${i}: only a mutated GMSA pod gets a patch`);
+  });
+});
+
 Host("GET /health answers 200 and GET /info names the product", async (context) => {
   const health = await httpsCall(`${context.webhook.server.url}/health`, { ca: context.webhook.caPem, method: "GET" });
   assert.is(health.status, 200);
