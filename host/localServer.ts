@@ -7,6 +7,7 @@ import { memberAddress, serveAdmission, webhookRoutes, type WebhookRoute } from 
 import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { invoke, loadFunctionsApp, type LoadedApp } from "./functionsHost.js";
 import { replyBatch, type ReplyBatch } from "./replyBatch.js";
+import { requestTarget, type RequestTarget } from "./requestTarget.js";
 
 export interface LocalServerOptions {
   readonly host: string;
@@ -64,7 +65,7 @@ function listen(server: Server, host: string, port: number): Promise<void> {
 }
 
 async function route(functionsApp: LoadedApp, options: LocalServerOptions, replies: ReplyBatch, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? "/", `https://${req.headers.host ?? "localhost"}`);
+  const url = requestTarget(req.url ?? "/", `https://${req.headers.host ?? "localhost"}`);
   const match = functionsApp.find(url.pathname);
   // The path is not echoed: a url-wired member's path carries its secret.
   if (!match) return reply(res, 404, "no function at this path");
@@ -78,7 +79,7 @@ async function route(functionsApp: LoadedApp, options: LocalServerOptions, repli
   const body = await readLimited(req, res, maxBodyBytes + 1);
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(", ") : value;
-  const answer = await invoke(registration, { method: req.method ?? "GET", url: url.toString(), headers, body }, options.log);
+  const answer = await invoke(registration, { method: req.method ?? "GET", url: url.href(), headers, body }, options.log);
   res.writeHead(answer.status, answer.headers);
   res.end(answer.body);
 }
@@ -91,7 +92,7 @@ async function serveAdmissionLocally(
   route: WebhookRoute,
   params: Readonly<Record<string, string>>,
   req: IncomingMessage,
-  url: URL,
+  url: RequestTarget,
   log: LocalServerOptions["log"],
   replies: ReplyBatch,
   res: ServerResponse,
@@ -121,7 +122,7 @@ async function serveAdmissionLocally(
   replies.send(res, reply);
 }
 
-function keyMatches(req: IncomingMessage, url: URL, expected: string): boolean {
+function keyMatches(req: IncomingMessage, url: RequestTarget, expected: string): boolean {
   const given = req.headers["x-functions-key"];
   const key = typeof given === "string" ? given : (url.searchParams.get("code") ?? "");
   const a = Buffer.from(key);
