@@ -30,8 +30,12 @@ export interface LocalServer {
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
   const functionsApp = await loadFunctionsApp();
   const replies = replyBatch((error) => options.log("error", `local host: an answer could not be written: ${error instanceof Error ? error.message : String(error)}`));
+  // Request targets are read against the server's own address, never the Host header: routing
+  // and the function key go by path and query alone, and a Host the URL parser refuses must not
+  // make some paths fail where others are served. Set once listening, before any request.
+  let base = "https://localhost";
   const server = createServer({ cert: options.tls.certPem, key: options.tls.keyPem }, (req, res) => {
-    route(functionsApp, options, replies, req, res).catch((error: unknown) => {
+    route(functionsApp, options, base, replies, req, res).catch((error: unknown) => {
       options.log("error", `local host: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
       res.end("internal error\n");
@@ -43,8 +47,10 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   server.requestTimeout = 30_000;
   await listen(server, options.host, options.port);
   const port = (server.address() as AddressInfo).port;
+  const url = `https://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
+  base = url;
   return {
-    url: `https://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+    url,
     port,
     server,
     close: () => new Promise<void>((resolve) => {
@@ -64,8 +70,8 @@ function listen(server: Server, host: string, port: number): Promise<void> {
   });
 }
 
-async function route(functionsApp: LoadedApp, options: LocalServerOptions, replies: ReplyBatch, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = requestTarget(req.url ?? "/", `https://${req.headers.host ?? "localhost"}`);
+async function route(functionsApp: LoadedApp, options: LocalServerOptions, base: string, replies: ReplyBatch, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = requestTarget(req.url ?? "/", base);
   const match = functionsApp.find(url.pathname);
   // The path is not echoed: a url-wired member's path carries its secret.
   if (!match) return reply(res, 404, "no function at this path");

@@ -20,7 +20,8 @@ export function isPlainTarget(target: string): boolean {
 /**
  * Splits a request target into its path and query as `new URL(target, base)` would. The parser
  * costs several microseconds per request, as much as some of the policy, so the plain targets the
- * API server sends are split directly and anything else goes to it.
+ * API server sends are split directly and anything else goes to it. `base` must be a valid
+ * absolute URL (the local host passes its own address): a plain target never parses it.
  */
 export function requestTarget(target: string, base: string): RequestTarget {
   const plain = plainTarget.exec(target);

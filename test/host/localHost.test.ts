@@ -206,12 +206,41 @@ Host("accepts application/json with parameters", async (context) => {
 Host("admissions answered in the same turn each get their own answer", async (context) => {
   // The local host writes the answers of one turn together: none may reach another's connection.
   const reviews = Array.from({ length: 24 }, (_, i) => review("CREATE", i % 2 === 0 ? gmsaPod() : pod()));
-  const answers = await Promise.all(reviews.map((body, i) => post(context, i % 3 === 0 ? "/validate" : "/mutate", body)));
+  const answers = await Promise.all(
+    reviews.map(async (body, i) => {
+      const reply = await httpsCall(`${context.webhook.server.url}${i % 3 === 0 ? "/validate" : "/mutate"}`, {
+        ca: context.webhook.caPem,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        // An answer that is queued and never written fails here, not at the runner's watchdog.
+        timeoutMs: 5_000,
+      });
+      assert.is(reply.status, 200, reply.text);
+      return JSON.parse(reply.text).response;
+    }),
+  );
   answers.forEach((answer, i) => {
     assert.is(answer.uid, reviews[i]!.request.uid);
     assert.is(answer.allowed, true);
     assert.is(answer.patch !== undefined, i % 2 === 0 && i % 3 !== 0, `review ${i}: only a mutated GMSA pod gets a patch`);
   });
+});
+
+Host("a Host header the URL parser refuses changes no answer, on any path", async (context) => {
+  // Targets are read against the server's own address: a bad Host may not make one path fail
+  // where another is served.
+  const url = context.webhook.server.url;
+  const body = JSON.stringify(review("CREATE", gmsaPod()));
+  for (const host of ["a b", "x:99999", "[", "gmsa.example:443"]) {
+    const headers = { host, "content-type": "application/json" };
+    const call = { ca: context.webhook.caPem, servername: "localhost", timeoutMs: 5_000 };
+    const plain = await httpsCall(`${url}/mutate`, { ...call, headers, body });
+    const parsed = await httpsCall(url, { ...call, headers, body, rawPath: "/./mutate" });
+    const health = await httpsCall(`${url}/health`, { ...call, method: "GET", headers: { host } });
+    assert.equal([plain.status, parsed.status, health.status], [200, 200, 200], `Host: ${host}`);
+    assert.ok(JSON.parse(plain.text).response.patch, `Host: ${host}`);
+    assert.ok(JSON.parse(parsed.text).response.patch, `Host: ${host}`);
+  }
 });
 
 Host("GET /health answers 200 and GET /info names the product", async (context) => {
