@@ -33,8 +33,14 @@ export function replyBatch(onError: (error: unknown) => void): ReplyBatch {
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body);
       } catch (error) {
-        onError(error);
+        // Close first and report apart: a report that throws must not keep the rest of the
+        // batch from being written.
         res.destroy();
+        try {
+          onError(error);
+        } catch {
+          // Nothing is left to tell.
+        }
       }
     }
   };

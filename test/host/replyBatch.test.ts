@@ -79,4 +79,20 @@ Batch("an answer that cannot be written closes its connection, is reported, and 
   assert.is(fine.written.body, "y");
 });
 
+Batch("a report that throws neither keeps the rest of the batch back nor escapes the turn", async () => {
+  const log: string[] = [];
+  const batch = replyBatch(() => {
+    log.push("reported");
+    throw new Error("the log is gone");
+  });
+  const broken = response(log, "broken", true);
+  const fine = response(log, "fine");
+  batch.send(broken.res, { status: 200, headers: {}, body: "x" });
+  batch.send(fine.res, { status: 200, headers: {}, body: "y" });
+  // An exception out of the flush would be uncaught and end the test process.
+  await nextTurn();
+  assert.equal(log, ["broken destroyed", "reported", "fine head", "fine end"]);
+  assert.is(fine.written.body, "y");
+});
+
 Batch.run();
