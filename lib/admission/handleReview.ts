@@ -11,6 +11,7 @@ import { withRequestCounters } from "../observability/requestCounters.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
 import { AdmissionReviewEnvelope, decodeReviewRequest, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
 import { failedClosed, responseFor } from "./response.js";
+import { admissionDeadline, type Deadline } from "./deadline.js";
 
 export type WebhookPolicy = (admission: Admission, deps: PolicyDependencies) => Promise<Verdict>;
 
@@ -63,19 +64,17 @@ export async function handleReview(
   const request = isLeft(decoded) ? undefined : decoded.right;
 
   const budget = Math.max(1, Math.min(deps.budgetMs, (apiServerTimeoutMs ?? Infinity) - answerMarginMs));
-  // A timer of our own rather than AbortSignal.timeout: it must keep the process alive while
-  // an admission waits on it.
-  const deadline = new AbortController();
+  // Not AbortSignal.timeout: the deadline must keep the process alive while an admission waits on it.
+  const deadline = admissionDeadline(budget);
   // Every call this admission makes, through either port, counts under its namespace.
   if (request?.namespace) markAdmissionNamespace(deadline.signal, request.namespace);
-  const timer = setTimeout(() => deadline.abort(new Error(`admission budget of ${budget} ms spent`)), budget);
   const { result: answer, counters } = await withRequestCounters(
     deadline.signal,
     async (): Promise<Answer> =>
       isLeft(decoded)
         ? { response: responseFor(uid, denied(400, `the admission request is malformed: ${describeDecodeErrors(decoded.left)}`)) }
-        : respond(decoded.right, policy, { ...deps, signal: deadline.signal }, budget),
-  ).finally(() => clearTimeout(timer));
+        : respond(decoded.right, policy, { ...deps, signal: deadline.signal }, deadline, budget),
+  ).finally(() => deadline.finish());
   const { response, failure } = answer;
   const code = response.status?.code ?? 200;
   return {
@@ -112,15 +111,16 @@ async function respond(
   request: AdmissionRequest,
   policy: ReviewPolicy,
   deps: PolicyDependencies,
+  deadline: Deadline,
   budgetMs: number,
 ): Promise<Answer> {
   try {
-    if (typeof policy !== "function") return { response: responseFor(request.uid, await Promise.race([policy.judgeRequest(request, deps), whenAborted(deps.signal)])) };
+    if (typeof policy !== "function") return { response: responseFor(request.uid, await Promise.race([policy.judgeRequest(request, deps), deadline.expired()])) };
     const admission = admissionOf(request);
     if ("problem" in admission) return { response: responseFor(request.uid, denied(400, admission.problem)) };
     if (!admission.admission) return { response: { uid: request.uid, allowed: true } };
     // Whatever a port does with the signal, the answer leaves when the budget is spent.
-    return { response: responseFor(request.uid, await Promise.race([policy(admission.admission, deps), whenAborted(deps.signal)])) };
+    return { response: responseFor(request.uid, await Promise.race([policy(admission.admission, deps), deadline.expired()])) };
   } catch (error) {
     const correlationId = randomUUID();
     const failure = { correlationId, detail: describeFailure(error) };
@@ -174,16 +174,6 @@ function describeFailure(error: unknown): string {
   }
   const line = parts.join(" <- ").replace(/\s+/g, " ").trim();
   return line.length > maxDetailLength ? `${line.slice(0, maxDetailLength)}…` : line;
-}
-
-// One turn late, so that a port which does stop at the signal gets to give its own, more
-// precise reason first.
-function whenAborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    const late = () => setImmediate(() => reject(signal.reason));
-    if (signal.aborted) late();
-    else signal.addEventListener("abort", late, { once: true });
-  });
 }
 
 function reportUnexpected(error: unknown, correlationId: string): void {
