@@ -17,15 +17,15 @@ const deadline = suite("admission deadline");
 
 deadline("an admission still waiting after its turn is aborted once its budget is spent, counted from its start", async () => {
   const started = performance.now();
-  const d = admissionDeadline(60);
+  const d = admissionDeadline(100);
   const aborted = abortedAt(d.signal);
   // The turn that started the admission takes most of the budget: what is left is what it waits.
-  busyFor(50);
+  busyFor(90);
   const at = await aborted;
-  assert.ok(at - started >= 59, `aborted after ${(at - started).toFixed(1)} ms, before the budget of 60 ms was spent`);
-  // Counted from when the deadline was armed, it would have waited another 60 ms after the busy turn.
-  assert.ok(at - started < 100, `aborted after ${(at - started).toFixed(1)} ms: the budget was counted from after the first turn`);
-  assert.match(String((d.signal.reason as Error).message), "admission budget of 60 ms spent");
+  assert.ok(at - started >= 99, `aborted after ${(at - started).toFixed(1)} ms, before the budget of 100 ms was spent`);
+  // Counted from when the deadline was armed, it would have waited another 100 ms after the busy turn.
+  assert.ok(at - started < 170, `aborted after ${(at - started).toFixed(1)} ms: the budget was counted from after the first turn`);
+  assert.match(String((d.signal.reason as Error).message), "admission budget of 100 ms spent");
   d.finish();
 });
 
@@ -35,7 +35,7 @@ deadline("a turn longer than the whole budget aborts the admission as soon as it
   assert.not.ok(d.signal.aborted, "nothing aborts within the turn");
   const ended = performance.now();
   const at = await abortedAt(d.signal);
-  assert.ok(at - ended < 40, `aborted ${(at - ended).toFixed(1)} ms after the turn`);
+  assert.ok(at - ended < 100, `aborted ${(at - ended).toFixed(1)} ms after the turn`);
 });
 
 deadline("an admission answered in time is never aborted, whether it waited or not", async () => {
