@@ -5,7 +5,16 @@ export type PatchOperation =
 
 /** RFC 6901: `~` and `/` inside a segment are written `~0` and `~1`, in that order. */
 export function jsonPointer(segments: ReadonlyArray<string | number>): string {
-  return segments.map((s) => `/${String(s).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
+  let pointer = "";
+  for (const segment of segments) pointer += `/${escapeSegment(String(segment))}`;
+  return pointer;
+}
+
+// Most segments are field names and indexes with nothing to escape: they are not copied.
+const needsEscape = /[~/]/;
+
+function escapeSegment(segment: string): string {
+  return needsEscape.test(segment) ? segment.replaceAll("~", "~0").replaceAll("/", "~1") : segment;
 }
 
 export function addOperation(segments: ReadonlyArray<string | number>, value: unknown): PatchOperation {

@@ -17,14 +17,7 @@ export interface UsePrincipal {
  * decision cache answers the second from the first.
  */
 export function usePrincipals(admission: PodAdmission, deps: PolicyDependencies): { principals: UsePrincipal[] } | { problem: string } {
-  const account = serviceAccountOf(admission.pod);
-  const principals: UsePrincipal[] = [
-    {
-      principal: serviceAccountPrincipal(admission.namespace, account),
-      description: `service account "${account}" in namespace "${admission.namespace}"`,
-      grantee: { kind: "ServiceAccount", namespace: admission.namespace, name: account },
-    },
-  ];
+  const principals: UsePrincipal[] = [accountPrincipal(admission.namespace, serviceAccountOf(admission.pod))];
   if (deps.settings.authorizeRequestingUser) {
     const user = admission.userInfo;
     if (!user?.username) return { problem: "the request names no user to authorize" };
@@ -35,6 +28,37 @@ export function usePrincipals(admission: PodAdmission, deps: PolicyDependencies)
     });
   }
   return { principals };
+}
+
+/**
+ * The service account principals of recent pods, by namespace and name, made once and frozen:
+ * most admissions come from a few service accounts, and the decision cache keys a principal it
+ * has seen before without writing it out again. At most `maxAccountPrincipals` are kept; past
+ * that they are all dropped and made afresh.
+ */
+const accountPrincipals = new Map<string, Map<string, UsePrincipal>>();
+const maxAccountPrincipals = 1024;
+let accountPrincipalCount = 0;
+
+function accountPrincipal(namespace: string, account: string): UsePrincipal {
+  let inNamespace = accountPrincipals.get(namespace);
+  const known = inNamespace?.get(account);
+  if (known) return known;
+  if (accountPrincipalCount >= maxAccountPrincipals) {
+    accountPrincipals.clear();
+    accountPrincipalCount = 0;
+    inNamespace = undefined;
+  }
+  const principal = serviceAccountPrincipal(namespace, account);
+  const made: UsePrincipal = Object.freeze({
+    principal: Object.freeze({ ...principal, groups: Object.freeze([...principal.groups]), serviceAccount: Object.freeze({ namespace, name: account }) }),
+    description: `service account "${account}" in namespace "${namespace}"`,
+    grantee: Object.freeze({ kind: "ServiceAccount", namespace, name: account } as const),
+  });
+  if (!inNamespace) accountPrincipals.set(namespace, (inNamespace = new Map()));
+  inNamespace.set(account, made);
+  accountPrincipalCount += 1;
+  return made;
 }
 
 /**
@@ -89,12 +113,11 @@ export async function refusedUse(
   namespace: string,
   deps: PolicyDependencies,
 ): Promise<Map<string, UsePrincipal>> {
-  const answers = await Promise.all(
-    names.map(async (name) => {
-      const decisions = await Promise.all(principals.map((p) => deps.authorizer.mayUse(p.principal, namespace, name, deps.signal)));
-      const refused = decisions.findIndex((d) => !d.allowed);
-      return [name, refused < 0 ? undefined : principals[refused]] as const;
-    }),
-  );
-  return new Map(answers.flatMap(([name, who]) => (who ? [[name, who] as const] : [])));
+  const decisions = await Promise.all(names.map((name) => Promise.all(principals.map((p) => deps.authorizer.mayUse(p.principal, namespace, name, deps.signal)))));
+  const refused = new Map<string, UsePrincipal>();
+  names.forEach((name, i) => {
+    const by = decisions[i]!.findIndex((d) => !d.allowed);
+    if (by >= 0) refused.set(name, principals[by]!);
+  });
+  return refused;
 }

@@ -63,6 +63,27 @@ Cache("tells principals, namespaces and specs apart", async (context) => {
   assert.is(context.asked, 5);
 });
 
+Cache("a principal that can still change is keyed as it is now, a frozen one as it was first seen (it cannot change)", async (context) => {
+  const groups = ["system:authenticated"];
+  const mutable: Principal = { user: "alice", groups };
+  await context.cached.mayUse(mutable, "apps", "spec", signal);
+  groups.push("payroll-admins");
+  await context.cached.mayUse(mutable, "apps", "spec", signal);
+  assert.is(context.asked, 2, "a principal whose groups changed was answered from the cache");
+  const frozen: Principal = Object.freeze({ user: "bob", groups: Object.freeze(["system:authenticated"]) });
+  await context.cached.mayUse(frozen, "apps", "spec", signal);
+  await context.cached.mayUse(frozen, "apps", "spec", signal);
+  // An equal principal made afresh shares the frozen one's answer: the key is its content.
+  await context.cached.mayUse({ user: "bob", groups: ["system:authenticated"] }, "apps", "spec", signal);
+  assert.is(context.asked, 3);
+  // Frozen on the outside only: its groups can change, so it is not remembered by identity.
+  const shallow: Principal = Object.freeze({ user: "carol", groups });
+  await context.cached.mayUse(shallow, "apps", "spec", signal);
+  groups.push("more");
+  await context.cached.mayUse(shallow, "apps", "spec", signal);
+  assert.is(context.asked, 5);
+});
+
 Cache("concurrent identical questions share one review", async (context) => {
   let open!: () => void;
   context.gate = new Promise((resolve) => (open = resolve));
