@@ -1,4 +1,4 @@
-import type { Principal, UseAuthorizer, UseDecision } from "../gmsa/ports.js";
+import { isSharedPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
 import { countRequest, countUnder } from "../observability/requestCounters.js";
 
 /**
@@ -95,25 +95,21 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
 
 /**
  * Two JSON arrays one after the other: the first ends where its brackets close, so no principal,
- * namespace and name can be written like another. A frozen principal (the policy reuses those of
- * service accounts) is written out once and remembered by identity; any other, every time, since
- * it could change after being seen.
+ * namespace and name can be written like another. A principal the policy shares between
+ * admissions (`sharedPrincipal`: frozen plain data) is written out once and remembered by
+ * identity; any other, every time, since it could change after being seen.
  */
 function cacheKey(principal: Principal, namespace: string, credSpecName: string): string {
   return `${principalKey(principal)}${JSON.stringify([namespace, credSpecName])}`;
 }
 
-const frozenPrincipalKeys = new WeakMap<Principal, string>();
+const sharedPrincipalKeys = new WeakMap<Principal, string>();
 
 function principalKey(principal: Principal): string {
-  const known = frozenPrincipalKeys.get(principal);
+  const known = sharedPrincipalKeys.get(principal);
   if (known !== undefined) return known;
   const extra = principal.extra ? Object.entries(principal.extra).sort(([a], [b]) => (a < b ? -1 : 1)) : [];
   const key = JSON.stringify([principal.user, principal.uid ?? "", [...principal.groups].sort(), extra, principal.serviceAccount ? 1 : 0]);
-  if (isDeeplyFrozen(principal)) frozenPrincipalKeys.set(principal, key);
+  if (isSharedPrincipal(principal)) sharedPrincipalKeys.set(principal, key);
   return key;
-}
-
-function isDeeplyFrozen(principal: Principal): boolean {
-  return Object.isFrozen(principal) && Object.isFrozen(principal.groups) && (principal.extra === undefined || (Object.isFrozen(principal.extra) && Object.values(principal.extra).every(Object.isFrozen))) && (principal.serviceAccount === undefined || Object.isFrozen(principal.serviceAccount));
 }

@@ -53,6 +53,29 @@ export class ClusterUnavailableError extends Error {
   }
 }
 
+/**
+ * Principals the policy shares between admissions: frozen all the way down, plain data, made
+ * only by `sharedPrincipal`. Whoever keys answers by principal may remember such a principal's
+ * key by identity; any other principal could change after it was seen.
+ */
+const sharedPrincipals = new WeakSet<Principal>();
+
+export function sharedPrincipal(principal: Principal): Principal {
+  const shared: Principal = Object.freeze({
+    user: principal.user,
+    groups: Object.freeze([...principal.groups]),
+    ...(principal.uid !== undefined ? { uid: principal.uid } : {}),
+    ...(principal.extra !== undefined ? { extra: Object.freeze(Object.fromEntries(Object.entries(principal.extra).map(([key, values]) => [key, Object.freeze([...values])]))) } : {}),
+    ...(principal.serviceAccount !== undefined ? { serviceAccount: Object.freeze({ namespace: principal.serviceAccount.namespace, name: principal.serviceAccount.name }) } : {}),
+  });
+  sharedPrincipals.add(shared);
+  return shared;
+}
+
+export function isSharedPrincipal(principal: Principal): boolean {
+  return sharedPrincipals.has(principal);
+}
+
 export function serviceAccountPrincipal(namespace: string, name: string): Principal {
   return {
     user: `system:serviceaccount:${namespace}:${name}`,

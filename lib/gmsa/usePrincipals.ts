@@ -1,6 +1,6 @@
 import { serviceAccountOf } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
-import { serviceAccountPrincipal, type Principal } from "./ports.js";
+import { serviceAccountPrincipal, sharedPrincipal, type Principal } from "./ports.js";
 import type { UseGrantee } from "./useGrant.js";
 
 /** A principal that must hold `use`, with how it reads in a denial. */
@@ -31,34 +31,39 @@ export function usePrincipals(admission: PodAdmission, deps: PolicyDependencies)
 }
 
 /**
- * The service account principals of recent pods, by namespace and name, made once and frozen:
- * most admissions come from a few service accounts, and the decision cache keys a principal it
- * has seen before without writing it out again. At most `maxAccountPrincipals` are kept; past
- * that they are all dropped and made afresh.
+ * The service account principals of recent pods, by namespace and name, made once and shared
+ * (`sharedPrincipal`): most admissions come from a few service accounts, and the decision cache
+ * keys a principal it has seen before without writing it out again. Only names as long as
+ * Kubernetes allows are kept (anyone who reaches the webhook can send a made-up review, and a
+ * name of a megabyte must not outlive its admission), at most `maxAccountPrincipals` of them;
+ * past that they are all dropped and made afresh.
  */
 const accountPrincipals = new Map<string, Map<string, UsePrincipal>>();
 const maxAccountPrincipals = 1024;
+const maxNamespaceLength = 63;
+const maxAccountLength = 253;
 let accountPrincipalCount = 0;
 
 function accountPrincipal(namespace: string, account: string): UsePrincipal {
   let inNamespace = accountPrincipals.get(namespace);
   const known = inNamespace?.get(account);
   if (known) return known;
+  const keep = namespace.length <= maxNamespaceLength && account.length <= maxAccountLength;
+  const made: UsePrincipal = {
+    principal: keep ? sharedPrincipal(serviceAccountPrincipal(namespace, account)) : serviceAccountPrincipal(namespace, account),
+    description: `service account "${account}" in namespace "${namespace}"`,
+    grantee: { kind: "ServiceAccount", namespace, name: account },
+  };
+  if (!keep) return made;
   if (accountPrincipalCount >= maxAccountPrincipals) {
     accountPrincipals.clear();
     accountPrincipalCount = 0;
     inNamespace = undefined;
   }
-  const principal = serviceAccountPrincipal(namespace, account);
-  const made: UsePrincipal = Object.freeze({
-    principal: Object.freeze({ ...principal, groups: Object.freeze([...principal.groups]), serviceAccount: Object.freeze({ namespace, name: account }) }),
-    description: `service account "${account}" in namespace "${namespace}"`,
-    grantee: Object.freeze({ kind: "ServiceAccount", namespace, name: account } as const),
-  });
   if (!inNamespace) accountPrincipals.set(namespace, (inNamespace = new Map()));
-  inNamespace.set(account, made);
+  inNamespace.set(account, Object.freeze({ ...made, grantee: Object.freeze(made.grantee) }));
   accountPrincipalCount += 1;
-  return made;
+  return inNamespace.get(account)!;
 }
 
 /**

@@ -2,7 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { useDecisionCache } from "../../../lib/caching/useDecisionCache.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
-import { serviceAccountPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../../../lib/gmsa/ports.js";
+import { serviceAccountPrincipal, sharedPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../../../lib/gmsa/ports.js";
 import { countRequest, withRequestCounters } from "../../../lib/observability/requestCounters.js";
 
 interface Context {
@@ -63,25 +63,26 @@ Cache("tells principals, namespaces and specs apart", async (context) => {
   assert.is(context.asked, 5);
 });
 
-Cache("a principal that can still change is keyed as it is now, a frozen one as it was first seen (it cannot change)", async (context) => {
+Cache("a principal the policy shares is keyed once; any other as it reads now, even frozen", async (context) => {
   const groups = ["system:authenticated"];
   const mutable: Principal = { user: "alice", groups };
   await context.cached.mayUse(mutable, "apps", "spec", signal);
   groups.push("payroll-admins");
   await context.cached.mayUse(mutable, "apps", "spec", signal);
   assert.is(context.asked, 2, "a principal whose groups changed was answered from the cache");
-  const frozen: Principal = Object.freeze({ user: "bob", groups: Object.freeze(["system:authenticated"]) });
-  await context.cached.mayUse(frozen, "apps", "spec", signal);
-  await context.cached.mayUse(frozen, "apps", "spec", signal);
-  // An equal principal made afresh shares the frozen one's answer: the key is its content.
+  const shared = sharedPrincipal({ user: "bob", groups: ["system:authenticated"] });
+  await context.cached.mayUse(shared, "apps", "spec", signal);
+  await context.cached.mayUse(shared, "apps", "spec", signal);
+  // An equal principal made afresh shares its answer: the key is what the principal says.
   await context.cached.mayUse({ user: "bob", groups: ["system:authenticated"] }, "apps", "spec", signal);
   assert.is(context.asked, 3);
-  // Frozen on the outside only: its groups can change, so it is not remembered by identity.
-  const shallow: Principal = Object.freeze({ user: "carol", groups });
-  await context.cached.mayUse(shallow, "apps", "spec", signal);
-  groups.push("more");
-  await context.cached.mayUse(shallow, "apps", "spec", signal);
-  assert.is(context.asked, 5);
+  // Frozen, but not made by sharedPrincipal: a getter can still change what it says.
+  let who = "carol";
+  const frozen: Principal = Object.freeze({ get user() { return who; }, groups: Object.freeze(["system:authenticated"]) });
+  await context.cached.mayUse(frozen, "apps", "spec", signal);
+  who = "mallory";
+  await context.cached.mayUse(frozen, "apps", "spec", signal);
+  assert.is(context.asked, 5, "a frozen principal that changed was answered from the cache");
 });
 
 Cache("concurrent identical questions share one review", async (context) => {

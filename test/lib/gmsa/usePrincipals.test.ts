@@ -1,6 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { usePrincipals, type UsePrincipal } from "../../../lib/gmsa/usePrincipals.js";
+import { isSharedPrincipal } from "../../../lib/gmsa/ports.js";
 import { admission, fakePorts } from "../../support/fakePorts.js";
 import { pod } from "../../support/reviews.js";
 
@@ -36,6 +37,18 @@ Principals("namespace and account are told apart however a made-up review splits
   assert.is.not(a, b);
   assert.equal(a.principal.serviceAccount, { namespace: "a/b", name: "c" });
   assert.equal(b.principal.serviceAccount, { namespace: "a", name: "b/c" });
+});
+
+Principals("names longer than Kubernetes allows, which only a made-up review has, are not kept beyond their admission", () => {
+  const long = "n".repeat(64);
+  const first = accountOf(long, "web");
+  assert.is.not(accountOf(long, "web"), first);
+  assert.not.ok(isSharedPrincipal(first.principal));
+  assert.is(first.principal.user, `system:serviceaccount:${long}:web`);
+  assert.is.not(accountOf("apps", "a".repeat(254)), accountOf("apps", "a".repeat(254)));
+  // At the limits they are kept.
+  assert.is(accountOf("n".repeat(63), "a".repeat(253)), accountOf("n".repeat(63), "a".repeat(253)));
+  assert.ok(isSharedPrincipal(accountOf("apps", "web").principal));
 });
 
 Principals("past the most kept, principals are made afresh and stay right", () => {
