@@ -48,22 +48,24 @@ function accountPrincipal(namespace: string, account: string): UsePrincipal {
   let inNamespace = accountPrincipals.get(namespace);
   const known = inNamespace?.get(account);
   if (known) return known;
-  const keep = namespace.length <= maxNamespaceLength && account.length <= maxAccountLength;
-  const made: UsePrincipal = {
-    principal: keep ? sharedPrincipal(serviceAccountPrincipal(namespace, account)) : serviceAccountPrincipal(namespace, account),
-    description: `service account "${account}" in namespace "${namespace}"`,
-    grantee: { kind: "ServiceAccount", namespace, name: account },
-  };
-  if (!keep) return made;
+  const description = `service account "${account}" in namespace "${namespace}"`;
+  if (namespace.length > maxNamespaceLength || account.length > maxAccountLength) {
+    return { principal: serviceAccountPrincipal(namespace, account), description, grantee: { kind: "ServiceAccount", namespace, name: account } };
+  }
   if (accountPrincipalCount >= maxAccountPrincipals) {
     accountPrincipals.clear();
     accountPrincipalCount = 0;
     inNamespace = undefined;
   }
+  const kept: UsePrincipal = Object.freeze({
+    principal: sharedPrincipal(serviceAccountPrincipal(namespace, account)),
+    description,
+    grantee: Object.freeze({ kind: "ServiceAccount", namespace, name: account } as const),
+  });
   if (!inNamespace) accountPrincipals.set(namespace, (inNamespace = new Map()));
-  inNamespace.set(account, Object.freeze({ ...made, grantee: Object.freeze(made.grantee) }));
+  inNamespace.set(account, kept);
   accountPrincipalCount += 1;
-  return inNamespace.get(account)!;
+  return kept;
 }
 
 /**
