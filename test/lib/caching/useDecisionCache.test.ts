@@ -85,6 +85,24 @@ Cache("a principal the policy shares is keyed once; any other as it reads now, e
   assert.is(context.asked, 5, "a frozen principal that changed was answered from the cache");
 });
 
+Cache("a shared principal is a frozen copy: changing what it was made from changes neither it nor its answers", async (context) => {
+  const extra: Record<string, string[]> = { "example.com/team": ["payroll"] };
+  const groups = ["system:authenticated"];
+  const made: Principal = { user: "dave", uid: "u-7", groups, extra };
+  const shared = sharedPrincipal(made);
+  assert.ok(Object.isFrozen(shared) && Object.isFrozen(shared.groups) && Object.isFrozen(shared.extra) && Object.isFrozen(shared.extra!["example.com/team"]));
+  await context.cached.mayUse(shared, "apps", "spec", signal);
+  groups.push("system:masters");
+  extra["example.com/team"]!.push("admins");
+  assert.equal([...shared.groups], ["system:authenticated"]);
+  assert.equal([...shared.extra!["example.com/team"]!], ["payroll"]);
+  await context.cached.mayUse(shared, "apps", "spec", signal);
+  assert.is(context.asked, 1);
+  // What it was made from now says something else, and is asked about on its own.
+  await context.cached.mayUse(made, "apps", "spec", signal);
+  assert.is(context.asked, 2);
+});
+
 Cache("concurrent identical questions share one review", async (context) => {
   let open!: () => void;
   context.gate = new Promise((resolve) => (open = resolve));
