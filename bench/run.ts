@@ -264,10 +264,10 @@ async function main(): Promise<void> {
         ["mutate, 64 connections", "/mutate", bodies.mutate, 64],
       ] as const) {
         const runs = (results[name] ??= { product: [], floor: [] });
-        const product = () => run(`${productUrl}${path}`, productPid, body, connections).then((r) => runs.product.push(r));
+        const productRun = () => run(`${productUrl}${path}`, productPid, body, connections).then((r) => runs.product.push(r));
         const floorRun = () => run(`${floorUrl}${path}`, floor.child.pid!, body, connections).then((r) => runs.floor.push(r));
-        if (round % 2 === 0) await product().then(floorRun);
-        else await floorRun().then(product);
+        if (round % 2 === 0) await productRun().then(floorRun);
+        else await floorRun().then(productRun);
         const p = runs.product.at(-1)!;
         const f = runs.floor.at(-1)!;
         if (p.failed > 0 || f.failed > 0) console.error(`${name}: ${p.failed} product and ${f.failed} floor requests failed`);

@@ -29,11 +29,9 @@ export interface AdmissionRecord extends RequestCounters {
 
 const f = schema.fields;
 
-// Every line has the same fields in the same order: each starts as a copy of this one, so that it
-// is built on one object shape rather than by adding computed keys one by one.
-const lineShape: Record<string, unknown> = Object.fromEntries(
-  [f.event, f.cluster, f.webhook, f.operation, f.uid, f.namespace, f.pod, f.decision, f.code, f.reason, f.credSpecs, f.correlationId, f.detail, f.latencyMs, f.cacheHits, f.cacheMisses, f.apiCalls, f.apiErrors, f.coldStart].map((key) => [key, null]),
-);
+// Every line has the schema's fields in the schema's order: each starts as a copy of this one, so
+// that it is built on one object shape rather than by adding computed keys one by one.
+const lineShape: Record<string, unknown> = Object.fromEntries(Object.values(f).map((key) => [key, null]));
 
 export function admissionLogLine(record: AdmissionRecord): string {
   const line = { ...lineShape };
