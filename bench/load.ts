@@ -6,19 +6,20 @@ import { isLeft } from "fp-ts/Either";
 import { cpuMs, rssMiB } from "./processes.js";
 
 /**
- * One load run: autocannon (a separate process pinned to core 0) keeps `connections` kept-alive
- * HTTPS connections busy posting the same AdmissionReview for `seconds`, while the bench reads
- * the server's CPU time and resident memory from /proc.
+ * One load run: autocannon (bench/loadClient.js, a separate process pinned to core 0) keeps
+ * `connections` kept-alive HTTPS connections busy posting the same AdmissionReview for `seconds`,
+ * while the bench reads the server's CPU time and resident memory from /proc. Latencies are
+ * percentiles of every answer's own time, to a microsecond, not autocannon's whole milliseconds.
  */
 export const loadCore = "0";
 
-const AutocannonResult = t.type({
-  requests: t.type({ total: t.number, average: t.number }),
-  latency: t.type({ p50: t.number, p99: t.number, max: t.number }),
-  "2xx": t.number,
-  non2xx: t.number,
-  errors: t.number,
-  duration: t.number,
+const ClientResult = t.type({
+  answered: t.number,
+  failed: t.number,
+  timed: t.number,
+  p50Ms: t.number,
+  p99Ms: t.number,
+  maxMs: t.number,
 });
 
 export interface LoadResult {
@@ -31,10 +32,10 @@ export interface LoadResult {
   readonly peakRssMiB: number;
 }
 
-const autocannon = join(__dirname, "..", "node_modules", "autocannon", "autocannon.js");
+const client = join(__dirname, "loadClient.js");
 
 export async function load(options: { url: string; bodyFile: string; pid: number; connections: number; seconds: number }): Promise<LoadResult> {
-  const args = ["-c", loadCore, process.execPath, autocannon, "-c", String(options.connections), "-d", String(options.seconds), "-m", "POST", "-H", "content-type=application/json", "-i", options.bodyFile, "-j", "-n", options.url];
+  const args = ["-c", loadCore, process.execPath, client, options.url, String(options.connections), String(options.seconds), options.bodyFile];
   const cpuBefore = cpuMs(options.pid);
   let peak = rssMiB(options.pid);
   const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(options.pid))), 100);
@@ -45,17 +46,17 @@ export async function load(options: { url: string; bodyFile: string; pid: number
     clearInterval(sampler);
   }
   const cpu = cpuMs(options.pid) - cpuBefore;
-  const decoded = AutocannonResult.decode(JSON.parse(stdout));
-  if (isLeft(decoded)) throw new Error(`autocannon printed something unexpected: ${stdout.slice(0, 500)}`);
-  const result = decoded.right;
-  const answered = result["2xx"];
+  const decoded = ClientResult.decode(JSON.parse(stdout));
+  if (isLeft(decoded)) throw new Error(`the load client printed something unexpected: ${stdout.slice(0, 500)}`);
+  const { answered, failed, timed, p50Ms, p99Ms } = decoded.right;
+  if (timed !== answered) throw new Error(`the load client timed ${timed} of ${answered} answers`);
   return {
     answered,
-    failed: result.non2xx + result.errors,
+    failed,
     perSecond: answered / options.seconds,
     cpuPerAnswerMs: cpu / Math.max(1, answered),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
+    p50Ms,
+    p99Ms,
     peakRssMiB: peak,
   };
 }
