@@ -12,3 +12,17 @@ import * as t from "io-ts";
 export function checkedDecode<C extends t.Any>(codec: C, value: unknown): t.Validation<t.TypeOf<C>> {
   return codec.is(value) ? t.success(value as t.TypeOf<C>) : codec.decode(value);
 }
+
+const absent = t.union([t.null, t.undefined]);
+
+/**
+ * `codec`, or null or undefined for absent: a union, so that a decoding error lists what was
+ * expected there. Kubernetes omits empty fields, but hand-written requests may carry `null`.
+ * The union is io-ts's own, with its name, decode and encode; only its `is` is written out, as
+ * the same answer without the closure io-ts's union makes on every call (checking a pod runs a
+ * score of these).
+ */
+export function optional<C extends t.Mixed>(codec: C): t.UnionC<[C, typeof absent]> {
+  const union = t.union([codec, absent]);
+  return new t.UnionType(union.name, (u): u is t.TypeOf<typeof union> => u === undefined || u === null || codec.is(u), union.validate, union.encode, union.types);
+}

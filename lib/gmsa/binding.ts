@@ -1,12 +1,11 @@
 import * as t from "io-ts";
+import { optional } from "../checkedDecode.js";
 
 /**
  * The parts of a Binding (pods/binding, or the older bindings resource) the GMSA policy reads.
  * Binding a pod to a node copies the binding's annotations onto the pod without an UPDATE of
  * the pod, so those annotations are the only part that matters here.
  */
-const absent = t.union([t.null, t.undefined]);
-const optional = <C extends t.Mixed>(codec: C) => t.union([codec, absent]);
 
 export const Binding = t.intersection([
   t.type({ kind: t.literal("Binding") }),

@@ -1,15 +1,12 @@
 import * as t from "io-ts";
-import { checkedDecode } from "../checkedDecode.js";
+import { checkedDecode, optional } from "../checkedDecode.js";
 
 /**
  * The parts of a Pod the GMSA policy reads. Everything else passes through untouched: the
  * original JSON is what gets patched, these codecs only decide what policy may rely on.
- * Kubernetes omits empty fields, but hand-written requests may carry `null`: both mean absent.
+ * Kubernetes omits empty fields, but hand-written requests may carry `null`: both mean absent
+ * (`optional`).
  */
-const absent = t.union([t.null, t.undefined]);
-
-/** A codec that also takes null and undefined for absent; a union, so that a decoding error lists what was expected there. */
-const optional = <C extends t.Mixed>(codec: C) => t.union([codec, absent]);
 
 export const WindowsOptions = t.partial({
   gmsaCredentialSpecName: optional(t.string),
