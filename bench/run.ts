@@ -33,7 +33,7 @@ const serverCore = "1";
 // and the medians are printed: on a shared virtual machine one server measured twice in a row
 // moves by 15 % or more, and a drift of the machine's speed over a run then falls on both.
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const credSpecCount = Number(process.env.BENCH_CREDSPECS ?? 1000);
 const coldStarts = 5;
 const credSpecName = "spec-7";
@@ -250,12 +250,15 @@ async function main(): Promise<void> {
     const run = (url: string, pid: number, body: string, connections: number) => load({ url, bodyFile: body, pid, connections, seconds });
     // Warm both (JIT, caches, authorization answers) before anything is measured.
     let productLoaded = 0;
-    for (const path of ["/mutate", "/validate"] as const) {
-      const body = path === "/mutate" ? bodies.mutate : bodies.validate;
-      await load({ url: `${productUrl}${path}`, bodyFile: body, pid: productPid, connections: 16, seconds: 3 });
-      productLoaded = performance.now();
-      await load({ url: `${floorUrl}${path}`, bodyFile: body, pid: floor.child.pid!, connections: 16, seconds: 3 });
-    }
+    const warm = async () => {
+      for (const path of ["/mutate", "/validate"] as const) {
+        const body = path === "/mutate" ? bodies.mutate : bodies.validate;
+        await load({ url: `${productUrl}${path}`, bodyFile: body, pid: productPid, connections: 16, seconds: 3 });
+        productLoaded = performance.now();
+        await load({ url: `${floorUrl}${path}`, bodyFile: body, pid: floor.child.pid!, connections: 16, seconds: 3 });
+      }
+    };
+    await warm();
     // Idle twice: soon after the loads, and once V8 has had time to shrink the heap. A few seconds
     // after allocation stops, its memory reducer runs a mark-compact that frees what the load left
     // (seen with --trace-gc: about 5 s after the last request here, 3 to 5 MiB of RSS); an idle
@@ -267,6 +270,9 @@ async function main(): Promise<void> {
     await productIdle(idleSettledMs);
     const idleRss = rssMiB(productPid);
     const floorIdleRss = rssMiB(floor.child.pid!);
+    // Warm again: without this, the first measured load after that idle had a p99 about twice the
+    // next ones' in three runs out of three (14 ms against 6 to 10), and in two of them more CPU.
+    await warm();
 
     console.error(`loading each server ${rounds} times for ${seconds} s per run…`);
     const results: Record<string, { product: LoadResult[]; floor: LoadResult[] }> = {};
