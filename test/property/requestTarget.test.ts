@@ -53,7 +53,10 @@ Target("path, query and whole URL are the parser's, for plain and other targets 
     { numRuns: runs },
   );
   // Both ways must come up, or the property held without testing the direct split or the parser.
-  assert.ok(plain >= runs / 10 && plain <= runs - runs / 10, `plain targets: ${plain} of ${runs}`);
+  // About 12 % of the targets come out plain (147 of 1 200 at the median of 300 samples, 113 at the
+  // least): a bound of a twentieth is eight standard deviations under that, where a tenth failed
+  // about one run in a hundred.
+  assert.ok(plain >= runs / 20 && plain <= runs - runs / 20, `plain targets: ${plain} of ${runs}`);
 });
 
 Target("the targets the API server sends are split directly", () => {
