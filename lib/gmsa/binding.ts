@@ -6,7 +6,6 @@ import { optional } from "../checkedDecode.js";
  * Binding a pod to a node copies the binding's annotations onto the pod without an UPDATE of
  * the pod, so those annotations are the only part that matters here.
  */
-
 export const Binding = t.intersection([
   t.type({ kind: t.literal("Binding") }),
   t.partial({
