@@ -127,10 +127,8 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
       nameField: "spec.securityContext.windowsOptions.gmsaCredentialSpecName",
     });
   }
-  const containerFields = new Map<string, { kind: ContainerKind; index: number; field: string }>();
   for (const list of containerLists) {
     (pod.spec?.[list.field] ?? []).forEach((container, index) => {
-      if (!containerFields.has(container.name)) containerFields.set(container.name, { kind: list.kind, index, field: list.field });
       const options = container.securityContext?.windowsOptions;
       if (!options || (options.gmsaCredentialSpecName == null && options.gmsaCredentialSpec == null)) return;
       settings.push({
@@ -148,6 +146,8 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
     });
   }
   const annotations = pod.metadata?.annotations ?? {};
+  // Only a container's alpha annotations need to know where the container is.
+  let containerFields: ReadonlyMap<string, ContainerField> | undefined;
   for (const prefix of annotationPrefixes(annotations)) {
     const name = annotations[prefix + nameKey];
     const contents = annotations[prefix + contentsKey];
@@ -166,7 +166,7 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
       continue;
     }
     const containerName = prefix.slice(0, -containerAnnotationSuffix.length);
-    const field = containerFields.get(containerName);
+    const field = (containerFields ??= containerFieldsOf(pod)).get(containerName);
     settings.push({
       key: `annotation:container/${containerName}`,
       source: "annotation",
@@ -186,6 +186,23 @@ export function gmsaSettings(pod: Pod, podName?: string): GmsaSetting[] {
     });
   }
   return settings;
+}
+
+interface ContainerField {
+  readonly kind: ContainerKind;
+  readonly index: number;
+  readonly field: string;
+}
+
+/** Where each container of the pod is, by name; a name given twice is where it first appears. */
+function containerFieldsOf(pod: Pod): ReadonlyMap<string, ContainerField> {
+  const fields = new Map<string, ContainerField>();
+  for (const list of containerLists) {
+    (pod.spec?.[list.field] ?? []).forEach((container, index) => {
+      if (!fields.has(container.name)) fields.set(container.name, { kind: list.kind, index, field: list.field });
+    });
+  }
+  return fields;
 }
 
 function replacements(annotations: Record<string, string>, prefix: string, windowsOptions: string) {
@@ -216,11 +233,10 @@ export function gmsaAnnotationKeys(annotations: Readonly<Record<string, string>>
 
 /** The distinct annotation prefixes (pod or `<container>.container...`) that carry GMSA keys. */
 function annotationPrefixes(annotations: Record<string, string>): string[] {
+  const keys = gmsaAnnotationKeys(annotations);
+  if (keys.length === 0) return [];
   const prefixes = new Set<string>();
-  for (const key of Object.keys(annotations).sort()) {
-    const prefix = gmsaAnnotationPrefix(key);
-    if (prefix !== undefined) prefixes.add(prefix);
-  }
+  for (const key of keys.sort()) prefixes.add(gmsaAnnotationPrefix(key)!);
   // The pod's own annotations first, then containers by name.
   return [...prefixes].sort((a, b) => Number(b === podAnnotationPrefix) - Number(a === podAnnotationPrefix));
 }
