@@ -19,7 +19,6 @@ const ClientResult = t.type({
   timed: t.number,
   p50Ms: t.number,
   p99Ms: t.number,
-  maxMs: t.number,
 });
 
 export interface LoadResult {

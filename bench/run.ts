@@ -261,8 +261,9 @@ async function main(): Promise<void> {
     await warm();
     // Idle twice: soon after the loads, and once V8 has had time to shrink the heap. A few seconds
     // after allocation stops, its memory reducer runs a mark-compact that frees what the load left
-    // (seen with --trace-gc: about 5 s after the last request here, 3 to 7 MiB of RSS); an idle
-    // instance spends its idle time past that point.
+    // (seen with --trace-gc: about 5 s after the last request here; RSS fell by 4.5 to 7 MiB in the
+    // runs where it came after the first reading); an idle instance spends its idle time past that
+    // point.
     const productIdle = (ms: number) => sleep(Math.max(0, productLoaded + ms - performance.now()));
     await productIdle(idleSoonMs);
     const soonRss = rssMiB(productPid);

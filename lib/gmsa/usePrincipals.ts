@@ -48,20 +48,18 @@ function accountPrincipal(namespace: string, account: string): UsePrincipal {
   let inNamespace = accountPrincipals.get(namespace);
   const known = inNamespace?.get(account);
   if (known) return known;
-  const description = `service account "${account}" in namespace "${namespace}"`;
-  if (namespace.length > maxNamespaceLength || account.length > maxAccountLength) {
-    return { principal: serviceAccountPrincipal(namespace, account), description, grantee: { kind: "ServiceAccount", namespace, name: account } };
-  }
+  const made: UsePrincipal = {
+    principal: serviceAccountPrincipal(namespace, account),
+    description: `service account "${account}" in namespace "${namespace}"`,
+    grantee: { kind: "ServiceAccount", namespace, name: account },
+  };
+  if (namespace.length > maxNamespaceLength || account.length > maxAccountLength) return made;
   if (accountPrincipalCount >= maxAccountPrincipals) {
     accountPrincipals.clear();
     accountPrincipalCount = 0;
     inNamespace = undefined;
   }
-  const kept: UsePrincipal = Object.freeze({
-    principal: sharedPrincipal(serviceAccountPrincipal(namespace, account)),
-    description,
-    grantee: Object.freeze({ kind: "ServiceAccount", namespace, name: account } as const),
-  });
+  const kept: UsePrincipal = Object.freeze({ principal: sharedPrincipal(made.principal), description: made.description, grantee: Object.freeze(made.grantee) });
   if (!inNamespace) accountPrincipals.set(namespace, (inNamespace = new Map()));
   inNamespace.set(account, kept);
   accountPrincipalCount += 1;
