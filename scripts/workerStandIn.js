@@ -1,8 +1,10 @@
 // What the Functions worker does with a deployment package, as far as the package can tell: a core
-// API module that collects registrations, then the package's main, its appStart hooks, and HTTP
-// invocations whose body streams from a fetch Request, as the Functions library's HttpRequest reads
-// it. Used by `npm run package` (scripts/packageCodeCache.js, to run an admission before keeping the
-// code cache) and by the package's tests and the bench (test/package/coldStartDriver.js).
+// API module that collects registrations and the programming model, then the package's main, its
+// appStart hooks, and HTTP invocations handed to that programming model as the worker hands them
+// (an RPC invocation whose HTTP body is bytes; the Functions library in the bundle builds the
+// request, calls the function, and turns its answer into the RPC response). Used by
+// `npm run package` (scripts/packageCodeCache.js, to run an admission before keeping the code
+// cache) and by the package's tests and the bench (test/package/coldStartDriver.js).
 "use strict";
 const Module = require("node:module");
 const path = require("node:path");
@@ -11,8 +13,11 @@ const path = require("node:path");
 function standInCore() {
   const functions = [];
   const hooks = [];
+  const registered = { functions, hooks, programmingModel: undefined };
   const core = {
-    setProgrammingModel() {},
+    setProgrammingModel(model) {
+      registered.programmingModel = model;
+    },
     registerFunction(metadata, handler) {
       functions.push({ metadata, handler });
       return { dispose() {} };
@@ -28,7 +33,7 @@ function standInCore() {
     return request === "@azure/functions-core" ? "@azure/functions-core" : resolve.call(this, request, ...rest);
   };
   require.cache["@azure/functions-core"] = { id: "@azure/functions-core", filename: "@azure/functions-core", loaded: true, exports: core };
-  return { functions, hooks };
+  return registered;
 }
 
 /** Runs the appStart hooks the package registered, as the worker does before the first invocation. */
@@ -36,29 +41,43 @@ async function startApp(registered, packageDir) {
   for (const hook of registered.hooks.filter((h) => h.name === "appStart")) await hook.callback({ hookData: {}, appHookData: {}, functionAppDirectory: packageDir });
 }
 
-/** One HTTP invocation of a registered function, with the request the Functions library would build. */
+/**
+ * One HTTP invocation of a registered function, through the programming model the package's
+ * Functions library registered, as the worker makes it. Answers the function's HTTP response as
+ * status, headers and body text.
+ */
 async function invokeHttp(registered, functionName, request) {
   const target = registered.functions.find((f) => f.metadata.name === functionName);
   if (!target) throw new Error(`the package registers no function named ${functionName}`);
+  if (!registered.programmingModel) throw new Error("the package set no programming model");
+  const [trigger] = Object.entries(target.metadata.bindings).find(([, binding]) => binding.type === "httpTrigger") ?? [];
+  if (!trigger) throw new Error(`${functionName} has no HTTP trigger`);
   const body = Buffer.from(request.body);
-  const native = new Request(`https://localhost/${functionName}`, {
+  const invocationId = "stand-in";
+  const http = {
     method: "POST",
+    url: `https://localhost/${functionName}`,
     headers: { "content-type": "application/json", "content-length": String(body.length), ...(request.headers || {}) },
-    body,
+    body: { bytes: body },
+    query: {},
+    // The route's {parameters}, as the Functions host fills them in.
+    params: request.params || {},
+  };
+  const log = (level, category, message) => {
+    if (level === "error" || level === "critical") console.error(message);
+  };
+  const invocation = registered.programmingModel.getInvocationModel({
+    invocationId,
+    request: { invocationId, functionId: functionName, inputData: [{ name: trigger, data: { http } }], triggerMetadata: {} },
+    metadata: target.metadata,
+    state: undefined,
+    log,
   });
-  return target.handler(
-    {
-      method: "POST",
-      url: native.url,
-      headers: native.headers,
-      query: new URLSearchParams(),
-      // The route's {parameters}, as the Functions host fills them in.
-      params: request.params || {},
-      body: native.body,
-      arrayBuffer: () => native.arrayBuffer(),
-    },
-    { invocationId: "stand-in", functionName, log() {}, info() {}, warn() {}, error: (...a) => console.error(...a), debug() {}, trace() {} },
-  );
+  const { context, inputs } = await invocation.getArguments();
+  const result = await invocation.invokeFunction(context, inputs, target.handler);
+  const answer = (await invocation.getResponse(context, result)).returnValue?.http;
+  if (!answer) throw new Error(`${functionName} answered no HTTP response`);
+  return { status: Number(answer.statusCode), headers: answer.headers, body: Buffer.from(answer.body?.bytes ?? []).toString("utf8") };
 }
 
 /** The manifest's main, required as the worker requires it. */
