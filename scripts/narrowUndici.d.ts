@@ -1,4 +1,4 @@
 import type { Plugin } from "esbuild";
 
-/** Resolves `undici` to the three names @kubernetes/client-node imports from it (see narrowUndici.js). */
+/** Resolves `undici` to the few names the bundles import from it (see narrowUndici.js). */
 export function narrowUndici(): Plugin;

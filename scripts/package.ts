@@ -47,6 +47,9 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
     legalComments: "external",
     metafile: true,
     plugins: [narrowUndici()],
+    // The Functions library's Request, Response and Headers are undici's, already in the bundle,
+    // not Node's globals, which load a second undici on the first invocation.
+    inject: [join(root, "scripts", "fetchClasses.js")],
     logLevel: "warning",
   });
   assertAscii(readFileSync(join(root, appPath)));

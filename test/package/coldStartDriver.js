@@ -1,6 +1,7 @@
 // Loads an unpacked deployment package the way the Functions worker does (scripts/workerStandIn.js:
 // a core API module that collects registrations, then the package's main, its appStart hooks, and
-// one HTTP invocation of the named function). Prints the registrations and the response as JSON.
+// one HTTP invocation of the named function through the package's programming model). Prints the
+// registrations and the response as JSON.
 "use strict";
 const { invokeHttp, requireMain, standInCore, startApp } = require("../../scripts/workerStandIn.js");
 
@@ -23,8 +24,12 @@ const registered = standInCore();
     const trigger = Object.values(metadata.bindings).find((b) => b.type === "httpTrigger");
     return { name: metadata.name, route: trigger.route, methods: trigger.methods, authLevel: trigger.authLevel };
   });
-  const response = await invokeHttp(registered, functionName, JSON.parse(requestJson));
-  process.stdout.write(JSON.stringify({ loadedMs, codeCache: entry.codeCache, registered: functions, response }));
+  // "@path": the request is in that file (a body too large for a command line).
+  const request = JSON.parse(requestJson.startsWith("@") ? require("node:fs").readFileSync(requestJson.slice(1), "utf8") : requestJson);
+  const response = await invokeHttp(registered, functionName, request);
+  // Whether Node loaded its own copy of undici, which makes its fetch globals, for this start.
+  const nodeFetchLoaded = process.moduleLoadList.some((name) => name.endsWith("internal/deps/undici/undici"));
+  process.stdout.write(JSON.stringify({ loadedMs, codeCache: entry.codeCache, nodeFetchLoaded, registered: functions, response }));
 })().catch((error) => {
   console.error(error);
   process.exit(1);

@@ -41,11 +41,18 @@ Package.after(async (context) => {
 
 // Asynchronous: the fake API server answering the child lives in this process.
 async function coldStart(context: { dir: string; api: FakeApiServer }, fn: string, body: unknown, env: Record<string, string> = {}, params: Record<string, string> = {}) {
-  const { stdout: output } = await promisify(execFile)(process.execPath, [join(__dirname, "coldStartDriver.js"), context.dir, fn, JSON.stringify({ body: JSON.stringify(body), params })], {
+  let request = JSON.stringify({ body: JSON.stringify(body), params });
+  if (request.length > 64 * 1024) {
+    // Past what a command line holds: the driver reads it from a file.
+    const file = join(mkdtempSync(join(tmpdir(), "gmsa-request-")), "request.json");
+    writeFileSync(file, request);
+    request = `@${file}`;
+  }
+  const { stdout: output } = await promisify(execFile)(process.execPath, [join(__dirname, "coldStartDriver.js"), context.dir, fn, request], {
     env: { PATH: process.env.PATH, KUBECONFIG: context.api.kubeconfig, GMSA_CREDSPEC_CACHE: "false", ...env },
     encoding: "utf8",
   });
-  return JSON.parse(output) as { loadedMs: number; codeCache: string; registered: Array<{ name: string; route: string; methods: string[]; authLevel: string }>; response: { status: number; body: string } };
+  return JSON.parse(output) as { loadedMs: number; codeCache: string; nodeFetchLoaded: boolean; registered: Array<{ name: string; route: string; methods: string[]; authLevel: string }>; response: { status: number; body: string } };
 }
 
 Package("holds only the bundle, host.json and a manifest without dependencies", (context) => {
@@ -73,6 +80,20 @@ Package("registers every function with its route, and serves a mutate from a col
   const ops = JSON.parse(Buffer.from(answer.patch, "base64").toString());
   assert.is(ops[0].value, canonicalJson(credSpecFixture("webapp1-credspec").credspec));
   console.log(`  package loaded in ${result.loadedMs.toFixed(0)} ms`);
+});
+
+Package("the first admission builds its request and answer from the bundle's fetch classes, and Node's own copy is never loaded", async (context) => {
+  const p = pod();
+  p.spec.securityContext = gmsa("webapp1-credspec");
+  const result = await coldStart(context, "mutate", review("CREATE", p));
+  assert.ok(JSON.parse(result.response.body).response.patch, result.response.body);
+  assert.is(result.nodeFetchLoaded, false);
+});
+
+Package("a body over the limit is answered 413 through the package's own request", async (context) => {
+  const result = await coldStart(context, "mutate", { pad: "x".repeat(3 * 1024 * 1024) });
+  assert.is(result.response.status, 413);
+  assert.is(result.nodeFetchLoaded, false);
 });
 
 Package("with GMSA_CLUSTERS, serves a member on its path with its secret, and today's paths no more", async (context) => {
