@@ -69,13 +69,31 @@ Body("a longer body is read to one byte past the limit, then cancelled", async (
 
 Body("no body is an empty one", async () => assert.is((await readBodyUpTo(null, 10)).byteLength, 0));
 
-Body("a body that yields something other than bytes is refused", async () => {
-  const odd = new ReadableStream<unknown>({ start: (controller) => controller.enqueue("text") });
+Body("a body that yields something other than bytes is refused, and its source told to stop", async () => {
+  let cancelled = false;
+  const odd = new ReadableStream<unknown>({ start: (controller) => controller.enqueue("text"), cancel: () => void (cancelled = true) });
   try {
     await readBodyUpTo(odd, 10);
     assert.unreachable("read a string chunk");
   } catch (error) {
     assert.match(String(error), /other than bytes/);
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(cancelled, "the source is told to stop");
+});
+
+Body("a body that fails while read is refused with its error", async () => {
+  const failing = new ReadableStream<Uint8Array>({
+    start: (controller) => {
+      controller.enqueue(new Uint8Array(4));
+      controller.error(new Error("connection reset"));
+    },
+  });
+  try {
+    await readBodyUpTo(failing, 10);
+    assert.unreachable("read a failed body");
+  } catch (error) {
+    assert.match(String(error), /connection reset/);
   }
 });
 
