@@ -22,6 +22,7 @@ const entries = {
   Request: ["./lib/web/fetch/request.js", "Request"],
   Response: ["./lib/web/fetch/response.js", "Response"],
   Headers: ["./lib/web/fetch/headers.js", "Headers"],
+  FormData: ["./lib/web/fetch/formdata.js", "FormData"],
 };
 
 /** The names a module imports from undici, or undefined when it takes the module whole. */
