@@ -5,9 +5,16 @@ import type { ReviewPolicy } from "../lib/admission/handleReview.js";
 import { clusterSecretHeader, type MemberAddress } from "../lib/fleet/fleetRouter.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
+import { nodeReleaseProblem } from "../lib/nodeRelease.js";
 import { readEndpointProtection } from "../lib/settings.js";
+import packageJson from "../package.json";
 import { readBodyUpTo } from "./requestBody.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";
+
+// Every function module loads this one before it registers anything: on a Node.js release too old
+// for the bundled libraries the app loads no function, and says which release it needs.
+const tooOld = nodeReleaseProblem(process.version, packageJson.engines.node);
+if (tooOld) throw new Error(tooOld);
 
 /** Where an admission's log line goes: the Functions invocation's log, or the local host's. */
 export interface AdmissionLogSink {

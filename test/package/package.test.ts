@@ -220,6 +220,15 @@ Package("private mode behind the relay refuses to load without function keys; wi
   for (const name of ["mutate", "validate", "metrics"]) assert.is(keyed.registered.find((r) => r.name === name)?.authLevel, "function", name);
 });
 
+Package("on a Node.js release older than the engines floor the app loads no function, and names the release it needs", async (context) => {
+  const older = { NODE_OPTIONS: `--require ${join(__dirname, "olderNode.js")}`, OLDER_NODE_VERSION: "v22.18.0" };
+  const { loadError, registered } = await failedLoad(context, older);
+  assert.match(loadError, /gmsa-admission needs Node\.js 22\.19\.0 or later \(engines >=22\.19 <23\); this is v22\.18\.0/);
+  assert.equal(registered, []);
+  const current = await coldStart(context, "validate", review("CREATE", pod()), { ...older, OLDER_NODE_VERSION: "v22.19.0" });
+  assert.is(current.response.status, 200);
+});
+
 Package("a bad setting stops the app at start", async (context) => {
   try {
     await coldStart(context, "mutate", review("CREATE", pod()), { GMSA_API_TIMEOUT_MS: "soon" });
