@@ -43,25 +43,32 @@ async function startApp(registered, packageDir) {
 
 /**
  * One HTTP invocation of a registered function, through the programming model the package's
- * Functions library registered, as the worker makes it. Answers the function's HTTP response as
- * status, headers and body text.
+ * Functions library registered, as the worker makes it. The request is shaped as the Functions
+ * host sends it: headers, query and route parameters as nullable maps, the URL with its query
+ * (the API server adds `?timeout=` to every webhook call; `request.query` replaces it), and no
+ * body when there is none. Answers the function's HTTP response as status, headers and body text.
  */
 async function invokeHttp(registered, functionName, request) {
   const target = registered.functions.find((f) => f.metadata.name === functionName);
   if (!target) throw new Error(`the package registers no function named ${functionName}`);
   if (!registered.programmingModel) throw new Error("the package set no programming model");
-  const [trigger] = Object.entries(target.metadata.bindings).find(([, binding]) => binding.type === "httpTrigger") ?? [];
+  const [trigger, binding] = Object.entries(target.metadata.bindings).find(([, b]) => b.type === "httpTrigger") ?? [];
   if (!trigger) throw new Error(`${functionName} has no HTTP trigger`);
-  const body = Buffer.from(request.body);
+  const body = Buffer.from(request.body ?? "");
   const invocationId = "stand-in";
+  // The route's {parameters}, as the Functions host fills them in.
+  const params = request.params || {};
+  const routePath = (binding.route ?? functionName).replace(/\{(\w+)\}/g, (_, name) => encodeURIComponent(params[name] ?? ""));
+  const query = new URLSearchParams(request.query ?? { timeout: "10s" });
+  const headers = { "content-type": "application/json", "content-length": String(body.length), ...(request.headers || {}) };
+  const nullable = (map) => Object.fromEntries(Object.entries(map).map(([key, value]) => [key, { value: String(value) }]));
   const http = {
-    method: "POST",
-    url: `https://localhost/${functionName}`,
-    headers: { "content-type": "application/json", "content-length": String(body.length), ...(request.headers || {}) },
-    body: { bytes: body },
-    query: {},
-    // The route's {parameters}, as the Functions host fills them in.
-    params: request.params || {},
+    method: request.method ?? "POST",
+    url: `https://localhost/${routePath}${query.size > 0 ? `?${query}` : ""}`,
+    nullableHeaders: nullable(headers),
+    nullableQuery: nullable(Object.fromEntries(query)),
+    nullableParams: nullable(params),
+    ...(body.length > 0 ? { body: { bytes: body } } : {}),
   };
   const log = (level, category, message) => {
     if (level === "error" || level === "critical") console.error(message);
