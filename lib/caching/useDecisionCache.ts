@@ -1,5 +1,6 @@
 import { isSharedPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
-import { countRequest, countUnder } from "../observability/requestCounters.js";
+import { countRequest } from "../observability/requestCounters.js";
+import { sharedFlight } from "./sharedFlight.js";
 
 /**
  * Remembers `use` answers per (principal, namespace, credential spec) for a short time, and lets
@@ -19,46 +20,14 @@ export interface UseDecisionCacheOptions {
   readonly hold?: (signal: AbortSignal, namespace: string) => () => void;
 }
 
-/** One access review that several admissions wait on, and how many still do. */
-interface SharedReview {
-  readonly decision: Promise<UseDecision>;
-  readonly stop: AbortController;
-  waiters: number;
-}
-
 export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCacheOptions): UseAuthorizer {
   if (options.ttlMs <= 0) return inner;
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 10_000;
   const answers = new Map<string, { decision: UseDecision; expires: number }>();
-  const inFlight = new Map<string, SharedReview>();
-
-  const drop = (key: string, review: SharedReview) => {
-    if (inFlight.get(key) === review) inFlight.delete(key);
-  };
-
-  // Each admission waits only as long as its own signal allows. The review itself runs while
-  // anyone still waits: when the last one gives up it is stopped and forgotten, so it never
-  // outlives the longest budget among its waiters and the next admission asks afresh.
-  const wait = (key: string, review: SharedReview, signal: AbortSignal, leave: (() => void) | undefined): Promise<UseDecision> => {
-    if (signal.aborted) {
-      leave?.();
-      return Promise.reject(signal.reason);
-    }
-    review.waiters += 1;
-    return new Promise<UseDecision>((resolve, reject) => {
-      const onAbort = () => {
-        review.waiters -= 1;
-        if (review.waiters === 0) {
-          drop(key, review);
-          review.stop.abort(signal.reason);
-        }
-        reject(signal.reason);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      review.decision.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-    }).finally(() => leave?.());
-  };
+  // Each admission waits only as long as its own signal allows; a review runs while anyone still
+  // waits, and when the last one gives up it is stopped and forgotten.
+  const reviews = sharedFlight<UseDecision>();
 
   return {
     async mayUse(principal, namespace, credSpecName, signal) {
@@ -72,23 +41,20 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       countRequest("cacheMisses", signal);
       // Before a review is asked or joined: one refused leaves nothing behind.
       const leave = options.hold?.(signal, namespace);
-      const pending = inFlight.get(key);
-      if (pending) return wait(key, pending, signal, leave);
-      const stop = new AbortController();
       // The review's calls count for the admission that asks it; those that join count a miss each.
-      countUnder(stop.signal, signal);
-      const decision = inner.mayUse(principal, namespace, credSpecName, stop.signal).then((decision) => {
-        // A review stopped because nobody waited any more answers nobody: keep nothing from it.
-        if (stop.signal.aborted) return decision;
-        answers.set(key, { decision, expires: now() + (decision.allowed ? options.ttlMs : options.ttlMs / 5) });
-        if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
-        return decision;
-      });
-      const review: SharedReview = { decision, stop, waiters: 0 };
-      // A failed review is forgotten at once, so the next admission asks afresh.
-      void decision.finally(() => drop(key, review)).catch(() => {});
-      inFlight.set(key, review);
-      return wait(key, review, signal, leave);
+      return reviews.join(
+        key,
+        signal,
+        (stop) =>
+          inner.mayUse(principal, namespace, credSpecName, stop).then((decision) => {
+            // A review stopped because nobody waited any more answers nobody: keep nothing from it.
+            if (stop.aborted) return decision;
+            answers.set(key, { decision, expires: now() + (decision.allowed ? options.ttlMs : options.ttlMs / 5) });
+            if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
+            return decision;
+          }),
+        leave,
+      );
     },
   };
 }
