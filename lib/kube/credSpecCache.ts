@@ -2,7 +2,6 @@ import { CustomObjectsApi, makeInformer, type KubeConfig, type KubernetesListObj
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 import { notFoundMemory } from "../caching/notFoundMemory.js";
-import { sharedFlight } from "../caching/sharedFlight.js";
 import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
 import { countRequest } from "../observability/requestCounters.js";
@@ -12,8 +11,7 @@ import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
  * Every GMSACredentialSpec of the cluster, kept in memory by one list+watch per instance and
  * shared by all its admissions. Started by the first lookup, once that lookup's own read has
  * been answered; until the first list has arrived, lookups go straight to the API server, so a
- * cold start never waits for a full list, nor shares its connection and CPU with one (lookups of
- * one name at once share one read of it, each waiting no longer than its own budget). A name
+ * cold start never waits for a full list, nor shares its connection and CPU with one. A name
  * the cache does not know is confirmed with one GET before it is called unknown: a spec created
  * a moment ago must not be refused. A name the API server does not have either is remembered for
  * a few seconds (a pod naming many unknown names costs one GET per name, not one per lookup) and
@@ -221,12 +219,6 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     );
   }
 
-  // Admissions that need the same spec from the API server at once (a cold instance's first
-  // burst, or a stale cache) share one read of it: a burst costs one GET per name, not one per
-  // admission. Each still waits only as long as its own signal allows.
-  const reads = sharedFlight<CredSpecLookup>();
-  const directRead = (name: string, signal: AbortSignal) => reads.join(name, signal, (stop) => options.direct.lookup(name, stop));
-
   async function answer(name: string, signal: AbortSignal): Promise<CredSpecLookup> {
     const known = synced ? entries.get(name) : undefined;
     if (known && !stale) {
@@ -239,7 +231,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
         return { kind: "notFound" };
       }
       countRequest("cacheMisses", signal);
-      const read = await directRead(name, signal);
+      const read = await options.direct.lookup(name, signal);
       if (read.kind !== "notFound") return read;
       // The watch may have brought the spec while the GET was on its way: believe the newer.
       const arrived = entries.get(name);
@@ -251,7 +243,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     // A stale cache may hold specs deleted or changed since: ask first, fall back to what it
     // knows only when the API server cannot answer.
     try {
-      return await directRead(name, signal);
+      return await options.direct.lookup(name, signal);
     } catch (error) {
       if (!(error instanceof ClusterUnavailableError) || signal.aborted) throw error;
       return known;

@@ -195,50 +195,6 @@ Start("a first read given up by its admission still starts the list; lookups mea
   assert.is(cache.status().size, 5);
 });
 
-Start("lookups of one spec that arrive together before the list share one read of it", async (context) => {
-  context.api.state.credSpecs = specs(5);
-  context.api.state.delayMs = 100;
-  context.api.state.delayPath = /\/gmsacredentialspecs\/spec-[12]$/;
-  const cache = open(context, { pageSize: 10 });
-  const found = await Promise.all(["spec-1", "spec-1", "spec-2", "spec-1", "spec-2"].map((name) => cache.lookup(name, noDeadline)));
-  assert.equal(found.map((f) => f.kind), ["found", "found", "found", "found", "found"]);
-  assert.is(readsOf(context.api, "spec-1"), 1);
-  assert.is(readsOf(context.api, "spec-2"), 1);
-  // Shared only while in flight: a name not found is read once for all who asked, then remembered.
-  const missing = await Promise.all([cache.lookup("spec-404", noDeadline), cache.lookup("spec-404", noDeadline)]);
-  assert.equal(missing.map((f) => f.kind), ["notFound", "notFound"]);
-  assert.is(readsOf(context.api, "spec-404"), 1);
-});
-
-Start("an admission that gives up leaves the shared read to the others; when all have, the next lookup reads afresh", async (context) => {
-  context.api.state.credSpecs = specs(5);
-  context.api.state.delayMs = 200;
-  context.api.state.delayPath = /\/gmsacredentialspecs\/spec-1$/;
-  const cache = open(context, { pageSize: 10 });
-  const settle = (p: Promise<unknown>) => p.then(() => "answered", (error: unknown) => (error instanceof Error ? error.message : String(error)));
-  const quitter = new AbortController();
-  const gaveUp = settle(cache.lookup("spec-1", quitter.signal));
-  const stayed = cache.lookup("spec-1", noDeadline);
-  quitter.abort(new Error("admission budget spent"));
-  assert.is(await gaveUp, "admission budget spent");
-  assert.is((await stayed).kind, "found");
-  assert.is(readsOf(context.api, "spec-1"), 1);
-  await cache.stop();
-  // A new cache, before its list: both waiters give up, the read stops, and the next lookup reads again.
-  const again = open(context, { pageSize: 10 });
-  const one = new AbortController();
-  const two = new AbortController();
-  const first = settle(again.lookup("spec-1", one.signal));
-  const second = settle(again.lookup("spec-1", two.signal));
-  // The read is at the API server, which holds it for 200 ms.
-  await until(() => readsOf(context.api, "spec-1") === 2, "the second cache's read");
-  one.abort(new Error("one spent"));
-  two.abort(new Error("two spent"));
-  assert.equal([await first, await second], ["one spent", "two spent"]);
-  assert.is((await again.lookup("spec-1", noDeadline)).kind, "found");
-  assert.is(readsOf(context.api, "spec-1"), 3);
-});
-
 Start("a cache stopped before its list began never lists", async (context) => {
   context.api.state.credSpecs = specs(5);
   const cache = open(context, { pageSize: 10 });
