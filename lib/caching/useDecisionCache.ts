@@ -1,4 +1,4 @@
-import { isSharedPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
+import { isSharedPrincipal, markHeldByWaiters, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { sharedFlight } from "./sharedFlight.js";
 
@@ -45,14 +45,18 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       return reviews.join(
         key,
         signal,
-        (stop) =>
-          inner.mayUse(principal, namespace, credSpecName, stop).then((decision) => {
+        (stop) => {
+          // Every admission that waits on the review holds the server itself (`hold`), so the
+          // review's own calls are not counted again.
+          if (options.hold) markHeldByWaiters(stop);
+          return inner.mayUse(principal, namespace, credSpecName, stop).then((decision) => {
             // A review stopped because nobody waited any more answers nobody: keep nothing from it.
             if (stop.aborted) return decision;
             answers.set(key, { decision, expires: now() + (decision.allowed ? options.ttlMs : options.ttlMs / 5) });
             if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
             return decision;
-          }),
+          });
+        },
         leave,
       );
     },

@@ -98,3 +98,20 @@ export function markAdmissionNamespace(signal: AbortSignal, namespace: string): 
 export function admissionNamespace(signal: AbortSignal): string | undefined {
   return admissionNamespaces.get(signal);
 }
+
+/**
+ * The signals of work that several admissions share (an access review asked once for all who
+ * ask it at the same time), each of which is counted as waiting on the API server by itself, for
+ * its own namespace, while it waits. The work's own calls are not counted again: counted, each
+ * would be one more admission of no namespace, and one namespace's pods naming many specs while
+ * the server is slow would fill the bound on all namespaces together.
+ */
+const heldByWaiters = new WeakSet<AbortSignal>();
+
+export function markHeldByWaiters(signal: AbortSignal): void {
+  heldByWaiters.add(signal);
+}
+
+export function isHeldByWaiters(signal: AbortSignal): boolean {
+  return heldByWaiters.has(signal);
+}

@@ -1,4 +1,4 @@
-import { admissionNamespace, ClusterUnavailableError } from "../gmsa/ports.js";
+import { admissionNamespace, ClusterUnavailableError, isHeldByWaiters } from "../gmsa/ports.js";
 
 /**
  * A cap on how many calls one instance has in flight towards one API server. A pod that names
@@ -11,7 +11,8 @@ import { admissionNamespace, ClusterUnavailableError } from "../gmsa/ports.js";
  * It also bounds the admissions that wait on the server at all. When the server hangs, its slots
  * fill and every further admission would wait for its whole budget, holding one of the
  * instance's requests (shared by every member) with its body: an admission holds the server
- * from its first call, or from joining a review another admission asked, until that settles.
+ * from its first call, or from joining a review another admission asked, until that settles;
+ * the shared review's own calls hold nothing more.
  * The bound is kept per namespace: once `limit + maxWaiting` admissions of one namespace hold
  * the server, a new one of that namespace is refused at once, while another team's admission
  * still waits its turn (a flood from one namespace, or a hung server, sheds that namespace's
@@ -128,6 +129,8 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): 
     limit,
     maxWaiting,
     hold(signal, named) {
+      // Work shared by admissions that each hold the server while they wait (lib/gmsa/ports.ts).
+      if (isHeldByWaiters(signal)) return () => {};
       let holder = holders.get(signal);
       if (holder === undefined) {
         const namespace = named ?? admissionNamespace(signal);

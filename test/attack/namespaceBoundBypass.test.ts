@@ -1,6 +1,10 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { AuthorizationV1Api, KubeConfig } from "@kubernetes/client-node";
+import { useDecisionCache } from "../../lib/caching/useDecisionCache.js";
+import { markAdmissionNamespace, serviceAccountPrincipal } from "../../lib/gmsa/ports.js";
 import { apiSlots } from "../../lib/kube/apiSlots.js";
+import { useAuthorization } from "../../lib/kube/useAuthorization.js";
 import { startFakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall } from "../support/httpsClient.js";
@@ -90,6 +94,43 @@ Bypass("NSB-2: namespaces each within their share cannot refuse a namespace that
   }
   for (const leave of held) leave();
   assert.is(refused, undefined, `a namespace holding nothing was refused: ${refused}`);
+});
+
+Bypass("NSB-3: one namespace within its share, its pods naming many specs while reviews are slow, does not get another team's review refused", async () => {
+  const api = await startFakeApiServer();
+  // Every access review takes a while: the API server is slow, not down.
+  api.state.delayPath = /subjectaccessreviews/;
+  api.state.delayMs = 300;
+  const config = new KubeConfig();
+  config.loadFromFile(api.kubeconfig);
+  // One call at once and one more admission waiting per namespace: 2 per namespace, 8 in all.
+  const slots = apiSlots(1, 1);
+  const authorizer = useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: 5000, slots }), {
+    ttlMs: 5000,
+    hold: (signal, namespace) => slots.hold(signal, namespace),
+  });
+  const admission = (namespace: string) => {
+    const controller = new AbortController();
+    markAdmissionNamespace(controller.signal, namespace);
+    return controller.signal;
+  };
+  const outcome = (p: Promise<unknown>) => p.then(() => "answered", (error: unknown) => `refused: ${error instanceof Error ? error.message : String(error)}`);
+  try {
+    // Two admissions of team-a, its share, each naming four specs: eight reviews under way.
+    const teamA = [admission("team-a"), admission("team-a")].flatMap((signal, a) =>
+      ["one", "two", "three", "four"].map((name) => outcome(authorizer.mayUse(serviceAccountPrincipal("team-a", "default"), "team-a", `${name}-${a}`, signal))),
+    );
+    // A third admission of team-a is past its share and refused at once.
+    const third = await outcome(authorizer.mayUse(serviceAccountPrincipal("team-a", "default"), "team-a", "five", admission("team-a")));
+    const victim = await outcome(authorizer.mayUse(serviceAccountPrincipal("team-b", "default"), "team-b", "team-b-credspec", admission("team-b")));
+    const answered = (await Promise.all(teamA)).filter((o) => o === "answered").length;
+    console.log(`    team-a: ${answered} of 8 reviews answered, its third admission ${third}; team-b: ${victim}`);
+    assert.match(third, /refused: .*backed up/);
+    assert.is(victim, "answered", "team-b's review was refused while team-a stayed within its share");
+    assert.is(answered, 8);
+  } finally {
+    await api.close();
+  }
 });
 
 Bypass.run();

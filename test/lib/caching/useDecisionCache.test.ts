@@ -224,6 +224,27 @@ Cache("admissions joining a review count as waiting on the API server: past the 
   assert.is(slots.held, 0);
 });
 
+Cache("a review its waiters hold the server for holds nothing more itself; without a hold to take, it is counted as any call", async (context) => {
+  const slots = apiSlots(1, 1);
+  let heldDuringReview = -1;
+  // The review's own call, as callApi makes it: a hold under the signal it is given.
+  const inner: UseAuthorizer = {
+    mayUse: async (_principal, _namespace, _name, reviewSignal) => {
+      const leave = slots.hold(reviewSignal);
+      heldDuringReview = slots.held;
+      leave();
+      return context.answer;
+    },
+  };
+  const held = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock, hold: (s, namespace) => slots.hold(s, namespace) });
+  await held.mayUse(web, "apps", "spec", new AbortController().signal);
+  assert.is(heldDuringReview, 1, "the waiting admission, and not the review again");
+  const unheld = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock });
+  await unheld.mayUse(web, "apps", "other", new AbortController().signal);
+  assert.is(heldDuringReview, 1, "no waiter holds: the review's call is counted");
+  assert.is(slots.held, 0);
+});
+
 Cache("a TTL of 0 asks every time", async (context) => {
   const inner: UseAuthorizer = { mayUse: async () => (context.asked++, { allowed: true }) };
   const cached = useDecisionCache(inner, { ttlMs: 0 });

@@ -1,7 +1,7 @@
 import { getEventListeners } from "node:events";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ClusterUnavailableError, markAdmissionNamespace } from "../../../lib/gmsa/ports.js";
+import { ClusterUnavailableError, markAdmissionNamespace, markHeldByWaiters } from "../../../lib/gmsa/ports.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
 
 const Slots = suite("apiSlots");
@@ -143,6 +143,21 @@ Slots("a namespace's count falls when its admission's last call settles, whichev
   assert.throws(() => slots.hold(new AbortController().signal, "team-a"), /backed up/, "still counted while its second call runs");
   second();
   slots.hold(new AbortController().signal, "team-a");
+});
+
+Slots("work its waiters hold the server for takes no hold of its own, and is never refused one", () => {
+  const slots = apiSlots(1, 0);
+  slots.hold(new AbortController().signal, "team-a");
+  const shared = new AbortController().signal;
+  markHeldByWaiters(shared);
+  const leave = slots.hold(shared);
+  assert.is(slots.held, 1);
+  leave();
+  assert.is(slots.held, 1);
+  // An unmarked signal of no namespace past the bound is refused as before.
+  for (let i = 0; i < 3; i++) slots.hold(new AbortController().signal, `team-${i}`);
+  assert.throws(() => slots.hold(new AbortController().signal), /backed up/);
+  slots.hold(shared)();
 });
 
 Slots.run();
