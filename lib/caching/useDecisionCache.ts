@@ -1,4 +1,4 @@
-import { isSharedPrincipal, markHeldByWaiters, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
+import { isSharedPrincipal, markAdmissionNamespace, markHeldByWaiters, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { sharedFlight } from "./sharedFlight.js";
 
@@ -47,8 +47,12 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
         signal,
         (stop) => {
           // Every admission that waits on the review holds the server itself (`hold`), so the
-          // review's own calls are not counted again.
-          if (options.hold) markHeldByWaiters(stop);
+          // review's own calls are not counted again; they wait for a slot in their namespace's
+          // turn, which every waiter shares (the namespace is part of the key).
+          if (options.hold) {
+            markHeldByWaiters(stop);
+            markAdmissionNamespace(stop, namespace);
+          }
           return inner.mayUse(principal, namespace, credSpecName, stop).then((decision) => {
             // A review stopped because nobody waited any more answers nobody: keep nothing from it.
             if (stop.aborted) return decision;

@@ -5,8 +5,10 @@ import { admissionNamespace, ClusterUnavailableError, isHeldByWaiters } from "..
  * many credential specs queues behind the cap instead of opening a connection per name; the
  * wait counts against the admission's own budget, and a waiter whose admission gives up leaves
  * the queue at once, so a dead admission never holds or blocks a slot. Free slots go round the
- * admissions in turn (each admission is known by its signal), so one admission with many calls
- * cannot make another wait behind all of them.
+ * namespaces in turn, and within each namespace round its admissions in turn (each admission is
+ * known by its signal, a review several admissions share by its own, marked with their
+ * namespace): neither one admission with many calls nor one namespace with many admissions and
+ * reviews can make another wait behind all of them.
  *
  * It also bounds the admissions that wait on the server at all. When the server hangs, its slots
  * fill and every further admission would wait for its whole budget, holding one of the
@@ -65,20 +67,26 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): 
   const byNamespace = new Map<string, number>();
   let inUse = 0;
   let waiting = 0;
-  // One lane per admission, in the order they are to be served; each lane first come, first served.
-  const lanes = new Map<AbortSignal, Lane>();
+  // One queue per namespace (undefined: an admission of no known namespace), in the order they
+  // are to be served; in each, one lane per admission (or per review several admissions share),
+  // in turn too; each lane first come, first served.
+  const queues = new Map<string | undefined, Map<AbortSignal, Lane>>();
 
   const next = (): Waiter | undefined => {
-    const first = lanes.entries().next();
-    if (first.done) return undefined;
-    const [signal, lane] = first.value;
+    const firstQueue = queues.entries().next();
+    if (firstQueue.done) return undefined;
+    const [namespace, lanes] = firstQueue.value;
+    const [signal, lane] = lanes.entries().next().value!;
     const waiter = lane.waiters.values().next().value!;
     lane.waiters.delete(waiter);
     waiting -= 1;
-    // Served: its lane goes to the back, behind every other admission that waits.
+    // Served: its lane goes to the back of its namespace's queue, and the namespace behind every
+    // other namespace that waits.
     lanes.delete(signal);
     if (lane.waiters.size > 0) lanes.set(signal, lane);
     else lane.leave();
+    queues.delete(namespace);
+    if (lanes.size > 0) queues.set(namespace, lanes);
     return waiter;
   };
 
@@ -102,12 +110,20 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): 
         return Promise.resolve(releaser());
       }
       return new Promise((resolve, reject) => {
+        const namespace = admissionNamespace(signal);
+        let lanes = queues.get(namespace);
+        if (!lanes) {
+          lanes = new Map();
+          queues.set(namespace, lanes);
+        }
         let lane = lanes.get(signal);
         if (!lane) {
           const waiters = new Set<Waiter>();
+          const queue = lanes;
           // One listener per admission, however many of its calls wait: the whole lane leaves.
           const onAbort = () => {
-            lanes.delete(signal);
+            queue.delete(signal);
+            if (queue.size === 0 && queues.get(namespace) === queue) queues.delete(namespace);
             waiting -= waiters.size;
             for (const waiter of waiters) waiter.refuse(signal.reason);
             waiters.clear();

@@ -2,7 +2,9 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { AuthorizationV1Api, KubeConfig } from "@kubernetes/client-node";
 import { useDecisionCache } from "../../lib/caching/useDecisionCache.js";
+import type { PolicyDependencies } from "../../lib/gmsa/podAdmission.js";
 import { markAdmissionNamespace, serviceAccountPrincipal } from "../../lib/gmsa/ports.js";
+import { firstRefusal, type UsePrincipal } from "../../lib/gmsa/usePrincipals.js";
 import { apiSlots } from "../../lib/kube/apiSlots.js";
 import { useAuthorization } from "../../lib/kube/useAuthorization.js";
 import { startFakeApiServer } from "../support/fakeApiServer.js";
@@ -128,6 +130,51 @@ Bypass("NSB-3: one namespace within its share, its pods naming many specs while 
     assert.match(third, /refused: .*backed up/);
     assert.is(victim, "answered", "team-b's review was refused while team-a stayed within its share");
     assert.is(answered, 8);
+  } finally {
+    await api.close();
+  }
+});
+
+Bypass("NSB-4: one namespace within its share, its pods naming many specs while reviews are slow, does not make another team's admission miss its budget", async () => {
+  const api = await startFakeApiServer();
+  api.state.delayPath = /subjectaccessreviews/;
+  api.state.delayMs = 300;
+  api.state.grants.add("system:serviceaccount:team-a:default|ok");
+  api.state.grants.add("system:serviceaccount:team-b:default|team-b-credspec");
+  const config = new KubeConfig();
+  config.loadFromFile(api.kubeconfig);
+  const slots = apiSlots(1, 1);
+  const budgetMs = 1500;
+  const authorizer = useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: budgetMs, slots }), {
+    ttlMs: 5000,
+    hold: (signal, namespace) => slots.hold(signal, namespace),
+  });
+  // An admission as the policy sees it: its namespace marked on its signal, its budget on a timer.
+  const admission = (namespace: string): PolicyDependencies => {
+    const controller = new AbortController();
+    markAdmissionNamespace(controller.signal, namespace);
+    setTimeout(() => controller.abort(new Error(`the admission's budget of ${budgetMs} ms is spent`)), budgetMs).unref();
+    return { authorizer, signal: controller.signal } as unknown as PolicyDependencies;
+  };
+  const serviceAccount = (namespace: string): UsePrincipal[] => [
+    { principal: serviceAccountPrincipal(namespace, "default"), description: `service account ${namespace}/default`, grantee: { kind: "ServiceAccount", namespace, name: "default" } },
+  ];
+  const outcome = (p: Promise<{ refused?: unknown }>) =>
+    p.then(
+      (answer) => (answer.refused ? "denied" : "allowed"),
+      (error: unknown) => `failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  try {
+    // team-a may use "ok", answered once and then kept; each of its two pods names four more,
+    // which the policy asks about at once: eight slow reviews under way, each shared by nobody.
+    await firstRefusal(["ok"], serviceAccount("team-a"), "team-a", admission("team-a"));
+    const teamA = [0, 1].map((a) => outcome(firstRefusal(["ok", `one-${a}`, `two-${a}`, `three-${a}`, `four-${a}`], serviceAccount("team-a"), "team-a", admission("team-a"))));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const started = Date.now();
+    const victim = await outcome(firstRefusal(["team-b-credspec"], serviceAccount("team-b"), "team-b", admission("team-b")));
+    const took = Date.now() - started;
+    console.log(`    team-a: ${(await Promise.all(teamA)).map((o) => o.slice(0, 60)).join(" | ")}; team-b: ${victim.slice(0, 80)} after ${took} ms`);
+    assert.is(victim, "allowed", "team-b's one review missed its budget while team-a stayed within its share");
   } finally {
     await api.close();
   }

@@ -41,6 +41,50 @@ Slots("an admission with many waiting calls does not hold another behind all of 
   assert.is(order.length, 6);
 });
 
+Slots("a namespace with many admissions waiting does not hold another namespace behind all of them", async () => {
+  const slots = apiSlots(1);
+  const marked = (namespace: string) => {
+    const signal = new AbortController().signal;
+    markAdmissionNamespace(signal, namespace);
+    return signal;
+  };
+  const order: string[] = [];
+  const serve = (name: string) => (done: () => void) => {
+    order.push(name);
+    setImmediate(done);
+  };
+  const release = await slots.take(marked("team-a"));
+  // Six admissions (or shared reviews) of team-a wait, one call each, then one of team-b, then team-a's again.
+  const teamA = Array.from({ length: 6 }, (_, i) => slots.take(marked("team-a")).then(serve(`a-${i}`)));
+  const teamB = [slots.take(marked("team-b")).then(serve("b-0")), slots.take(marked("team-b")).then(serve("b-1"))];
+  release();
+  await Promise.all([...teamA, ...teamB]);
+  assert.is(order.indexOf("b-0"), 1, `served in the order ${order.join(", ")}`);
+  assert.is(order.indexOf("b-1"), 3, `served in the order ${order.join(", ")}`);
+  assert.is(order.length, 8);
+});
+
+Slots("a namespace whose last waiting admission gives up leaves the turn to the others", async () => {
+  const slots = apiSlots(1);
+  const hold = await slots.take(new AbortController().signal);
+  const gone = new AbortController();
+  markAdmissionNamespace(gone.signal, "team-a");
+  const stays = new AbortController().signal;
+  markAdmissionNamespace(stays, "team-b");
+  const lost = slots.take(gone.signal).then(() => "granted", (e: unknown) => (e as Error).message);
+  const kept = slots.take(stays).then((release) => (release(), "granted"));
+  gone.abort(new Error("budget spent"));
+  assert.is(await lost, "budget spent");
+  hold();
+  assert.is(await kept, "granted");
+  assert.equal([slots.inUse, slots.waiting], [0, 0]);
+  // team-a waits again, afresh, and is served.
+  const again = new AbortController().signal;
+  markAdmissionNamespace(again, "team-a");
+  (await slots.take(again))();
+  assert.equal([slots.inUse, slots.waiting], [0, 0]);
+});
+
 Slots("a waiter whose admission gives up leaves at once, with all of that admission's calls", async () => {
   const slots = apiSlots(1);
   const hold = await slots.take(new AbortController().signal);
