@@ -5,10 +5,13 @@ import { admissionNamespace, ClusterUnavailableError, isHeldByWaiters } from "..
  * many credential specs queues behind the cap instead of opening a connection per name; the
  * wait counts against the admission's own budget, and a waiter whose admission gives up leaves
  * the queue at once, so a dead admission never holds or blocks a slot. Free slots go round the
- * namespaces in turn, and within each namespace round its admissions in turn (each admission is
- * known by its signal, a review several admissions share by its own, marked with their
- * namespace): neither one admission with many calls nor one namespace with many admissions and
- * reviews can make another wait behind all of them.
+ * namespaces in turn, and within each namespace round its lanes in turn: an admission's calls
+ * (known by its signal), and each review several admissions share (by its own signal, marked with
+ * their namespace). So one namespace with many admissions and reviews cannot make another
+ * namespace wait behind all of them, nor one admission's many calls another's. Within one
+ * namespace a shared review takes a turn of its own, like an admission; and every namespace takes
+ * one turn whatever its load, so a namespace with many admissions waiting gets no larger share
+ * than one with a single call.
  *
  * It also bounds the admissions that wait on the server at all. When the server hangs, its slots
  * fill and every further admission would wait for its whole budget, holding one of the
