@@ -277,20 +277,24 @@ async function main(): Promise<void> {
 
     console.error(`loading each server ${rounds} times for ${seconds} s per run…`);
     const results: Record<string, { product: LoadResult[]; floor: LoadResult[] }> = {};
+    // One round of a load on a product server and on the floor, each first in every other round.
+    const alternated = async (name: string, round: number, url: string, pid: number, path: string, body: string, connections: number) => {
+      const runs = (results[name] ??= { product: [], floor: [] });
+      const productRun = () => run(`${url}${path}`, pid, body, connections).then((r) => runs.product.push(r));
+      const floorRun = () => run(`${floorUrl}${path}`, floor.child.pid!, body, connections).then((r) => runs.floor.push(r));
+      if (round % 2 === 0) await productRun().then(floorRun);
+      else await floorRun().then(productRun);
+      const p = runs.product.at(-1)!;
+      const f = runs.floor.at(-1)!;
+      if (p.failed > 0 || f.failed > 0) console.error(`${name}: ${p.failed} product and ${f.failed} floor requests failed`);
+    };
     for (let round = 0; round < rounds; round++) {
       for (const [name, path, body, connections] of [
         ["mutate, 16 connections", "/mutate", bodies.mutate, 16],
         ["validate, 16 connections", "/validate", bodies.validate, 16],
         ["mutate, 64 connections", "/mutate", bodies.mutate, 64],
       ] as const) {
-        const runs = (results[name] ??= { product: [], floor: [] });
-        const productRun = () => run(`${productUrl}${path}`, productPid, body, connections).then((r) => runs.product.push(r));
-        const floorRun = () => run(`${floorUrl}${path}`, floor.child.pid!, body, connections).then((r) => runs.floor.push(r));
-        if (round % 2 === 0) await productRun().then(floorRun);
-        else await floorRun().then(productRun);
-        const p = runs.product.at(-1)!;
-        const f = runs.floor.at(-1)!;
-        if (p.failed > 0 || f.failed > 0) console.error(`${name}: ${p.failed} product and ${f.failed} floor requests failed`);
+        await alternated(name, round, productUrl, productPid, path, body, connections);
       }
     }
 
@@ -308,14 +312,7 @@ async function main(): Promise<void> {
     await waitForSync(burstUrl, tls.caPem);
     await load({ url: `${burstUrl}/mutate`, bodyFile: bodies.mutate, pid: burstPid, connections: 16, seconds: 3 });
     const burstName = "mutate, 16 connections, a second server whose first 16 admissions came at once";
-    const burstRuns: { product: LoadResult[]; floor: LoadResult[] } = { product: [], floor: [] };
-    results[burstName] = burstRuns;
-    for (let round = 0; round < rounds; round++) {
-      const productRun = () => run(`${burstUrl}/mutate`, burstPid, bodies.mutate, 16).then((r) => burstRuns.product.push(r));
-      const floorRun = () => run(`${floorUrl}/mutate`, floor.child.pid!, bodies.mutate, 16).then((r) => burstRuns.floor.push(r));
-      if (round % 2 === 0) await productRun().then(floorRun);
-      else await floorRun().then(productRun);
-    }
+    for (let round = 0; round < rounds; round++) await alternated(burstName, round, burstUrl, burstPid, "/mutate", bodies.mutate, 16);
     await burst.stop();
 
     console.error("timing the handler apart from HTTP…");

@@ -102,7 +102,7 @@ Flight("work that throws as it starts fails its caller and is not kept", async (
   assert.is(await next, "ok");
 });
 
-Flight("each caller leaves once, whether answered, failed or given up", async () => {
+Flight("each caller leaves once, whether answered or given up", async () => {
   const flight = sharedFlight<string>();
   const work = controlled<string>();
   const left: string[] = [];
