@@ -8,6 +8,7 @@ import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { invoke, loadFunctionsApp, type LoadedApp } from "./functionsHost.js";
 import { replyBatch, type ReplyBatch } from "./replyBatch.js";
 import { requestTarget, type RequestTarget } from "./requestTarget.js";
+import { turnQueue, type TurnQueue } from "./turnQueue.js";
 
 export interface LocalServerOptions {
   readonly host: string;
@@ -30,12 +31,16 @@ export interface LocalServer {
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
   const functionsApp = await loadFunctionsApp();
   const replies = replyBatch((error) => options.log("error", `local host: an answer could not be written: ${error instanceof Error ? error.message : String(error)}`));
+  // Bodies read in the same turn go to their admissions together in the next: the policy code of
+  // a turn's admissions then runs back to back, not between the TLS reads and HTTP parsing of
+  // other requests (README, serving cost). Handing over a body does not throw.
+  const bodies = turnQueue(() => {});
   // Request targets are read against the server's own address, never the Host header: routing
   // and the function key go by path and query alone, and a Host the URL parser refuses must not
   // make some paths fail where others are served. Set once listening, before any request.
   let base = "https://localhost";
   const server = createServer({ cert: options.tls.certPem, key: options.tls.keyPem }, (req, res) => {
-    route(functionsApp, options, base, replies, req, res).catch((error: unknown) => {
+    route(functionsApp, options, base, replies, bodies, req, res).catch((error: unknown) => {
       options.log("error", `local host: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
       res.end("internal error\n");
@@ -70,7 +75,7 @@ function listen(server: Server, host: string, port: number): Promise<void> {
   });
 }
 
-async function route(functionsApp: LoadedApp, options: LocalServerOptions, base: string, replies: ReplyBatch, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function route(functionsApp: LoadedApp, options: LocalServerOptions, base: string, replies: ReplyBatch, bodies: TurnQueue, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = requestTarget(req.url ?? "/", base);
   const match = functionsApp.find(url.pathname);
   // The path is not echoed: a url-wired member's path carries its secret.
@@ -81,7 +86,7 @@ async function route(functionsApp: LoadedApp, options: LocalServerOptions, base:
     return reply(res, 401, "a function key is required (x-functions-key header)");
   }
   const webhook = webhookRoutes.get(registration.name);
-  if (webhook) return serveAdmissionLocally(webhook, match.params, req, url, options.log, replies, res);
+  if (webhook) return serveAdmissionLocally(webhook, match.params, req, url, options.log, replies, bodies, res);
   const body = await readLimited(req, res, maxBodyBytes + 1);
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(", ") : value;
@@ -101,6 +106,7 @@ async function serveAdmissionLocally(
   url: RequestTarget,
   log: LocalServerOptions["log"],
   replies: ReplyBatch,
+  bodies: TurnQueue,
   res: ServerResponse,
 ): Promise<void> {
   const header = (value: string | string[] | undefined) => (value === undefined ? null : Array.isArray(value) ? value.join(", ") : value);
@@ -114,7 +120,7 @@ async function serveAdmissionLocally(
     timeout: url.searchParams.get("timeout"),
     readBody: (limit) => {
       bodyRead = true;
-      return readLimited(req, res, limit + 1);
+      return readLimited(req, res, limit + 1, bodies);
     },
   };
   const address = memberAddress(route.addressing, params, route.addressing === "header" ? header(req.headers[clusterSecretHeader]) : null);
@@ -138,9 +144,10 @@ function keyMatches(req: IncomingMessage, url: RequestTarget, expected: string):
 
 /**
  * Reads at most `limit` bytes; the caller sees a longer body as exactly `limit` bytes. The rest
- * is never read: the connection is closed once the answer is written.
+ * is never read: the connection is closed once the answer is written. A whole body is handed over
+ * through `handOver` when one is given, a cut one at once.
  */
-function readLimited(req: IncomingMessage, res: ServerResponse, limit: number): Promise<Uint8Array> {
+function readLimited(req: IncomingMessage, res: ServerResponse, limit: number, handOver?: TurnQueue): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -153,7 +160,11 @@ function readLimited(req: IncomingMessage, res: ServerResponse, limit: number): 
       res.once("finish", () => req.socket.destroy());
       resolve(Buffer.concat(chunks).subarray(0, limit));
     };
-    const onEnd = () => resolve(Buffer.concat(chunks));
+    const onEnd = () => {
+      const body = Buffer.concat(chunks);
+      if (handOver) handOver.push(() => resolve(body));
+      else resolve(body);
+    };
     req.on("data", onData).once("end", onEnd).once("error", reject);
   });
 }

@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { turnQueue } from "./turnQueue.js";
 
 export interface BatchedReply {
   readonly status: number;
@@ -18,35 +19,25 @@ export interface ReplyBatch {
  * the next request, and wakes the client once per answer, which then sends one request at a
  * time. Written together, the answers of a turn go out as one burst, the next requests come back
  * as one, and the serving process spends about a third less CPU per admission (README, serving
- * cost). An idle server pays one `setImmediate` per answer.
+ * cost).
  *
  * `onError` hears of an answer that could not be written; that connection is closed, the others
  * are still written.
  */
 export function replyBatch(onError: (error: unknown) => void): ReplyBatch {
-  let pending: Array<readonly [ServerResponse, BatchedReply]> = [];
-  const flush = () => {
-    const batch = pending;
-    pending = [];
-    for (const [res, reply] of batch) {
-      try {
-        res.writeHead(reply.status, reply.headers);
-        res.end(reply.body);
-      } catch (error) {
-        // Close first and report apart: a report that throws must not keep the rest of the
-        // batch from being written.
-        res.destroy();
-        try {
-          onError(error);
-        } catch {
-          // Nothing is left to tell.
-        }
-      }
-    }
-  };
+  const queue = turnQueue(onError);
   return {
     send(res, reply) {
-      if (pending.push([res, reply]) === 1) setImmediate(flush);
+      queue.push(() => {
+        try {
+          res.writeHead(reply.status, reply.headers);
+          res.end(reply.body);
+        } catch (error) {
+          // Closed before the report: a report that throws must not leave the connection open.
+          res.destroy();
+          throw error;
+        }
+      });
     },
   };
 }

@@ -1,0 +1,61 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { turnQueue } from "../../host/turnQueue.js";
+
+/** The local host's hand-over of bodies and answers: a turn's tasks run together in the next. */
+const Queue = suite("turn queue");
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+Queue("tasks of one turn run after it, together and in the order they came", async () => {
+  const log: string[] = [];
+  const queue = turnQueue((error) => assert.unreachable(String(error)));
+  queue.push(() => log.push("a"));
+  queue.push(() => log.push("b"));
+  queue.push(() => log.push("c"));
+  assert.equal(log, [], "nothing runs within the turn");
+  await nextTurn();
+  assert.equal(log, ["a", "b", "c"]);
+});
+
+Queue("a task pushed while the queue runs waits for the turn after", async () => {
+  const log: string[] = [];
+  const queue = turnQueue((error) => assert.unreachable(String(error)));
+  queue.push(() => {
+    log.push("first");
+    queue.push(() => log.push("pushed by first"));
+  });
+  await nextTurn();
+  assert.equal(log, ["first"]);
+  await nextTurn();
+  assert.equal(log, ["first", "pushed by first"]);
+});
+
+Queue("promises settled by a turn's tasks continue after all of them have run", async () => {
+  const log: string[] = [];
+  const queue = turnQueue((error) => assert.unreachable(String(error)));
+  const handedOver = ["a", "b"].map((name) => new Promise<string>((resolve) => queue.push(() => (log.push(`${name} handed over`), resolve(name)))));
+  const continued = handedOver.map((p) => p.then((name) => log.push(`${name} continued`)));
+  await Promise.all(continued);
+  assert.equal(log, ["a handed over", "b handed over", "a continued", "b continued"]);
+});
+
+Queue("a task that throws is reported and the others still run; a report that throws goes no further", async () => {
+  const log: string[] = [];
+  const reported: string[] = [];
+  const queue = turnQueue((error) => {
+    reported.push(error instanceof Error ? error.message : String(error));
+    throw new Error("the log is gone");
+  });
+  queue.push(() => log.push("before"));
+  queue.push(() => {
+    throw new Error("broken");
+  });
+  queue.push(() => log.push("after"));
+  // An exception out of the turn would be uncaught and end the test process.
+  await nextTurn();
+  assert.equal(log, ["before", "after"]);
+  assert.equal(reported, ["broken"]);
+});
+
+Queue.run();
