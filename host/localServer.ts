@@ -29,18 +29,16 @@ export interface LocalServer {
 
 /** Serves the Functions app over HTTPS on this machine. */
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
-  const functionsApp = await loadFunctionsApp();
-  const replies = replyBatch((error) => options.log("error", `local host: an answer could not be written: ${error instanceof Error ? error.message : String(error)}`));
-  // Bodies read in the same turn go to their admissions together in the next: the policy code of
-  // a turn's admissions then runs back to back, not between the TLS reads and HTTP parsing of
-  // other requests (README, serving cost). Handing over a body does not throw.
-  const bodies = turnQueue(() => {});
-  // Request targets are read against the server's own address, never the Host header: routing
-  // and the function key go by path and query alone, and a Host the URL parser refuses must not
-  // make some paths fail where others are served. Set once listening, before any request.
-  let base = "https://localhost";
+  const serving: Serving = {
+    functionsApp: await loadFunctionsApp(),
+    options,
+    base: "https://localhost",
+    replies: replyBatch((error) => options.log("error", `local host: an answer could not be written: ${error instanceof Error ? error.message : String(error)}`)),
+    // Handing over a body does not throw.
+    bodies: turnQueue(() => {}),
+  };
   const server = createServer({ cert: options.tls.certPem, key: options.tls.keyPem }, (req, res) => {
-    route(functionsApp, options, base, replies, bodies, req, res).catch((error: unknown) => {
+    route(serving, req, res).catch((error: unknown) => {
       options.log("error", `local host: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
       res.end("internal error\n");
@@ -53,7 +51,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   await listen(server, options.host, options.port);
   const port = (server.address() as AddressInfo).port;
   const url = `https://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`;
-  base = url;
+  serving.base = url;
   return {
     url,
     port,
@@ -75,8 +73,28 @@ function listen(server: Server, host: string, port: number): Promise<void> {
   });
 }
 
-async function route(functionsApp: LoadedApp, options: LocalServerOptions, base: string, replies: ReplyBatch, bodies: TurnQueue, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = requestTarget(req.url ?? "/", base);
+/** What every request of one local server is served with. */
+interface Serving {
+  readonly functionsApp: LoadedApp;
+  readonly options: LocalServerOptions;
+  /**
+   * Request targets are read against the server's own address, never the Host header: routing
+   * and the function key go by path and query alone, and a Host the URL parser refuses must not
+   * make some paths fail where others are served. Set once listening, before any request.
+   */
+  base: string;
+  readonly replies: ReplyBatch;
+  /**
+   * Bodies read in the same turn go to their admissions together in the next: the policy code of
+   * a turn's admissions then runs back to back, not between the TLS reads and HTTP parsing of
+   * other requests (README, Near-zero API calls per admission, on the bench).
+   */
+  readonly bodies: TurnQueue;
+}
+
+async function route(serving: Serving, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { functionsApp, options } = serving;
+  const url = requestTarget(req.url ?? "/", serving.base);
   const match = functionsApp.find(url.pathname);
   // The path is not echoed: a url-wired member's path carries its secret.
   if (!match) return reply(res, 404, "no function at this path");
@@ -86,7 +104,7 @@ async function route(functionsApp: LoadedApp, options: LocalServerOptions, base:
     return reply(res, 401, "a function key is required (x-functions-key header)");
   }
   const webhook = webhookRoutes.get(registration.name);
-  if (webhook) return serveAdmissionLocally(webhook, match.params, req, url, options.log, replies, bodies, res);
+  if (webhook) return serveAdmissionLocally(serving, webhook, match.params, req, url, res);
   const body = await readLimited(req, res, maxBodyBytes + 1);
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(", ") : value;
@@ -100,13 +118,11 @@ async function route(functionsApp: LoadedApp, options: LocalServerOptions, base:
  * registered handler, without a Functions request, context and response for every admission.
  */
 async function serveAdmissionLocally(
+  serving: Serving,
   route: WebhookRoute,
   params: Readonly<Record<string, string>>,
   req: IncomingMessage,
   url: RequestTarget,
-  log: LocalServerOptions["log"],
-  replies: ReplyBatch,
-  bodies: TurnQueue,
   res: ServerResponse,
 ): Promise<void> {
   const header = (value: string | string[] | undefined) => (value === undefined ? null : Array.isArray(value) ? value.join(", ") : value);
@@ -120,18 +136,19 @@ async function serveAdmissionLocally(
     timeout: url.searchParams.get("timeout"),
     readBody: (limit) => {
       bodyRead = true;
-      return readLimited(req, res, limit + 1, bodies);
+      return readLimited(req, res, limit + 1, serving.bodies);
     },
   };
   const address = memberAddress(route.addressing, params, route.addressing === "header" ? header(req.headers[clusterSecretHeader]) : null);
   // The levels an invocation context logs with, so that both paths write the same lines.
+  const { log } = serving.options;
   const reply = await serveAdmission(route.webhook, route.policy, call, { info: (line) => log("information", line), warn: (line) => log("warning", line), error: (line) => log("error", line) }, address);
   if (!bodyRead && !req.complete) {
     // A body nobody will read is not drained either: the connection goes once the answer is out.
     res.setHeader("connection", "close");
     res.once("finish", () => req.socket.destroy());
   }
-  replies.send(res, reply);
+  serving.replies.send(res, reply);
 }
 
 function keyMatches(req: IncomingMessage, url: RequestTarget, expected: string): boolean {

@@ -43,7 +43,6 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 // after each test instead of failing inside the reporter.
 const unexpected: unknown[] = [];
 
-
 Batch("answers of one turn are written after it, in order, each to its own response", async () => {
   const log: string[] = [];
   const batch = replyBatch((error) => unexpected.push(error));

@@ -11,7 +11,6 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 // after each test instead of failing inside the reporter.
 const unexpected: unknown[] = [];
 
-
 Queue("tasks of one turn run after it, together and in the order they came", async () => {
   const log: string[] = [];
   const queue = turnQueue((error) => unexpected.push(error));
