@@ -10,6 +10,8 @@ export interface BatchedReply {
 export interface ReplyBatch {
   /** Queues an answer; it is written once the current turn of the event loop is over. */
   send(res: ServerResponse, reply: BatchedReply): void;
+  /** Schedules the batch's write now, so that it follows work scheduled before it (`TurnQueue.reserve`). */
+  reserve(): void;
 }
 
 /**
@@ -27,6 +29,7 @@ export interface ReplyBatch {
 export function replyBatch(onError: (error: unknown) => void): ReplyBatch {
   const queue = turnQueue(onError);
   return {
+    reserve: queue.reserve,
     send(res, reply) {
       queue.push(() => {
         try {

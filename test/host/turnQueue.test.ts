@@ -62,6 +62,66 @@ Queue("a task that throws is reported and the others still run; a report that th
   assert.equal(reported, ["broken"]);
 });
 
+/** Settles after `hops` promise reactions, as a warm admission's chain of awaits does. */
+async function awaitsInARow(hops: number): Promise<void> {
+  for (let i = 0; i < hops; i++) await null;
+}
+
+Queue("a follower runs in the same check phase, after what the queue's tasks lead to without I/O", async () => {
+  const log: string[] = [];
+  const follower = turnQueue((error) => unexpected.push(error));
+  const queue = turnQueue((error) => unexpected.push(error), follower);
+  queue.push(() => {
+    log.push("task");
+    // Queued by the task itself, so it runs in the check phase after this one.
+    setImmediate(() => log.push("next check phase"));
+    void awaitsInARow(50).then(() => follower.push(() => log.push("follower")));
+  });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(log, ["task", "follower", "next check phase"]);
+});
+
+Queue("without a follower, work pushed from a queue's task waits for the next check phase", async () => {
+  // The same as above with the follower left unlinked: this is what the link changes.
+  const log: string[] = [];
+  const other = turnQueue((error) => unexpected.push(error));
+  const queue = turnQueue((error) => unexpected.push(error));
+  queue.push(() => {
+    log.push("task");
+    setImmediate(() => log.push("next check phase"));
+    void awaitsInARow(50).then(() => other.push(() => log.push("other")));
+  });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(log, ["task", "next check phase", "other"]);
+});
+
+Queue("a reserved run with nothing pushed does nothing; a push before it runs joins it", async () => {
+  const log: string[] = [];
+  const queue = turnQueue((error) => unexpected.push(error));
+  queue.reserve();
+  queue.reserve();
+  setImmediate(() => log.push("scheduled after the reservation"));
+  queue.push(() => log.push("pushed after the reservation"));
+  await nextTurn();
+  await nextTurn();
+  assert.equal(log, ["pushed after the reservation", "scheduled after the reservation"]);
+  queue.reserve();
+  await nextTurn();
+  assert.equal(log.length, 2, "an empty run adds nothing");
+});
+
+Queue("a follower already scheduled keeps its place and runs once", async () => {
+  const log: string[] = [];
+  const follower = turnQueue((error) => unexpected.push(error));
+  const queue = turnQueue((error) => unexpected.push(error), follower);
+  follower.push(() => log.push("follower"));
+  queue.push(() => log.push("queue"));
+  queue.push(() => log.push("queue again"));
+  await nextTurn();
+  await nextTurn();
+  assert.equal(log, ["follower", "queue", "queue again"]);
+});
+
 Queue.after.each(() => {
   const reported = unexpected.splice(0);
   assert.equal(reported.map(String), [], "nothing was reported");
