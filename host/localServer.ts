@@ -89,9 +89,9 @@ interface Serving {
    * Bodies read in the same turn go to their admissions together in the next: the policy code of
    * a turn's admissions then runs back to back, not between the TLS reads and HTTP parsing of
    * other requests (README, Near-zero API calls per admission, on the bench). The reply batch
-   * follows it, so the answers of admissions that finish without waiting on the API server are
-   * written in that same check phase, not a whole turn of reads later: a request then lives
-   * shorter than the time between two young-generation collections, and is not promoted.
+   * follows it: the answers of admissions that finish without waiting on the API server are
+   * written in that same check phase, not after another turn of reads, so a request lives shorter
+   * than the time between two young-generation collections and is not promoted to the old one.
    */
   readonly bodies: TurnQueue;
 }

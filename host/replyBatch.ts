@@ -8,17 +8,18 @@ export interface BatchedReply {
 }
 
 export interface ReplyBatch {
-  /** Queues an answer; it is written once the current turn of the event loop is over. */
+  /** Queues an answer; it is written at the batch's next run (the next check phase, or a reserved one). */
   send(res: ServerResponse, reply: BatchedReply): void;
-  /** Schedules the batch's write now, so that it follows work scheduled before it (`TurnQueue.reserve`). */
+  /** Schedules a write of the batch behind what the check phase already holds (`TurnQueue.reserve`). */
   reserve(): void;
 }
 
 /**
  * Answers that are ready in the same turn of the event loop leave together, in the order they
- * came, at the start of the next one. Under load several admissions finish in one turn; writing
- * each as it finishes puts its TLS encryption and socket write between the parsing and policy of
- * the next request, and wakes the client once per answer, which then sends one request at a
+ * came, at the batch's next run: the next check phase, or one reserved behind the run that
+ * handed their bodies over (`TurnQueue`, `followedBy`). Under load several admissions finish in
+ * one turn; writing each as it finishes puts its TLS encryption and socket write between the
+ * parsing and policy of the next request, and wakes the client once per answer, which then sends one request at a
  * time. Written together, the answers of a turn go out as one burst, the next requests come back
  * as one, and the serving process spends about a third less CPU per admission (README, serving
  * cost).

@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { replyBatch } from "../../host/replyBatch.js";
+import { turnQueue } from "../../host/turnQueue.js";
 
 /** The local host's answers: written together once the turn is over, each to its own response. */
 const Batch = suite("reply batch");
@@ -55,6 +56,24 @@ Batch("answers of one turn are written after it, in order, each to its own respo
   assert.equal(log, ["a head", "a end", "b head", "b end"]);
   assert.equal([a.written.status, a.written.body, a.written.headers], [200, "A", { "content-type": "application/json" }]);
   assert.equal([b.written.status, b.written.body, b.written.headers], [413, "B", { "content-type": "text/plain" }]);
+});
+
+Batch("led by the queue that hands bodies over, an answer its task leads to is written in the same check phase", async () => {
+  const log: string[] = [];
+  const batch = replyBatch((error) => unexpected.push(error));
+  const bodies = turnQueue((error) => unexpected.push(error), batch);
+  const a = response(log, "a");
+  bodies.push(() => {
+    setImmediate(() => log.push("next check phase"));
+    // A warm admission: a chain of awaits on settled promises, then its answer.
+    void (async () => {
+      for (let i = 0; i < 50; i++) await null;
+      batch.send(a.res, { status: 200, headers: {}, body: "A" });
+    })();
+  });
+  await nextTurn();
+  await nextTurn();
+  assert.equal(log, ["a head", "a end", "next check phase"]);
 });
 
 Batch("an answer sent in a later turn is written in its own", async () => {

@@ -67,21 +67,22 @@ async function awaitsInARow(hops: number): Promise<void> {
   for (let i = 0; i < hops; i++) await null;
 }
 
-Queue("a follower runs in the same check phase, after what the queue's tasks lead to without I/O", async () => {
+Queue("a follower runs in the same check phase, after what the leader's tasks lead to without I/O", async () => {
   const log: string[] = [];
   const follower = turnQueue((error) => unexpected.push(error));
-  const queue = turnQueue((error) => unexpected.push(error), follower);
-  queue.push(() => {
+  const leader = turnQueue((error) => unexpected.push(error), follower);
+  leader.push(() => {
     log.push("task");
     // Queued by the task itself, so it runs in the check phase after this one.
     setImmediate(() => log.push("next check phase"));
     void awaitsInARow(50).then(() => follower.push(() => log.push("follower")));
   });
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await nextTurn();
+  await nextTurn();
   assert.equal(log, ["task", "follower", "next check phase"]);
 });
 
-Queue("without a follower, work pushed from a queue's task waits for the next check phase", async () => {
+Queue("without the link, what a queue's task pushes onto another waits for the next check phase", async () => {
   // The same as above with the follower left unlinked: this is what the link changes.
   const log: string[] = [];
   const other = turnQueue((error) => unexpected.push(error));
@@ -91,35 +92,35 @@ Queue("without a follower, work pushed from a queue's task waits for the next ch
     setImmediate(() => log.push("next check phase"));
     void awaitsInARow(50).then(() => other.push(() => log.push("other")));
   });
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await nextTurn();
+  await nextTurn();
   assert.equal(log, ["task", "next check phase", "other"]);
 });
 
-Queue("a reserved run with nothing pushed does nothing; a push before it runs joins it", async () => {
+Queue("a follower whose run was scheduled before the leader's gets another behind it", async () => {
+  const log: string[] = [];
+  const follower = turnQueue((error) => unexpected.push(error));
+  const leader = turnQueue((error) => unexpected.push(error), follower);
+  follower.push(() => log.push("follower, pushed first"));
+  leader.push(() => {
+    log.push("leader");
+    setImmediate(() => log.push("next check phase"));
+    void awaitsInARow(50).then(() => follower.push(() => log.push("follower, pushed by the leader's task")));
+  });
+  await nextTurn();
+  await nextTurn();
+  assert.equal(log, ["follower, pushed first", "leader", "follower, pushed by the leader's task", "next check phase"]);
+});
+
+Queue("a reserved run takes what is pushed before it comes, behind what was scheduled before it", async () => {
   const log: string[] = [];
   const queue = turnQueue((error) => unexpected.push(error));
-  queue.reserve();
+  setImmediate(() => log.push("scheduled before the reservation"));
   queue.reserve();
   setImmediate(() => log.push("scheduled after the reservation"));
   queue.push(() => log.push("pushed after the reservation"));
   await nextTurn();
-  await nextTurn();
-  assert.equal(log, ["pushed after the reservation", "scheduled after the reservation"]);
-  queue.reserve();
-  await nextTurn();
-  assert.equal(log.length, 2, "an empty run adds nothing");
-});
-
-Queue("a follower already scheduled keeps its place and runs once", async () => {
-  const log: string[] = [];
-  const follower = turnQueue((error) => unexpected.push(error));
-  const queue = turnQueue((error) => unexpected.push(error), follower);
-  follower.push(() => log.push("follower"));
-  queue.push(() => log.push("queue"));
-  queue.push(() => log.push("queue again"));
-  await nextTurn();
-  await nextTurn();
-  assert.equal(log, ["follower", "queue", "queue again"]);
+  assert.equal(log, ["scheduled before the reservation", "pushed after the reservation", "scheduled after the reservation"]);
 });
 
 Queue.after.each(() => {
