@@ -76,6 +76,26 @@ Batch("led by the queue that hands bodies over, an answer its task leads to is w
   assert.equal(log, ["a head", "a end", "next check phase"]);
 });
 
+Batch("an answer sent before the hand-over in the same turn does not hold back the ones the hand-over leads to", async () => {
+  const log: string[] = [];
+  const batch = replyBatch((error) => unexpected.push(error));
+  const bodies = turnQueue((error) => unexpected.push(error), batch);
+  const early = response(log, "early");
+  const warm = response(log, "warm");
+  // A refusal or a 413 sent before a body ends schedules the batch's run ahead of the hand-over.
+  batch.send(early.res, { status: 413, headers: {}, body: "too large" });
+  bodies.push(() => {
+    setImmediate(() => log.push("next check phase"));
+    void (async () => {
+      for (let i = 0; i < 50; i++) await null;
+      batch.send(warm.res, { status: 200, headers: {}, body: "W" });
+    })();
+  });
+  await nextTurn();
+  await nextTurn();
+  assert.equal(log, ["early head", "early end", "warm head", "warm end", "next check phase"]);
+});
+
 Batch("an answer sent in a later turn is written in its own", async () => {
   const log: string[] = [];
   const batch = replyBatch((error) => unexpected.push(error));

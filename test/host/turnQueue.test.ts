@@ -22,7 +22,7 @@ Queue("tasks of one turn run after it, together and in the order they came", asy
   assert.equal(log, ["a", "b", "c"]);
 });
 
-Queue("a task pushed while the queue runs waits for the turn after", async () => {
+Queue("a task pushed while the queue runs, with no other run scheduled, waits for the turn after", async () => {
   const log: string[] = [];
   const queue = turnQueue((error) => unexpected.push(error));
   queue.push(() => {
@@ -121,6 +121,26 @@ Queue("a reserved run takes what is pushed before it comes, behind what was sche
   queue.push(() => log.push("pushed after the reservation"));
   await nextTurn();
   assert.equal(log, ["scheduled before the reservation", "pushed after the reservation", "scheduled after the reservation"]);
+});
+
+Queue("one run per turn however many tasks come, and one more of the follower per run of its leader", async () => {
+  const scheduled: string[] = [];
+  const realSetImmediate = globalThis.setImmediate;
+  const follower = turnQueue((error) => unexpected.push(error));
+  const leader = turnQueue((error) => unexpected.push(error), follower);
+  // Counts the runs the queues schedule; everything else goes on as before.
+  globalThis.setImmediate = ((callback: (...args: unknown[]) => void, ...args: unknown[]) => {
+    scheduled.push(callback.name || "run");
+    return realSetImmediate(callback, ...args);
+  }) as typeof setImmediate;
+  try {
+    for (let i = 0; i < 5; i++) leader.push(() => {});
+    for (let i = 0; i < 5; i++) follower.push(() => {});
+  } finally {
+    globalThis.setImmediate = realSetImmediate;
+  }
+  assert.equal(scheduled.length, 2, `scheduled: ${scheduled.join(", ")}`);
+  await nextTurn();
 });
 
 Queue.after.each(() => {
