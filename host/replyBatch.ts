@@ -20,9 +20,9 @@ export interface ReplyBatch {
  * handed their bodies over (`TurnQueue`, `followedBy`). Under load several admissions finish in
  * one turn; writing each as it finishes puts its TLS encryption and socket write between the
  * parsing and policy of the next request, and wakes the client once per answer, which then sends
- * one request at a time. Written together, the answers of a turn go out as one burst, the next requests come back
- * as one, and the serving process spends about a third less CPU per admission (README, serving
- * cost).
+ * one request at a time. Written together, the answers of a turn go out as one burst, the next
+ * requests come back as one, and the serving process spends about a third less CPU per admission
+ * (README, serving cost).
  *
  * `onError` hears of an answer that could not be written; that connection is closed, the others
  * are still written.

@@ -1,11 +1,11 @@
 /**
  * Work that becomes ready during a turn of the event loop, done together at the queue's next run,
  * in the order it came: in the next check phase, or later in the current one when a run is
- * already scheduled there (a leading queue reserved it: below).
- * Under load a turn reads many requests: doing each one's next step as it comes interleaves unlike
- * work (TLS and HTTP parsing of one request, the policy of another, the TLS write of a third), and
- * each kind runs with the caches the others left behind. Gathered, each kind runs back to back.
- * An idle server pays one `setImmediate` per task, and one more for a follower.
+ * already scheduled there (a leading queue reserved it: below). Under load a turn reads many
+ * requests: doing each one's next step as it comes interleaves unlike work (TLS and HTTP parsing of
+ * one request, the policy of another, the TLS write of a third), and each kind runs with the caches
+ * the others left behind. Gathered, each kind runs back to back. An idle server pays one
+ * `setImmediate` per task, and one more for a follower.
  *
  * A queue can lead another (`followedBy`): whenever it schedules its run, it also schedules a run
  * of the follower right behind it, even if the follower already has one scheduled earlier. Node

@@ -3,6 +3,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { replyBatch } from "../../host/replyBatch.js";
 import { turnQueue } from "../../host/turnQueue.js";
+import { afterAwaits, markNextCheckPhase, nextTurn, unexpectedReports } from "../support/checkPhases.js";
 
 /** The local host's answers: written together once the turn is over, each to its own response. */
 const Batch = suite("reply batch");
@@ -38,15 +39,11 @@ function response(log: string[], name: string, failOnHead = false): { res: Serve
   return { res: res as unknown as ServerResponse, written };
 }
 
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
-
-// The queues swallow what their reporter throws, so an unexpected report is collected and checked
-// after each test instead of failing inside the reporter.
-const unexpected: unknown[] = [];
+const unexpected = unexpectedReports();
 
 Batch("answers of one turn are written after it, in order, each to its own response", async () => {
   const log: string[] = [];
-  const batch = replyBatch((error) => unexpected.push(error));
+  const batch = replyBatch(unexpected.report);
   const a = response(log, "a");
   const b = response(log, "b");
   batch.send(a.res, { status: 200, headers: { "content-type": "application/json" }, body: "A" });
@@ -60,16 +57,13 @@ Batch("answers of one turn are written after it, in order, each to its own respo
 
 Batch("led by the queue that hands bodies over, an answer its task leads to is written in the same check phase", async () => {
   const log: string[] = [];
-  const batch = replyBatch((error) => unexpected.push(error));
-  const bodies = turnQueue((error) => unexpected.push(error), batch);
+  const batch = replyBatch(unexpected.report);
+  const bodies = turnQueue(unexpected.report, batch);
   const a = response(log, "a");
   bodies.push(() => {
-    setImmediate(() => log.push("next check phase"));
+    markNextCheckPhase(log);
     // A warm admission: a chain of awaits on settled promises, then its answer.
-    void (async () => {
-      for (let i = 0; i < 50; i++) await null;
-      batch.send(a.res, { status: 200, headers: {}, body: "A" });
-    })();
+    afterAwaits(() => batch.send(a.res, { status: 200, headers: {}, body: "A" }));
   });
   await nextTurn();
   await nextTurn();
@@ -78,18 +72,15 @@ Batch("led by the queue that hands bodies over, an answer its task leads to is w
 
 Batch("an answer sent before the hand-over in the same turn does not hold back the ones the hand-over leads to", async () => {
   const log: string[] = [];
-  const batch = replyBatch((error) => unexpected.push(error));
-  const bodies = turnQueue((error) => unexpected.push(error), batch);
+  const batch = replyBatch(unexpected.report);
+  const bodies = turnQueue(unexpected.report, batch);
   const early = response(log, "early");
   const warm = response(log, "warm");
   // A refusal or a 413 sent before a body ends schedules the batch's run ahead of the hand-over.
   batch.send(early.res, { status: 413, headers: {}, body: "too large" });
   bodies.push(() => {
-    setImmediate(() => log.push("next check phase"));
-    void (async () => {
-      for (let i = 0; i < 50; i++) await null;
-      batch.send(warm.res, { status: 200, headers: {}, body: "W" });
-    })();
+    markNextCheckPhase(log);
+    afterAwaits(() => batch.send(warm.res, { status: 200, headers: {}, body: "W" }));
   });
   await nextTurn();
   await nextTurn();
@@ -98,7 +89,7 @@ Batch("an answer sent before the hand-over in the same turn does not hold back t
 
 Batch("an answer sent in a later turn is written in its own", async () => {
   const log: string[] = [];
-  const batch = replyBatch((error) => unexpected.push(error));
+  const batch = replyBatch(unexpected.report);
   batch.send(response(log, "a").res, { status: 200, headers: {}, body: "" });
   await nextTurn();
   batch.send(response(log, "b").res, { status: 200, headers: {}, body: "" });
@@ -138,9 +129,6 @@ Batch("a report that throws neither keeps the rest of the batch back nor escapes
   assert.is(fine.written.body, "y");
 });
 
-Batch.after.each(() => {
-  const reported = unexpected.splice(0);
-  assert.equal(reported.map(String), [], "nothing was reported");
-});
+Batch.after.each(() => unexpected.assertNone());
 
 Batch.run();

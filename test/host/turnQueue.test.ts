@@ -1,19 +1,16 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { turnQueue } from "../../host/turnQueue.js";
+import { afterAwaits, markNextCheckPhase, nextTurn, unexpectedReports } from "../support/checkPhases.js";
 
 /** The local host's hand-over of bodies and answers: a turn's tasks run together in the next. */
 const Queue = suite("turn queue");
 
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
-
-// The queues swallow what their reporter throws, so an unexpected report is collected and checked
-// after each test instead of failing inside the reporter.
-const unexpected: unknown[] = [];
+const unexpected = unexpectedReports();
 
 Queue("tasks of one turn run after it, together and in the order they came", async () => {
   const log: string[] = [];
-  const queue = turnQueue((error) => unexpected.push(error));
+  const queue = turnQueue(unexpected.report);
   queue.push(() => log.push("a"));
   queue.push(() => log.push("b"));
   queue.push(() => log.push("c"));
@@ -24,7 +21,7 @@ Queue("tasks of one turn run after it, together and in the order they came", asy
 
 Queue("a task pushed while the queue runs, with no other run scheduled, waits for the turn after", async () => {
   const log: string[] = [];
-  const queue = turnQueue((error) => unexpected.push(error));
+  const queue = turnQueue(unexpected.report);
   queue.push(() => {
     log.push("first");
     queue.push(() => log.push("pushed by first"));
@@ -37,7 +34,7 @@ Queue("a task pushed while the queue runs, with no other run scheduled, waits fo
 
 Queue("promises settled by a turn's tasks continue after all of them have run", async () => {
   const log: string[] = [];
-  const queue = turnQueue((error) => unexpected.push(error));
+  const queue = turnQueue(unexpected.report);
   const handedOver = ["a", "b"].map((name) => new Promise<string>((resolve) => queue.push(() => (log.push(`${name} handed over`), resolve(name)))));
   const continued = handedOver.map((p) => p.then((name) => log.push(`${name} continued`)));
   await Promise.all(continued);
@@ -62,20 +59,14 @@ Queue("a task that throws is reported and the others still run; a report that th
   assert.equal(reported, ["broken"]);
 });
 
-/** Settles after `hops` promise reactions, as a warm admission's chain of awaits does. */
-async function awaitsInARow(hops: number): Promise<void> {
-  for (let i = 0; i < hops; i++) await null;
-}
-
 Queue("a follower runs in the same check phase, after what the leader's tasks lead to without I/O", async () => {
   const log: string[] = [];
-  const follower = turnQueue((error) => unexpected.push(error));
-  const leader = turnQueue((error) => unexpected.push(error), follower);
+  const follower = turnQueue(unexpected.report);
+  const leader = turnQueue(unexpected.report, follower);
   leader.push(() => {
     log.push("task");
-    // Queued by the task itself, so it runs in the check phase after this one.
-    setImmediate(() => log.push("next check phase"));
-    void awaitsInARow(50).then(() => follower.push(() => log.push("follower")));
+    markNextCheckPhase(log);
+    afterAwaits(() => follower.push(() => log.push("follower")));
   });
   await nextTurn();
   await nextTurn();
@@ -85,12 +76,12 @@ Queue("a follower runs in the same check phase, after what the leader's tasks le
 Queue("without the link, what a queue's task pushes onto another waits for the next check phase", async () => {
   // The same as above with the follower left unlinked: this is what the link changes.
   const log: string[] = [];
-  const other = turnQueue((error) => unexpected.push(error));
-  const queue = turnQueue((error) => unexpected.push(error));
+  const other = turnQueue(unexpected.report);
+  const queue = turnQueue(unexpected.report);
   queue.push(() => {
     log.push("task");
-    setImmediate(() => log.push("next check phase"));
-    void awaitsInARow(50).then(() => other.push(() => log.push("other")));
+    markNextCheckPhase(log);
+    afterAwaits(() => other.push(() => log.push("other")));
   });
   await nextTurn();
   await nextTurn();
@@ -99,13 +90,13 @@ Queue("without the link, what a queue's task pushes onto another waits for the n
 
 Queue("a follower whose run was scheduled before the leader's gets another behind it", async () => {
   const log: string[] = [];
-  const follower = turnQueue((error) => unexpected.push(error));
-  const leader = turnQueue((error) => unexpected.push(error), follower);
+  const follower = turnQueue(unexpected.report);
+  const leader = turnQueue(unexpected.report, follower);
   follower.push(() => log.push("follower, pushed first"));
   leader.push(() => {
     log.push("leader");
-    setImmediate(() => log.push("next check phase"));
-    void awaitsInARow(50).then(() => follower.push(() => log.push("follower, pushed by the leader's task")));
+    markNextCheckPhase(log);
+    afterAwaits(() => follower.push(() => log.push("follower, pushed by the leader's task")));
   });
   await nextTurn();
   await nextTurn();
@@ -114,7 +105,7 @@ Queue("a follower whose run was scheduled before the leader's gets another behin
 
 Queue("a reserved run takes what is pushed before it comes, behind what was scheduled before it", async () => {
   const log: string[] = [];
-  const queue = turnQueue((error) => unexpected.push(error));
+  const queue = turnQueue(unexpected.report);
   setImmediate(() => log.push("scheduled before the reservation"));
   queue.reserve();
   setImmediate(() => log.push("scheduled after the reservation"));
@@ -126,8 +117,8 @@ Queue("a reserved run takes what is pushed before it comes, behind what was sche
 Queue("one run per turn however many tasks come, and one more of the follower per run of its leader", async () => {
   const scheduled: string[] = [];
   const realSetImmediate = globalThis.setImmediate;
-  const follower = turnQueue((error) => unexpected.push(error));
-  const leader = turnQueue((error) => unexpected.push(error), follower);
+  const follower = turnQueue(unexpected.report);
+  const leader = turnQueue(unexpected.report, follower);
   // Counts the runs the queues schedule; everything else goes on as before.
   globalThis.setImmediate = ((callback: (...args: unknown[]) => void, ...args: unknown[]) => {
     scheduled.push(callback.name || "run");
@@ -143,9 +134,6 @@ Queue("one run per turn however many tasks come, and one more of the follower pe
   await nextTurn();
 });
 
-Queue.after.each(() => {
-  const reported = unexpected.splice(0);
-  assert.equal(reported.map(String), [], "nothing was reported");
-});
+Queue.after.each(() => unexpected.assertNone());
 
 Queue.run();
