@@ -8,7 +8,7 @@ import type { ApiCallOptions } from "./apiCall.js";
 import { apiSlots } from "./apiSlots.js";
 import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
-import type { EntraKubeConfig } from "./entraAccess.js";
+import { entraKubeConfig, type EntraKubeConfig } from "./entraKubeConfig.js";
 import { plainHttpProblem } from "./plainHttp.js";
 import { shareConnections, type SharedConnections } from "./sharedConnections.js";
 import { useAuthorization } from "./useAuthorization.js";
@@ -34,7 +34,7 @@ export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log:
   if (cluster.access === "entra") {
     // Loaded only here: the Azure identity and ARM code is most of what an instance would
     // otherwise load at start, and a kubeconfig or in-cluster instance never runs it.
-    const { azureCredential, entraKubeConfig } = await import("./entraAccess.js");
+    const { azureCredential } = await import("./entraAccess.js");
     return entraKubeConfig({
       credential: shared.credential?.(cluster.clientId) ?? azureCredential(cluster.clientId),
       ...(cluster.resourceId ? { resourceId: cluster.resourceId } : {}),

@@ -1,11 +1,11 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { DefaultAzureCredential } from "@azure/identity";
-import { KubeConfig, type Cluster } from "@kubernetes/client-node";
 import { checkAksApiServer, isLoopbackOrigin } from "./aksApiServerHost.js";
 import { aksArmApiVersion, armEndpointOrigin, defaultArmEndpoint, fetchAksEndpoint, fetchManagedClusterHostNames, type ArmFetch, type AksEndpointRequest } from "./aksClusterEndpoint.js";
 import { parseAksResourceId } from "./aksResourceId.js";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
-import { entraTokenCache, type EntraTokenCache, type EntraTokenStatus } from "./entraTokenCache.js";
+import { entraTokenCache } from "./entraTokenCache.js";
+import type { EntraKubeConfigParts } from "./entraKubeConfig.js";
 import { managedIdentityCredential } from "./refreshableCredential.js";
 
 /**
@@ -63,124 +63,11 @@ export class EntraAccessError extends Error {
   }
 }
 
-export type ClusterCredentialsRefresh =
-  | { readonly outcome: "skipped"; readonly reason: string }
-  | { readonly outcome: "unchanged" }
-  | { readonly outcome: "updated"; readonly serverChanged: boolean; readonly caChanged: boolean };
-
-interface EntraKubeConfigParts {
-  readonly endpoint: ApiServerEndpoint;
-  readonly tokens: EntraTokenCache;
-  /** Present when the endpoint came from ARM and can be read again. */
-  readonly reread: (() => Promise<ApiServerEndpoint>) | undefined;
-  readonly resourceId: string | undefined;
-  readonly now: () => number;
-  readonly minRefreshIntervalMs: number;
-}
-
-const entraUserName = "entra-managed-identity";
-
 /**
- * A KubeConfig whose every request carries `Authorization: Bearer <Entra token>`: clients from
- * makeApiClient, Watch and informers, and websocket calls alike, because the token is applied
- * by an authenticator that client-node consults on all of those paths. Made by entraKubeConfig().
+ * What an EntraKubeConfig is made of (lib/kube/entraKubeConfig.ts makes it): the API server's URL
+ * and CA, read from ARM when given a resource ID, and the cache of its Entra tokens.
  */
-export class EntraKubeConfig extends KubeConfig {
-  readonly resourceId: string | undefined;
-  readonly #tokens: EntraTokenCache;
-  readonly #reread: (() => Promise<ApiServerEndpoint>) | undefined;
-  readonly #now: () => number;
-  readonly #minRefreshIntervalMs: number;
-  #endpoint: ApiServerEndpoint;
-  #generation = 0;
-  #lastRead: number;
-  #refreshing: Promise<ClusterCredentialsRefresh> | undefined;
-
-  constructor(parts: EntraKubeConfigParts) {
-    super();
-    this.resourceId = parts.resourceId;
-    this.#tokens = parts.tokens;
-    this.#reread = parts.reread;
-    this.#now = parts.now;
-    this.#minRefreshIntervalMs = parts.minRefreshIntervalMs;
-    this.#endpoint = parts.endpoint;
-    this.#lastRead = parts.now();
-    const tokens = parts.tokens;
-    const authenticator: Parameters<KubeConfig["addAuthenticator"]>[0] = {
-      isAuthProvider: (user) => user.name === entraUserName,
-      applyAuthentication: async (_user, options) => {
-        const headers = options.headers ?? {};
-        headers.Authorization = `Bearer ${await tokens.token()}`;
-        options.headers = headers;
-      },
-    };
-    this.addAuthenticator(authenticator);
-    this.#install(parts.endpoint);
-  }
-
-  /** The API server URL in use. */
-  get server(): string {
-    return this.#endpoint.server;
-  }
-
-  /** Forget the cached token: call it when the API server answers 401, then retry once. The retry gets a token from past the credential's cache. */
-  invalidateToken(): void {
-    this.#tokens.invalidate();
-  }
-
-  tokenStatus(): EntraTokenStatus {
-    return this.#tokens.status();
-  }
-
-  /**
-   * Reads the API server URL and CA from ARM again (after a CA rotation, say): call it when
-   * connections fail. At most once per interval; concurrent calls share one read. A new CA
-   * takes effect for the next request. A new server URL takes effect for Watch, informers and
-   * clients made afterwards; clients already made keep the URL they were made with. A re-read
-   * that names a host the cluster does not declare fails like any other: the endpoint stays.
-   */
-  async refreshClusterCredentials(): Promise<ClusterCredentialsRefresh> {
-    const reread = this.#reread;
-    if (!reread) return { outcome: "skipped", reason: "the API server was given directly, not through a resource ID: there is nothing to re-read" };
-    if (this.#refreshing) return this.#refreshing;
-    const sinceLast = this.#now() - this.#lastRead;
-    if (sinceLast < this.#minRefreshIntervalMs) {
-      return { outcome: "skipped", reason: `read ${Math.round(sinceLast / 1000)} s ago; read at most once every ${Math.round(this.#minRefreshIntervalMs / 1000)} s` };
-    }
-    this.#lastRead = this.#now();
-    const refreshing = (async (): Promise<ClusterCredentialsRefresh> => {
-      const next = await reread();
-      const serverChanged = next.server !== this.#endpoint.server;
-      const caChanged = next.caPem !== this.#endpoint.caPem;
-      if (!serverChanged && !caChanged) return { outcome: "unchanged" };
-      this.#install(next);
-      return { outcome: "updated", serverChanged, caChanged };
-    })();
-    this.#refreshing = refreshing;
-    try {
-      return await refreshing;
-    } finally {
-      this.#refreshing = undefined;
-    }
-  }
-
-  #install(endpoint: ApiServerEndpoint): void {
-    this.#endpoint = endpoint;
-    // A new name for every endpoint: client-node keeps an agent per cluster name, and an agent
-    // made with the old CA must not be reused.
-    this.#generation += 1;
-    const cluster: Cluster = {
-      name: `aks-${this.#generation}`,
-      server: endpoint.server,
-      caData: endpoint.caPem === undefined ? undefined : Buffer.from(endpoint.caPem).toString("base64"),
-      skipTLSVerify: false,
-    };
-    this.loadFromClusterAndUser(cluster, { name: entraUserName });
-  }
-}
-
-/** Builds the KubeConfig, reading the API server's URL and CA from ARM when given a resource ID. */
-export async function entraKubeConfig(options: EntraClusterOptions): Promise<EntraKubeConfig> {
+export async function entraKubeConfigParts(options: EntraClusterOptions): Promise<EntraKubeConfigParts> {
   const resourceId = nonEmpty(options.resourceId);
   const server = nonEmpty(options.server);
   if (resourceId && server) throw new EntraAccessError("give the managed cluster's resource ID or its API server URL, not both");
@@ -230,9 +117,7 @@ export async function entraKubeConfig(options: EntraClusterOptions): Promise<Ent
     ...(options.tokenTimeoutMs !== undefined ? { fetchTimeoutMs: options.tokenTimeoutMs } : {}),
     ...(log ? { log } : {}),
   });
-  const config = new EntraKubeConfig({ endpoint, tokens, reread, resourceId: id, now, minRefreshIntervalMs: options.minRefreshIntervalMs ?? 30_000 });
-  if (options.prefetchToken ?? true) await tokens.token();
-  return config;
+  return { endpoint, tokens, reread, resourceId: id, now, minRefreshIntervalMs: options.minRefreshIntervalMs ?? 30_000 };
 }
 
 /**

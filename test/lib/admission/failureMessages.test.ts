@@ -8,7 +8,7 @@ import { handleReview, type ReviewDependencies } from "../../../lib/admission/ha
 import { ClusterUnavailableError, type CredSpecSource } from "../../../lib/gmsa/ports.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
-import { entraKubeConfig } from "../../../lib/kube/entraAccess.js";
+import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
 import { admissionLogLine } from "../../../lib/observability/admissionLog.js";
 import { readAdmissionSettings } from "../../../lib/settings.js";
 import { fakeCredential } from "../../support/fakeCredential.js";

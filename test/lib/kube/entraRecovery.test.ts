@@ -7,7 +7,8 @@ import { createCertificateAuthority, issueCertificate } from "../../../controlpl
 import { handleReview } from "../../../lib/admission/handleReview.js";
 import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
-import { aksServerScope, entraKubeConfig } from "../../../lib/kube/entraAccess.js";
+import { aksServerScope } from "../../../lib/kube/entraAccess.js";
+import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
 import { managedIdentityCredential } from "../../../lib/kube/refreshableCredential.js";
 import { readAdmissionSettings } from "../../../lib/settings.js";
 import { cachingCredential, fakeCredential } from "../../support/fakeCredential.js";
