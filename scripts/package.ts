@@ -1,10 +1,11 @@
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 import { zipSync } from "fflate";
 import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { startTrainingCluster } from "./codeCacheTraining.js";
+import { allModels, modelNamesIn, narrowModels } from "./narrowModels.js";
 import { narrowUndici } from "./narrowUndici.js";
 
 /**
@@ -27,31 +28,19 @@ const codeCachePath = `${appPath}.v8cache`;
 export async function packageApp(): Promise<{ zipPath: string; bundleBytes: number; zipBytes: number }> {
   rmSync(bundleDir, { recursive: true, force: true });
   mkdirSync(bundleDir, { recursive: true });
-  const modules = readdirSync(join(root, "functions"))
-    .filter((f) => f.endsWith(".ts"))
-    .sort();
-  const entry = modules.map((f) => `require("./functions/${f.replace(/\.ts$/, "")}");`).join("\n");
-  const result = await build({
-    stdin: { contents: entry, resolveDir: root, sourcefile: "functions-entry.js", loader: "js" },
-    bundle: true,
-    platform: "node",
-    target: "node22",
-    format: "cjs",
-    outfile: join(root, appPath),
-    // The worker provides the core API; native speed-ups of `ws` are optional; `open` starts a
-    // browser for @azure/identity's interactive sign-in, which no instance does: it is imported
-    // only when that sign-in runs, and would fail there (the package has no node_modules).
-    external: ["@azure/functions-core", "bufferutil", "utf-8-validate", "open"],
-    minify: true,
-    sourcemap: "external",
-    legalComments: "external",
-    metafile: true,
-    plugins: [narrowUndici()],
-    // The Functions library's Request, Response and Headers are undici's, already in the bundle,
-    // not Node's globals, which load a second undici on the first invocation.
-    inject: [join(root, "scripts", "fetchClasses.js")],
-    logLevel: "warning",
-  });
+  // The serializer keeps the models the bundle names (scripts/narrowModels.js): a build that
+  // names one it left out is built again with it, until none is missing.
+  const models = allModels(root);
+  const keep = new Set<string>();
+  let kept: readonly string[] = [];
+  let result;
+  for (let round = 1; ; round++) {
+    result = await bundle(narrowModels({ keep, report: (names) => (kept = names) }));
+    const missing = [...modelNamesIn(readFileSync(join(root, appPath), "latin1"), models)].filter((name) => !kept.includes(name));
+    if (missing.length === 0) break;
+    if (round === 5) throw new Error(`the bundle still names client-node models its serializer was built without after ${round} rounds: ${missing.join(", ")}`);
+    for (const name of missing) keep.add(name);
+  }
   assertAscii(readFileSync(join(root, appPath)));
   copyFileSync(join(root, "scripts", "packageEntry.js"), join(root, bundlePath));
   // A Node of its own and no flags of the parent's (tsx's loader, --cpu-prof): V8 takes a cache
@@ -93,6 +82,37 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   writeFileSync(zipPath, zip);
   const bundleBytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
   return { zipPath, bundleBytes, zipBytes: zip.byteLength };
+}
+
+/** One esbuild run of the package bundle, with the serializer narrowed by `models`. */
+function bundle(models: Plugin) {
+  const modules = readdirSync(join(root, "functions"))
+    .filter((f) => f.endsWith(".ts"))
+    .sort();
+  // Imported, not required: a required module is deferred by the bundler, with all it imports,
+  // and what is deferred it cannot trim (scripts/narrowModels.js).
+  const entry = modules.map((f) => `import "./functions/${f.replace(/\.ts$/, "")}";`).join("\n");
+  return build({
+    stdin: { contents: entry, resolveDir: root, sourcefile: "functions-entry.js", loader: "js" },
+    bundle: true,
+    platform: "node",
+    target: "node22",
+    format: "cjs",
+    outfile: join(root, appPath),
+    // The worker provides the core API; native speed-ups of `ws` are optional; `open` starts a
+    // browser for @azure/identity's interactive sign-in, which no instance does: it is imported
+    // only when that sign-in runs, and would fail there (the package has no node_modules).
+    external: ["@azure/functions-core", "bufferutil", "utf-8-validate", "open"],
+    minify: true,
+    sourcemap: "external",
+    legalComments: "external",
+    metafile: true,
+    plugins: [narrowUndici(), models],
+    // The Functions library's Request, Response and Headers are undici's, already in the bundle,
+    // not Node's globals, which load a second undici on the first invocation.
+    inject: [join(root, "scripts", "fetchClasses.js")],
+    logLevel: "warning",
+  });
 }
 
 /**

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { allModels, modelNamesIn } from "../../scripts/narrowModels.js";
 import { assertAscii, packageApp } from "../../scripts/package.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
@@ -62,6 +63,17 @@ Package("holds only the bundle, host.json and a manifest without dependencies", 
   assert.equal(manifest.dependencies, {});
   assert.equal(JSON.parse(readFileSync(join(context.dir, "host.json"), "utf8")).extensions.http.routePrefix, "");
   assert.ok(context.zipBytes < 5 * 1024 * 1024, `${context.zipBytes} bytes`);
+});
+
+// client-node's serializer would otherwise bring all of its ~750 models into every cold start
+// (scripts/narrowModels.js). If the bundler deferred client-node again, it could trim none.
+Package("carries the client-node models its API calls name, and not the rest", (context) => {
+  const bundle = readFileSync(join(context.dir, "dist", "functions", "app.js"), "latin1");
+  const models = allModels(join(__dirname, "..", ".."));
+  const named = modelNamesIn(bundle, models);
+  for (const used of ["V1LocalSubjectAccessReview", "V1SubjectAccessReviewStatus", "V1ResourceAttributes"]) assert.ok(named.has(used), `${used} is missing`);
+  for (const unused of ["V1Pod", "V1PodSpec", "V1Secret", "V1CustomResourceDefinition"]) assert.not.ok(named.has(unused), `${unused} is in the bundle`);
+  assert.ok(named.size < models.length / 10, `${named.size} of ${models.length} models`);
 });
 
 Package("registers every function with its route, and serves a mutate from a cold start", async (context) => {

@@ -1,0 +1,96 @@
+// An esbuild plugin for the package build (scripts/package.ts). @kubernetes/client-node's
+// ObjectSerializer holds every one of its ~750 model classes in one map, so a bundle that makes
+// a single API call still loads and runs them all: most of what client-node costs a cold start.
+// The product calls two of its APIs. The plugin gives the serializer a map of the models named
+// in `keep` and those they contain (their attribute types, followed to the end), and lets the
+// bundler leave out every other model module.
+//
+// The serializer treats a type it does not know as plain JSON, so a model left out by mistake
+// would not fail: it would be decoded differently. modelNamesIn() rules that out: after a build
+// the package build reads the bundle for every model name still written in it (the type names
+// client-node's API code passes to the serializer, among them) and, when the map lacks one, adds
+// it and builds again, until the bundle names no model the map lacks. What is kept is then what
+// the bundled code can ask for, whichever APIs a later change calls.
+"use strict";
+const { existsSync, readFileSync } = require("node:fs");
+const { dirname, join } = require("node:path");
+
+const modelsDir = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models$/;
+const modelFile = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[\\/](\w+)\.js$/;
+
+/** The model names in the serializer's map, in the order it lists them. */
+function serializerModels(source) {
+  const start = source.indexOf("let typeMap = {");
+  const end = source.indexOf("};", start);
+  if (start < 0 || end < 0) throw new Error("narrow-models: client-node's ObjectSerializer has no `let typeMap = {…};`; this client-node release needs scripts/narrowModels.js looked at");
+  return [...source.slice(start, end).matchAll(/^\s*"(\w+)": (\w+),?$/gm)].map((m) => m[1]);
+}
+
+/** `names` and every model their attributes hold, as far as it goes. */
+function closure(names, known, dir) {
+  const kept = new Set();
+  const todo = [...names];
+  while (todo.length > 0) {
+    const name = todo.pop();
+    if (kept.has(name) || !known.has(name)) continue;
+    kept.add(name);
+    const file = join(dir, `${name}.js`);
+    if (!existsSync(file)) continue;
+    for (const match of readFileSync(file, "utf8").matchAll(/"type":\s*"([^"]+)"/g)) {
+      for (const id of match[1].match(/\w+/g) ?? []) if (known.has(id)) todo.push(id);
+    }
+  }
+  return kept;
+}
+
+/**
+ * The plugin. `keep`: the model names to keep (the package build grows it). `report` receives
+ * the kept names and the number of models the serializer had.
+ */
+function narrowModels({ keep, report }) {
+  return {
+    name: "narrow-models",
+    setup(build) {
+      // Model modules only define their class: one the bundle does not use can be left out.
+      build.onResolve({ filter: /^\.\.?\/(models\/)?\w+\.js$/ }, (args) => {
+        const path = join(args.resolveDir, args.path);
+        const match = modelFile.exec(path);
+        if (!match || match[1] === "ObjectSerializer" || match[1] === "all") return undefined;
+        return { path, sideEffects: false };
+      });
+      build.onLoad({ filter: /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[\\/]ObjectSerializer\.js$/ }, (args) => {
+        const source = readFileSync(args.path, "utf8");
+        const dir = dirname(args.path);
+        if (!modelsDir.test(dir)) return undefined;
+        const names = serializerModels(source);
+        const kept = closure(keep, new Set(names), dir);
+        report?.([...kept].sort(), names.length);
+        const start = source.indexOf("let typeMap = {");
+        const end = source.indexOf("};", start) + 2;
+        const imports = source.slice(0, start).replace(/^import \{ (\w+) \} from '\.\.\/models\/\w+\.js';\n/gm, (line, name) => (kept.has(name) ? line : ""));
+        const typeMap = `let typeMap = {\n${[...kept].map((name) => `    "${name}": ${name},`).join("\n")}\n};`;
+        return { contents: imports + typeMap + source.slice(end), loader: "js", resolveDir: dir };
+      });
+    },
+  };
+}
+
+/**
+ * The model names `bundle` (the built JavaScript) holds as words anywhere: in the type names
+ * client-node's API code passes to the serializer ("V1Status", "Array<V1Condition>"), in the
+ * serializer's own map, and wherever else. Words, not string literals: telling a minified
+ * bundle's strings apart needs a parser, and a word that only looks like a model name costs one
+ * small model kept. `models` are all the names the serializer knows; only those are looked for.
+ */
+function modelNamesIn(bundle, models) {
+  const words = new Set(bundle.match(/\w+/g) ?? []);
+  return new Set(models.filter((name) => words.has(name)));
+}
+
+/** Every model name client-node's serializer knows, from the installed client-node. */
+function allModels(resolveFrom) {
+  const path = require.resolve("@kubernetes/client-node/package.json", { paths: [resolveFrom] });
+  return serializerModels(readFileSync(join(dirname(path), "dist", "gen", "models", "ObjectSerializer.js"), "utf8"));
+}
+
+module.exports = { allModels, modelNamesIn, narrowModels };
