@@ -5,7 +5,7 @@ import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { startTrainingCluster } from "./codeCacheTraining.js";
-import { allModels, modelNamesIn, narrowModels } from "./narrowModels.js";
+import { allModels, modelNamesIn, narrowClientNode } from "./narrowClientNode.js";
 import { narrowUndici } from "./narrowUndici.js";
 
 /**
@@ -28,14 +28,14 @@ const codeCachePath = `${appPath}.v8cache`;
 export async function packageApp(): Promise<{ zipPath: string; bundleBytes: number; zipBytes: number }> {
   rmSync(bundleDir, { recursive: true, force: true });
   mkdirSync(bundleDir, { recursive: true });
-  // The serializer keeps the models the bundle names (scripts/narrowModels.js): a build that
+  // The serializer keeps the models the bundle names (scripts/narrowClientNode.js): a build that
   // names one it left out is built again with it, until none is missing.
   const models = allModels(root);
   const keep = new Set<string>();
   let kept: readonly string[] = [];
   let result;
   for (let round = 1; ; round++) {
-    result = await bundle(narrowModels({ keep, report: (names) => (kept = names) }));
+    result = await bundle(narrowClientNode({ keep, report: (names) => (kept = names) }));
     const missing = [...modelNamesIn(readFileSync(join(root, appPath), "latin1"), models)].filter((name) => !kept.includes(name));
     if (missing.length === 0) break;
     if (round === 5) throw new Error(`the bundle still names client-node models its serializer was built without after ${round} rounds: ${missing.join(", ")}`);
@@ -90,7 +90,7 @@ function bundle(models: Plugin) {
     .filter((f) => f.endsWith(".ts"))
     .sort();
   // Imported, not required: a required module is deferred by the bundler, with all it imports,
-  // and what is deferred it cannot trim (scripts/narrowModels.js).
+  // and what is deferred it cannot trim (scripts/narrowClientNode.js).
   const entry = modules.map((f) => `import "./functions/${f.replace(/\.ts$/, "")}";`).join("\n");
   return build({
     stdin: { contents: entry, resolveDir: root, sourcefile: "functions-entry.js", loader: "js" },

@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { allModels, modelNamesIn } from "../../scripts/narrowModels.js";
+import { allModels, modelNamesIn } from "../../scripts/narrowClientNode.js";
 import { assertAscii, packageApp } from "../../scripts/package.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
@@ -66,7 +66,7 @@ Package("holds only the bundle, host.json and a manifest without dependencies", 
 });
 
 // client-node's serializer would otherwise bring all of its ~750 models into every cold start
-// (scripts/narrowModels.js). If the bundler deferred client-node again, it could trim none.
+// (scripts/narrowClientNode.js). If the bundler deferred client-node again, it could trim none.
 Package("carries the client-node models its API calls name, and not the rest", (context) => {
   const bundle = readFileSync(join(context.dir, "dist", "functions", "app.js"), "latin1");
   const models = allModels(join(__dirname, "..", ".."));

@@ -1,9 +1,14 @@
-// An esbuild plugin for the package build (scripts/package.ts). @kubernetes/client-node's
-// ObjectSerializer holds every one of its ~750 model classes in one map, so a bundle that makes
-// a single API call still loads and runs them all: most of what client-node costs a cold start.
-// The product calls two of its APIs. The plugin gives the serializer a map of the models named
-// in `keep` and those they contain (their attribute types, followed to the end), and lets the
-// bundler leave out every other model module.
+// An esbuild plugin for the package build (scripts/package.ts): @kubernetes/client-node as far
+// as the product uses it. Two things would otherwise run at every cold start for nothing:
+//
+// - Its index re-exports every part of client-node (exec, attach, port-forward, cp, logs,
+//   metrics…), and each part's imports of CommonJS packages (ws, tar-fs…) run because the
+//   bundler must assume they have side effects. Its modules have none but polyfill.js's, so
+//   they are declared free of them here, and a part no bundled code uses is left out whole.
+// - Its ObjectSerializer holds every one of its ~750 model classes in one map, so a bundle that
+//   makes a single API call still loads and runs them all. The plugin gives the serializer a map
+//   of the models named in `keep` and those they contain (their attribute types, followed to
+//   the end), and the bundler leaves every other model module out.
 //
 // The serializer treats a type it does not know as plain JSON, so a model left out by mistake
 // would not fail: it would be decoded differently. modelNamesIn() rules that out: after a build
@@ -15,6 +20,7 @@
 const { existsSync, readFileSync } = require("node:fs");
 const { dirname, join } = require("node:path");
 
+const distDir = /[\\/]@kubernetes[\\/]client-node[\\/]dist([\\/]|$)/;
 const modelsDir = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models$/;
 const modelFile = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[\\/](\w+)\.js$/;
 
@@ -22,7 +28,7 @@ const modelFile = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[
 function serializerModels(source) {
   const start = source.indexOf("let typeMap = {");
   const end = source.indexOf("};", start);
-  if (start < 0 || end < 0) throw new Error("narrow-models: client-node's ObjectSerializer has no `let typeMap = {…};`; this client-node release needs scripts/narrowModels.js looked at");
+  if (start < 0 || end < 0) throw new Error("narrow-client-node: client-node's ObjectSerializer has no `let typeMap = {…};`; this client-node release needs scripts/narrowClientNode.js looked at");
   return [...source.slice(start, end).matchAll(/^\s*"(\w+)": (\w+),?$/gm)].map((m) => m[1]);
 }
 
@@ -47,15 +53,16 @@ function closure(names, known, dir) {
  * The plugin. `keep`: the model names to keep (the package build grows it). `report` receives
  * the kept names and the number of models the serializer had.
  */
-function narrowModels({ keep, report }) {
+function narrowClientNode({ keep, report }) {
   return {
-    name: "narrow-models",
+    name: "narrow-client-node",
     setup(build) {
-      // Model modules only define their class: one the bundle does not use can be left out.
-      build.onResolve({ filter: /^\.\.?\/(models\/)?\w+\.js$/ }, (args) => {
+      // Relative imports between client-node's own modules, which define classes and functions
+      // and change nothing else, but for the polyfill its index imports for that purpose.
+      build.onResolve({ filter: /^\.\.?\/.*\.js$/ }, (args) => {
+        if (!distDir.test(args.resolveDir)) return undefined;
         const path = join(args.resolveDir, args.path);
-        const match = modelFile.exec(path);
-        if (!match || match[1] === "ObjectSerializer" || match[1] === "all") return undefined;
+        if (/[\\/]polyfill\.js$/.test(path)) return undefined;
         return { path, sideEffects: false };
       });
       build.onLoad({ filter: /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[\\/]ObjectSerializer\.js$/ }, (args) => {
@@ -93,4 +100,4 @@ function allModels(resolveFrom) {
   return serializerModels(readFileSync(join(dirname(path), "dist", "gen", "models", "ObjectSerializer.js"), "utf8"));
 }
 
-module.exports = { allModels, modelNamesIn, narrowModels };
+module.exports = { allModels, modelNamesIn, narrowClientNode };
