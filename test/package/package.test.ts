@@ -67,13 +67,17 @@ Package("holds only the bundle, host.json and a manifest without dependencies", 
 
 // client-node's serializer would otherwise bring all of its ~750 models into every cold start
 // (scripts/narrowClientNode.js). If the bundler deferred client-node again, it could trim none.
-Package("carries the client-node models its API calls name, and not the rest", (context) => {
+Package("carries the client-node models its API calls name and the parts it uses, and not the rest", (context) => {
   const bundle = readFileSync(join(context.dir, "dist", "functions", "app.js"), "latin1");
   const models = allModels(join(__dirname, "..", ".."));
   const named = modelNamesIn(bundle, models);
   for (const used of ["V1LocalSubjectAccessReview", "V1SubjectAccessReviewStatus", "V1ResourceAttributes"]) assert.ok(named.has(used), `${used} is missing`);
   for (const unused of ["V1Pod", "V1PodSpec", "V1Secret", "V1CustomResourceDefinition"]) assert.not.ok(named.has(unused), `${unused} is in the bundle`);
   assert.ok(named.size < models.length / 10, `${named.size} of ${models.length} models`);
+  // Nor the packages of the parts it does not use: exec and attach (ws), cp (tar-fs).
+  const sources = (JSON.parse(readFileSync(join(context.dir, "dist", "functions", "app.js.map"), "utf8")) as { sources: string[] }).sources;
+  assert.ok(sources.some((s) => s.includes("node_modules/@kubernetes/client-node/")), "the map names client-node's sources");
+  for (const unused of ["ws", "tar-fs", "tar-stream"]) assert.not.ok(sources.some((s) => s.includes(`node_modules/${unused}/`)), `${unused} is in the bundle`);
 });
 
 Package("registers every function with its route, and serves a mutate from a cold start", async (context) => {
