@@ -38,6 +38,7 @@ function inputsDigest(files) {
     "package-lock.json",
     "scripts/build-host.js",
     "scripts/narrowUndici.js",
+    "scripts/narrowClientNode.js",
     "node_modules/@kubernetes/client-node/package.json",
     "node_modules/esbuild/package.json",
   ];
@@ -67,6 +68,7 @@ async function main() {
   }
   const { build, buildSync } = require("esbuild");
   const { narrowUndici } = require("./narrowUndici.js");
+  const { narrowClientNode } = require("./narrowClientNode.js");
   rmSync(outdir, { recursive: true, force: true });
   buildSync({
     entryPoints: files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")).map((f) => join(root, f)),
@@ -107,8 +109,9 @@ async function main() {
     external: ["bufferutil", "utf-8-validate"],
     // Minified as in the deployment package: the process holds the source text in memory.
     minify: true,
-    // Plugins need the asynchronous API.
-    plugins: [narrowUndici()],
+    // Plugins need the asynchronous API. All of the serializer's models stay: the host's
+    // KubernetesObjectApi names its types at run time.
+    plugins: [narrowUndici(), narrowClientNode()],
     logLevel: "warning",
   });
   const { version } = JSON.parse(readFileSync(join(root, "node_modules", clientNode, "package.json"), "utf8"));

@@ -50,10 +50,12 @@ function closure(names, known, dir) {
 }
 
 /**
- * The plugin. `keep`: the model names to keep (the package build grows it). `report` receives
- * the kept names and the number of models the serializer had.
+ * The plugin. `keep`: the model names to keep (the package build grows it); without it the
+ * serializer keeps all its models, for a bundle whose code names types at run time (the local
+ * host's KubernetesObjectApi does). `report` receives the kept names and the number of models
+ * the serializer had.
  */
-function narrowClientNode({ keep, report }) {
+function narrowClientNode({ keep, report } = {}) {
   return {
     name: "narrow-client-node",
     setup(build) {
@@ -65,6 +67,7 @@ function narrowClientNode({ keep, report }) {
         if (/[\\/]polyfill\.js$/.test(path)) return undefined;
         return { path, sideEffects: false };
       });
+      if (!keep) return;
       build.onLoad({ filter: /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[\\/]ObjectSerializer\.js$/ }, (args) => {
         const source = readFileSync(args.path, "utf8");
         const dir = dirname(args.path);
