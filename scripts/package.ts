@@ -5,6 +5,7 @@ import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { startTrainingCluster } from "./codeCacheTraining.js";
+import { deferClientNodeExtras } from "./deferClientNodeExtras.js";
 import { allModels, modelNamesIn, narrowClientNode } from "./narrowClientNode.js";
 import { narrowUndici } from "./narrowUndici.js";
 
@@ -107,7 +108,7 @@ function bundle(models: Plugin) {
     sourcemap: "external",
     legalComments: "external",
     metafile: true,
-    plugins: [narrowUndici(), models],
+    plugins: [narrowUndici(), models, deferClientNodeExtras()],
     // The Functions library's Request, Response and Headers are undici's, already in the bundle,
     // not Node's globals, which load a second undici on the first invocation.
     inject: [join(root, "scripts", "fetchClasses.js")],

@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
@@ -78,6 +79,61 @@ Package("carries the client-node models its API calls name and the parts it uses
   const sources = (JSON.parse(readFileSync(join(context.dir, "dist", "functions", "app.js.map"), "utf8")) as { sources: string[] }).sources;
   assert.ok(sources.some((s) => s.includes("node_modules/@kubernetes/client-node/")), "the map names client-node's sources");
   for (const unused of ["ws", "tar-fs", "tar-stream"]) assert.not.ok(sources.some((s) => s.includes(`node_modules/${unused}/`)), `${unused} is in the bundle`);
+});
+
+/** The fake API server's kubeconfig, changed by `edit`, in a file of its own. */
+function editedKubeconfig(context: { api: FakeApiServer }, edit: (config: { clusters: Array<{ cluster: Record<string, unknown> }>; users: Array<{ user: Record<string, unknown> }> }) => void): string {
+  const config = JSON.parse(readFileSync(context.api.kubeconfig, "utf8"));
+  edit(config);
+  const file = join(mkdtempSync(join(tmpdir(), "gmsa-kubeconfig-")), "kubeconfig");
+  writeFileSync(file, JSON.stringify(config));
+  return file;
+}
+
+// client-node's exec credential plugins reach child_process through a stand-in that loads it on
+// first use (scripts/deferClientNodeExtras.js): a kubeconfig that names one must still run it.
+Package("runs the exec credential plugin a kubeconfig names, and calls the API server with its token", async (context) => {
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-exec-plugin-"));
+  const plugin = join(dir, "plugin.js");
+  const ran = join(dir, "ran");
+  writeFileSync(
+    plugin,
+    `require("node:fs").writeFileSync(${JSON.stringify(ran)}, "yes");\nprocess.stdout.write(JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token: "from-the-exec-plugin" } }));\n`,
+  );
+  const kubeconfig = editedKubeconfig(context, (config) => {
+    config.users[0]!.user = { exec: { apiVersion: "client.authentication.k8s.io/v1", command: process.execPath, args: [plugin], interactiveMode: "Never" } };
+  });
+  const before = context.api.calls.length;
+  const p = pod();
+  p.spec.securityContext = gmsa("webapp1-credspec");
+  const result = await coldStart(context, "mutate", review("CREATE", p), { KUBECONFIG: kubeconfig });
+  assert.is(result.response.status, 200);
+  assert.ok(JSON.parse(result.response.body).response.patch, result.response.body);
+  assert.is(readFileSync(ran, "utf8"), "yes");
+  const made = context.api.calls.slice(before);
+  assert.ok(made.length > 0 && made.every((c) => c.authorization === "Bearer from-the-exec-plugin"), JSON.stringify(made.map((c) => c.authorization)));
+});
+
+// The SOCKS client behind a kubeconfig's proxy-url is loaded on first use the same way.
+Package("reaches the API server through the SOCKS proxy a kubeconfig names", async (context) => {
+  const greetings: Buffer[] = [];
+  const proxy = createServer((socket) => socket.once("data", (data: Buffer) => (greetings.push(data), socket.destroy())));
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  try {
+    const port = (proxy.address() as AddressInfo).port;
+    const kubeconfig = editedKubeconfig(context, (config) => {
+      config.clusters[0]!.cluster["proxy-url"] = `socks5://127.0.0.1:${port}`;
+    });
+    const p = pod();
+    p.spec.securityContext = gmsa("webapp1-credspec");
+    const result = await coldStart(context, "mutate", review("CREATE", p), { KUBECONFIG: kubeconfig });
+    // The proxy hangs up: no access review, so nothing is inlined.
+    assert.is(JSON.parse(result.response.body).response.patch, undefined, result.response.body);
+    assert.ok(greetings.length > 0, "the proxy was never reached");
+    assert.is(greetings[0]![0], 5, "a SOCKS5 greeting");
+  } finally {
+    proxy.close();
+  }
 });
 
 Package("registers every function with its route, and serves a mutate from a cold start", async (context) => {
