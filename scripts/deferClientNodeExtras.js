@@ -32,48 +32,80 @@ function escape(text) {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
 
-/** What `source` takes from `specifier`, or a problem with it. */
-function usedNames(source, specifier, how) {
-  const from = `from\\s*['"]${escape(specifier)}['"]`;
-  if (how === "named") {
-    const names = [];
-    for (const match of source.matchAll(new RegExp(`import\\s*\\{([^}]*)\\}\\s*${from}`, "g"))) {
-      for (const part of match[1].split(",")) {
-        const name = part.trim().split(/\s+as\s+/)[0];
-        if (name) names.push({ name, local: part.trim().split(/\s+as\s+/).pop() });
-      }
-    }
-    return names;
+/**
+ * The import declarations of `specifier` in `source` (their clauses: `{ A, B as C }`, `* as m`,
+ * `m`) and the source with them blanked out, so that what remains holds only the uses.
+ */
+function importsOf(source, specifier) {
+  const clauses = [];
+  const pattern = new RegExp(`\\bimport\\s+([^;'"]*?)\\s*from\\s*['"]${escape(specifier)}['"]`, "g");
+  const rest = source.replace(pattern, (declaration, clause) => {
+    clauses.push(clause.trim());
+    return " ".repeat(declaration.length);
+  });
+  return { clauses, rest };
+}
+
+/** How `local` is used at each place in `rest`: "new", ".method(", "call", or "other: …". */
+function usesOf(rest, local) {
+  const uses = [];
+  for (const match of rest.matchAll(new RegExp(`(?<![.\\w$])${escape(local)}(?![\\w$])`, "g"))) {
+    const before = rest.slice(Math.max(0, match.index - 20), match.index);
+    const after = rest.slice(match.index + local.length, match.index + local.length + 80);
+    const method = /^\s*\.\s*(\w+)\s*\(/.exec(after);
+    if (/\bnew\s+$/.test(before) && /^\s*\(/.test(after)) uses.push("new");
+    else if (method) uses.push(`.${method[1]}(`);
+    else if (/^\s*\(/.test(after)) uses.push("call");
+    else uses.push(`other: ${local}${after.split("\n")[0].slice(0, 30)}`);
   }
-  // A namespace or default binding: the names are the properties read from it.
-  const binding = new RegExp(`import\\s*(?:\\*\\s*as\\s+)?(\\w+)\\s*${from}`).exec(source)?.[1];
-  if (!binding) return undefined;
-  return [...new Set([...source.matchAll(new RegExp(`\\b${binding}\\.(\\w+)`, "g"))].map((m) => m[1]))].map((name) => ({ name, local: name }));
+  return uses;
 }
 
-/** Every use of `local` in `source` other than its import: `new local(`, `local(`, `local.method(`. */
-function usesOf(source, local) {
-  return [...source.matchAll(new RegExp(`(new\\s+)?\\b${escape(local)}\\b(\\.(\\w+))?(\\s*\\()?`, "g"))].filter((m) => !/import\s*[{*]/.test(source.slice(Math.max(0, m.index - 200), m.index).split(";").pop() ?? ""));
+/** The members read from a namespace or default binding, and any use that is not a member read. */
+function membersOf(rest, binding) {
+  const members = [];
+  const others = [];
+  for (const match of rest.matchAll(new RegExp(`(?<![.\\w$])${escape(binding)}(?![\\w$])`, "g"))) {
+    const before = rest.slice(Math.max(0, match.index - 20), match.index);
+    const member = /^\s*\.\s*(\w+)/.exec(rest.slice(match.index + binding.length, match.index + binding.length + 80));
+    if (member && !/\bnew\s+$/.test(before)) members.push(member[1]);
+    else others.push(rest.slice(match.index, match.index + 40).split("\n")[0]);
+  }
+  return { members, others };
 }
 
+/** What in `source` (a client-node module) the stand-in for `specifier` would not serve. */
 function problems(source, specifier) {
   const entry = deferred[specifier];
-  const names = usedNames(source, specifier, entry.import);
-  if (!names) return [`imports ${specifier} in a way the stand-in does not handle`];
+  const { clauses, rest } = importsOf(source, specifier);
   const found = [];
-  for (const { name, local } of names) {
-    const kind = entry.names[name];
-    if (!kind) {
-      found.push(`uses ${name} of ${specifier}, which has no stand-in`);
-      continue;
-    }
-    if (entry.import !== "named") continue;
-    for (const use of usesOf(source, local)) {
-      const [, isNew, , method, call] = use;
-      if (kind === "class" && !isNew && !method) found.push(`uses ${local} other than with new`);
-      if (Array.isArray(kind) && method && !kind.includes(method)) found.push(`calls ${local}.${method}, which the stand-in does not forward`);
-      if (Array.isArray(kind) && !method && !/\{[^}]*$/.test(source.slice(Math.max(0, use.index - 100), use.index))) found.push(`uses ${local} itself, not one of its methods`);
-      if (kind === "function" && !call) found.push(`uses ${local} other than by calling it`);
+  // A re-export, a dynamic import or a require would get the stand-in unchecked.
+  const quoted = `['"]${escape(specifier)}['"]`;
+  if (new RegExp(`\\bfrom\\s*${quoted}|\\b(?:import|require)\\s*\\(\\s*${quoted}|\\bimport\\s*${quoted}`).test(rest)) found.push(`refers to ${specifier} other than in an import declaration`);
+  if (clauses.length === 0) found.push(`imports ${specifier} in a way the stand-in does not handle`);
+  for (const clause of clauses) {
+    const named = /^\{([^}]*)\}$/.exec(clause);
+    const binding = /^(?:\*\s*as\s+)?([\w$]+)$/.exec(clause);
+    if (entry.import === "named" && named) {
+      for (const part of named[1].split(",").map((p) => p.trim()).filter(Boolean)) {
+        const [name, local = name] = part.split(/\s+as\s+/);
+        const kind = entry.names[name];
+        if (!kind) {
+          found.push(`uses ${name} of ${specifier}, which has no stand-in`);
+          continue;
+        }
+        for (const use of usesOf(rest, local)) {
+          if (kind === "class" && use !== "new") found.push(`uses ${local} other than with new (${use})`);
+          if (kind === "function" && use !== "call") found.push(`uses ${local} other than by calling it (${use})`);
+          if (Array.isArray(kind) && !kind.some((method) => use === `.${method}(`)) found.push(`uses ${local} other than by calling ${kind.join(" or ")} on it (${use})`);
+        }
+      }
+    } else if (entry.import === "namespace" && binding) {
+      const { members, others } = membersOf(rest, binding[1]);
+      for (const other of others) found.push(`uses ${binding[1]} other than by reading a function of ${specifier} from it (${other})`);
+      for (const name of new Set(members)) if (entry.names[name] !== "function") found.push(`uses ${name} of ${specifier}, which has no stand-in`);
+    } else {
+      found.push(`imports ${specifier} as \`${clause}\`, which the stand-in does not handle`);
     }
   }
   return found;

@@ -15,7 +15,10 @@
 // the package build reads the bundle for every model name still written in it (the type names
 // client-node's API code passes to the serializer, among them) and, when the map lacks one, adds
 // it and builds again, until the bundle names no model the map lacks. What is kept is then what
-// the bundled code can ask for, whichever APIs a later change calls.
+// the bundled code can ask for by name. A model client-node works out at run time from an
+// object's apiVersion and kind (KubernetesObjectApi, loadYaml) is named nowhere in the bundle:
+// the package uses neither, and should it come to, its getSerializationType throws for a model
+// the map lacks rather than let the object decode as plain JSON.
 "use strict";
 const { existsSync, readFileSync } = require("node:fs");
 const { dirname, join } = require("node:path");
@@ -60,11 +63,14 @@ function narrowClientNode({ keep, report } = {}) {
     name: "narrow-client-node",
     setup(build) {
       // Relative imports between client-node's own modules, which define classes and functions
-      // and change nothing else, but for the polyfill its index imports for that purpose.
+      // and change nothing else, but for the polyfill its index imports for that purpose. A
+      // module with any other statement at its top level fails the build (topLevelEffects).
       build.onResolve({ filter: /^\.\.?\/.*\.js$/ }, (args) => {
         if (!distDir.test(args.resolveDir)) return undefined;
         const path = join(args.resolveDir, args.path);
-        if (/[\\/]polyfill\.js$/.test(path)) return undefined;
+        if (/[\\/]dist[\\/]polyfill\.js$/.test(path)) return undefined;
+        const effects = topLevelEffects(readFileSync(path, "utf8"));
+        if (effects.length > 0) return { errors: [{ text: `${path} does more at its top level than define and export (${effects.slice(0, 2).join(" | ")}): scripts/narrowClientNode.js must not mark it free of side effects` }] };
         return { path, sideEffects: false };
       });
       if (!keep) return;
@@ -81,8 +87,49 @@ function narrowClientNode({ keep, report } = {}) {
         const typeMap = `let typeMap = {\n${[...kept].map((name) => `    "${name}": ${name},`).join("\n")}\n};`;
         return { contents: imports + typeMap + source.slice(end), loader: "js", resolveDir: dir };
       });
+      // client-node also works a model's name out at run time from an object's apiVersion and
+      // kind (KubernetesObjectApi, loadYaml), a name no bundle writes down. The package uses
+      // neither; should it come to, such a name outside the narrowed map fails loudly here
+      // instead of decoding the object as plain JSON.
+      build.onLoad({ filter: /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]util\.js$/ }, (args) => {
+        const source = readFileSync(args.path, "utf8");
+        const modelsPath = join(dirname(args.path), "gen", "models");
+        const declared = "export function getSerializationType(";
+        if (!source.includes(declared)) return { errors: [{ text: `${args.path} no longer declares getSerializationType: scripts/narrowClientNode.js needs looking at` }] };
+        const names = serializerModels(readFileSync(join(modelsPath, "ObjectSerializer.js"), "utf8"));
+        const kept = closure(keep, new Set(names), modelsPath);
+        const guarded = [
+          source.replace(declared, "function serializationTypeOfClientNode("),
+          `const narrowedModels = new Set(${JSON.stringify([...kept].sort())});`,
+          "export function getSerializationType(apiVersion, kind) {",
+          "    const type = serializationTypeOfClientNode(apiVersion, kind);",
+          '    if (type !== "KubernetesObject" && !narrowedModels.has(type)) throw new Error(`this bundle\'s client-node serializer was built without the model ${type} (scripts/narrowClientNode.js)`);',
+          "    return type;",
+          "}",
+        ].join("\n");
+        return { contents: guarded, loader: "js", resolveDir: dirname(args.path) };
+      });
     },
   };
+}
+
+/**
+ * The statements at the top level of `source` (one of client-node's compiled modules) that do
+ * something when the module is evaluated, beyond declaring, importing and exporting, and setting
+ * a static property of a class the module declares. Read line by line, as the TypeScript compiler
+ * lays its output out: a top-level statement starts at the first column.
+ */
+function topLevelEffects(source) {
+  const classes = new Set([...source.matchAll(/^(?:export\s+)?class\s+(\w+)/gm)].map((m) => m[1]));
+  const effects = [];
+  for (const line of source.split("\n")) {
+    if (line === "" || line === ";" || /^[\s}\])]/.test(line) || /^(\/\/|\/\*|\*)/.test(line)) continue;
+    if (/^(import|export|class|function|async function|const|let|var)\b/.test(line)) continue;
+    const assignment = /^(\w+)\.\w+ = /.exec(line);
+    if (assignment && classes.has(assignment[1])) continue;
+    effects.push(line.slice(0, 80));
+  }
+  return effects;
 }
 
 /**

@@ -29,7 +29,24 @@ const registered = standInCore();
   const response = await invokeHttp(registered, functionName, request);
   // Whether Node loaded its own copy of undici, which makes its fetch globals, for this start.
   const nodeFetchLoaded = process.moduleLoadList.some((name) => name.endsWith("internal/deps/undici/undici"));
-  process.stdout.write(JSON.stringify({ loadedMs, codeCache: entry.codeCache, nodeFetchLoaded, registered: functions, response }));
+  // Node's public built-in modules loaded by now.
+  const builtins = process.moduleLoadList.filter((name) => name.startsWith("NativeModule ") && !name.includes("internal/")).map((name) => name.slice("NativeModule ".length));
+  // THEN_WHEN_SYNCED: once the credential spec cache says it has listed, the same invocation
+  // again, and exit (the cache's watch would keep the process alive).
+  let second;
+  if (process.env.THEN_WHEN_SYNCED) {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const metrics = JSON.parse((await invokeHttp(registered, "metrics", { method: "GET" })).body);
+      if (metrics.credSpecCache?.synced) break;
+      if (Date.now() > deadline) throw new Error(`the credential spec cache did not list within 10 s: ${JSON.stringify(metrics.credSpecCache)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    second = await invokeHttp(registered, functionName, request);
+  }
+  process.stdout.write(JSON.stringify({ loadedMs, codeCache: entry.codeCache, nodeFetchLoaded, builtins, registered: functions, response, second }), () => {
+    if (second) process.exit(0);
+  });
 })().catch((error) => {
   console.error(error);
   process.exit(1);

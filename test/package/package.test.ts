@@ -54,7 +54,16 @@ async function coldStart(context: { dir: string; api: FakeApiServer }, fn: strin
     env: { PATH: process.env.PATH, KUBECONFIG: context.api.kubeconfig, GMSA_CREDSPEC_CACHE: "false", ...env },
     encoding: "utf8",
   });
-  return JSON.parse(output) as { loadedMs: number; codeCache: string; nodeFetchLoaded: boolean; registered: Array<{ name: string; route: string; methods: string[]; authLevel: string }>; response: { status: number; body: string } };
+  // The app's own log lines (a cache that has listed says so) may come first.
+  return JSON.parse(output.slice(Math.max(0, output.indexOf('{"loadedMs"')))) as {
+    loadedMs: number;
+    codeCache: string;
+    nodeFetchLoaded: boolean;
+    builtins: string[];
+    registered: Array<{ name: string; route: string; methods: string[]; authLevel: string }>;
+    response: { status: number; body: string };
+    second?: { status: number; body: string };
+  };
 }
 
 Package("holds only the bundle, host.json and a manifest without dependencies", (context) => {
@@ -79,6 +88,47 @@ Package("carries the client-node models its API calls name and the parts it uses
   const sources = (JSON.parse(readFileSync(join(context.dir, "dist", "functions", "app.js.map"), "utf8")) as { sources: string[] }).sources;
   assert.ok(sources.some((s) => s.includes("node_modules/@kubernetes/client-node/")), "the map names client-node's sources");
   for (const unused of ["ws", "tar-fs", "tar-stream"]) assert.not.ok(sources.some((s) => s.includes(`node_modules/${unused}/`)), `${unused} is in the bundle`);
+});
+
+// What a kubeconfig without a proxy or an exec plugin never needs is never loaded: the stand-ins
+// of scripts/deferClientNodeExtras.js require child_process, and the SOCKS agent (which brings
+// dns), only when called. (The fake API server is reached by IP address, so nothing looks a
+// name up.)
+Package("a first admission loads neither child_process nor the SOCKS client", async (context) => {
+  const p = pod();
+  p.spec.securityContext = gmsa("webapp1-credspec");
+  const result = await coldStart(context, "mutate", review("CREATE", p));
+  assert.ok(JSON.parse(result.response.body).response.patch, result.response.body);
+  assert.ok(result.builtins.includes("tls"), result.builtins.join(" "));
+  for (const unused of ["child_process", "dns"]) assert.not.ok(result.builtins.includes(unused), `${unused} was loaded: ${result.builtins.join(" ")}`);
+});
+
+// The reporter that words decode errors is required on the first error (lib/admission/decodeErrors.ts).
+Package("answers a malformed review with the decoder's words", async (context) => {
+  const result = await coldStart(context, "validate", { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: 7 } });
+  assert.is(result.response.status, 400);
+  assert.match(result.response.body, /request\.uid/);
+  assert.match(result.response.body, /Expecting string/);
+});
+
+// The credential spec cache lists and watches through the bundle's client: the second admission
+// of the same spec makes no API call.
+Package("fills the credential spec cache after the first admission and answers the next from it", async (context) => {
+  const p = pod();
+  p.spec.securityContext = gmsa("webapp1-credspec");
+  const before = context.api.calls.length;
+  const result = await coldStart(context, "mutate", review("CREATE", p), { GMSA_CREDSPEC_CACHE: "true", THEN_WHEN_SYNCED: "1" });
+  const first = JSON.parse(result.response.body).response;
+  const second = JSON.parse(result.second?.body ?? "{}").response;
+  assert.ok(first.patch, result.response.body);
+  assert.is(second?.patch, first.patch, result.second?.body);
+  const made = context.api.calls.slice(before).map((c) => `${c.method} ${c.path}${/watch=(1|true)/.test(c.search) ? " watch" : ""}`);
+  const spec = "GET /apis/windows.k8s.io/v1/gmsacredentialspecs/webapp1-credspec";
+  const list = "GET /apis/windows.k8s.io/v1/gmsacredentialspecs";
+  assert.is(made.filter((c) => c === spec).length, 1, made.join("\n"));
+  assert.ok(made.indexOf(list) > made.indexOf(spec), made.join("\n"));
+  assert.ok(made.some((c) => c === `${list} watch`), made.join("\n"));
+  assert.is(made.filter((c) => c.startsWith("POST")).length, 1, made.join("\n"));
 });
 
 /** The fake API server's kubeconfig, changed by `edit`, in a file of its own. */
