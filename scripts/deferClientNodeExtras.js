@@ -80,7 +80,8 @@ function problems(source, specifier) {
   const { clauses, rest } = importsOf(source, specifier);
   const found = [];
   // A re-export, a dynamic import or a require would get the stand-in unchecked.
-  const quoted = `['"]${escape(specifier)}['"]`;
+  // Quoted any way, and with comments between the parenthesis and the name.
+  const quoted = `(?:\\/\\*[\\s\\S]*?\\*\\/\\s*)*[\`'"]${escape(specifier)}[\`'"]`;
   if (new RegExp(`\\bfrom\\s*${quoted}|\\b(?:import|require)\\s*\\(\\s*${quoted}|\\bimport\\s*${quoted}`).test(rest)) found.push(`refers to ${specifier} other than in an import declaration`);
   if (clauses.length === 0) found.push(`imports ${specifier} in a way the stand-in does not handle`);
   for (const clause of clauses) {
@@ -147,4 +148,4 @@ function deferClientNodeExtras() {
   };
 }
 
-module.exports = { deferClientNodeExtras };
+module.exports = { deferClientNodeExtras, deferredModules: Object.keys(deferred) };

@@ -23,6 +23,19 @@
 const { existsSync, readFileSync } = require("node:fs");
 const { dirname, join } = require("node:path");
 
+// The client-node release whose modules were read, all of them, for top-level side effects: only
+// polyfill.js has one. Marking the modules of another release free of side effects waits for the
+// same reading.
+const reviewedClientNode = "2.0.1";
+
+/** The version of the client-node that `file` (one of its modules) belongs to. */
+const releases = new Map();
+function clientNodeRelease(file) {
+  const root = file.slice(0, file.search(/[\\/]dist[\\/]/));
+  if (!releases.has(root)) releases.set(root, JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
+  return releases.get(root);
+}
+
 const distDir = /[\\/]@kubernetes[\\/]client-node[\\/]dist([\\/]|$)/;
 const modelsDir = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models$/;
 const modelFile = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[\\/](\w+)\.js$/;
@@ -69,6 +82,8 @@ function narrowClientNode({ keep, report } = {}) {
         if (!distDir.test(args.resolveDir)) return undefined;
         const path = join(args.resolveDir, args.path);
         if (/[\\/]dist[\\/]polyfill\.js$/.test(path)) return undefined;
+        const release = clientNodeRelease(path);
+        if (release !== reviewedClientNode) return { errors: [{ text: `@kubernetes/client-node ${release} is not the release whose modules were read for side effects (${reviewedClientNode}): read its dist/ modules' top levels (scripts/narrowClientNode.js, topLevelEffects helps), then set reviewedClientNode` }] };
         const effects = topLevelEffects(readFileSync(path, "utf8"));
         if (effects.length > 0) return { errors: [{ text: `${path} does more at its top level than define and export (${effects.slice(0, 2).join(" | ")}): scripts/narrowClientNode.js must not mark it free of side effects` }] };
         return { path, sideEffects: false };
@@ -101,9 +116,10 @@ function narrowClientNode({ keep, report } = {}) {
         const guarded = [
           source.replace(declared, "function serializationTypeOfClientNode("),
           `const narrowedModels = new Set(${JSON.stringify([...kept].sort())});`,
+          `const allModels = new Set(${JSON.stringify([...names].sort())});`,
           "export function getSerializationType(apiVersion, kind) {",
           "    const type = serializationTypeOfClientNode(apiVersion, kind);",
-          '    if (type !== "KubernetesObject" && !narrowedModels.has(type)) throw new Error(`this bundle\'s client-node serializer was built without the model ${type} (scripts/narrowClientNode.js)`);',
+          '    if (allModels.has(type) && !narrowedModels.has(type)) throw new Error(`this bundle\'s client-node serializer was built without the model ${type} (scripts/narrowClientNode.js)`);',
           "    return type;",
           "}",
         ].join("\n");
@@ -114,19 +130,25 @@ function narrowClientNode({ keep, report } = {}) {
 }
 
 /**
- * The statements at the top level of `source` (one of client-node's compiled modules) that do
+ * The statements at the top level of `source` (one of client-node's compiled modules) that may do
  * something when the module is evaluated, beyond declaring, importing and exporting, and setting
  * a static property of a class the module declares. Read line by line, as the TypeScript compiler
- * lays its output out: a top-level statement starts at the first column.
+ * lays its output out (a top-level statement starts at the first column), and only a help: a side
+ * effect inside an initializer gets through, which is why the marking also waits for a person to
+ * have read the client-node release it applies to (reviewedClientNode).
  */
 function topLevelEffects(source) {
-  const classes = new Set([...source.matchAll(/^(?:export\s+)?class\s+(\w+)/gm)].map((m) => m[1]));
+  const classes = new Set([...source.matchAll(/^(?:export\s+(?:default\s+)?)?(?:class\s+(\w+)|(?:let|const|var)\s+(\w+)\s*=\s*class\b)/gm)].map((m) => m[1] ?? m[2]));
+  // TypeScript's enums: `var K;` then `(function (K) { … })(K || (K = {}));`, which fills K only.
+  const vars = new Set([...source.matchAll(/^(?:export\s+)?var\s+(\w+);/gm)].map((m) => m[1]));
   const effects = [];
   for (const line of source.split("\n")) {
-    if (line === "" || line === ";" || /^[\s}\])]/.test(line) || /^(\/\/|\/\*|\*)/.test(line)) continue;
-    if (/^(import|export|class|function|async function|const|let|var)\b/.test(line)) continue;
+    if (line === "" || line === ";" || /^['"]use strict['"];?$/.test(line) || /^[\s}\])]/.test(line) || /^(\/\/|\/\*|\*)/.test(line)) continue;
+    if (/^(import|export|class|function|async function|const|let|var)\b/.test(line) && !/\bglobalThis\b|\bprocess\.(on|env)\b/.test(line)) continue;
     const assignment = /^(\w+)\.\w+ = /.exec(line);
-    if (assignment && classes.has(assignment[1])) continue;
+    if (assignment && classes.has(assignment[1]) && !/\bglobalThis\b/.test(line)) continue;
+    const enumFill = /^\(function \((\w+)\) \{$/.exec(line);
+    if (enumFill && vars.has(enumFill[1])) continue;
     effects.push(line.slice(0, 80));
   }
   return effects;

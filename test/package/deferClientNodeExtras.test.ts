@@ -68,6 +68,9 @@ Defer("refuses aliasing, static members, re-exports, dynamic imports, requires a
     ['import cp from "node:child_process";\nconst { execFileSync } = cp;\nexport const f = () => execFileSync("x");', "uses cp other than by reading a function of node:child_process from it"],
     ['import cp from "node:child_process";\nexport const f = () => cp["execFile"]("x");', "uses cp other than by reading a function of node:child_process from it"],
     ['import { SocksProxyAgent } from "socks-proxy-agent"\nexport const isOne = (a) => a instanceof SocksProxyAgent', "uses SocksProxyAgent other than with new"],
+    ["export const load = () => import(`socks`);", "refers to socks other than in an import declaration"],
+    ['export const load = () => import(/* lazily */ "socks");', "refers to socks other than in an import declaration"],
+    ["export const load = () => require(`hpagent`);", "refers to hpagent other than in an import declaration"],
   ];
   for (const [source, expected] of cases) {
     const errors = await errorsFor(source);

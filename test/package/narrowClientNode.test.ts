@@ -50,18 +50,37 @@ Narrow("fails loudly where client-node works out a model the map lacks at run ti
   assert.is(Object.prototype.toString.call(decoded.status.startTime), "[object Date]");
 });
 
-Narrow("refuses to mark a client-node module free of side effects when it has some", async () => {
-  const dist = join(mkdtempSync(join(tmpdir(), "gmsa-narrow-")), "node_modules", "@kubernetes", "client-node", "dist");
+/** A client-node of `version` whose index imports effect.js, which holds `effect`; answers the build's errors. */
+async function sideEffectErrors(effect: string, version = "2.0.1"): Promise<string[]> {
+  const root = join(mkdtempSync(join(tmpdir(), "gmsa-narrow-")), "node_modules", "@kubernetes", "client-node");
+  const dist = join(root, "dist");
   mkdirSync(dist, { recursive: true });
+  writeFileSync(join(root, "package.json"), JSON.stringify({ name: "@kubernetes/client-node", version }));
   writeFileSync(join(dist, "index.js"), 'import { register } from "./effect.js";\nexport { register };\n');
-  writeFileSync(join(dist, "effect.js"), "export function register() {}\nglobalThis.registered = true;\n");
+  writeFileSync(join(dist, "effect.js"), `export function register() {}\n${effect}\n`);
   try {
     await bundled('import { register } from "./index.js"; register();', narrowClientNode(), dist);
-    assert.unreachable("the build passed");
+    return [];
   } catch (error) {
-    const texts = ((error as { errors?: Array<{ text: string }> }).errors ?? []).map((e) => e.text);
-    assert.ok(texts.some((t) => t.includes("effect.js does more at its top level than define and export (globalThis.registered = true;)")), texts.join("\n") || String(error));
+    return ((error as { errors?: Array<{ text: string }> }).errors ?? []).map((e) => e.text);
   }
+}
+
+Narrow("refuses to mark a client-node module free of side effects when it has some", async () => {
+  for (const effect of ["globalThis.registered = true;", "export const done = (globalThis.registered = true);", "setInterval(() => {}, 1000);", "if (typeof File === 'undefined') {\n  globalThis.File = class {};\n}"]) {
+    const errors = await sideEffectErrors(effect);
+    assert.ok(errors.some((t) => t.includes("effect.js does more at its top level than define and export")), `${effect}\n→ ${errors.join("\n") || "no error"}`);
+  }
+});
+
+Narrow("marks the shapes client-node's compiler output has: classes, statics, enums", async () => {
+  const benign = ['"use strict";', "export class K {}\nK.x = 1;", "export var Kind;\n(function (Kind) {\n    Kind[\"A\"] = \"a\";\n})(Kind || (Kind = {}));", "let L = class L {};\nL.y = 2;\nexport { L };", "export const names = new Set(['a']);", "export class W {\n}\n;"];
+  for (const source of benign) assert.equal(await sideEffectErrors(source), [], source);
+});
+
+Narrow("marks no module of a client-node release nobody has read", async () => {
+  const errors = await sideEffectErrors("export const x = 1;", "2.1.0");
+  assert.ok(errors.some((t) => t.includes("@kubernetes/client-node 2.1.0 is not the release whose modules were read for side effects (2.0.1)")), errors.join("\n"));
 });
 
 Narrow.run();

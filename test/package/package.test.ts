@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { deferredModules } from "../../scripts/deferClientNodeExtras.js";
 import { allModels, modelNamesIn } from "../../scripts/narrowClientNode.js";
 import { assertAscii, packageApp } from "../../scripts/package.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
@@ -88,6 +89,11 @@ Package("carries the client-node models its API calls name and the parts it uses
   const sources = (JSON.parse(readFileSync(join(context.dir, "dist", "functions", "app.js.map"), "utf8")) as { sources: string[] }).sources;
   assert.ok(sources.some((s) => s.includes("node_modules/@kubernetes/client-node/")), "the map names client-node's sources");
   for (const unused of ["ws", "tar-fs", "tar-stream"]) assert.not.ok(sources.some((s) => s.includes(`node_modules/${unused}/`)), `${unused} is in the bundle`);
+  // client-node reaches each of these through a stand-in (scripts/deferClientNodeExtras.js).
+  for (const specifier of deferredModules) {
+    const name = specifier.startsWith("node:") ? specifier : `/node_modules/${specifier}/`;
+    assert.ok(sources.some((s) => s.startsWith("deferred:") && s.includes(name)), `no stand-in for ${specifier}`);
+  }
 });
 
 // What a kubeconfig without a proxy or an exec plugin never needs is never loaded: the stand-ins
