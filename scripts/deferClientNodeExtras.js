@@ -115,13 +115,12 @@ function problems(source, specifier) {
 function standIn(specifier, path) {
   const entry = deferred[specifier];
   const lines = ['"use strict";', "let real;", `const load = () => (real ??= require(${JSON.stringify(path)}));`];
-  const members = Object.entries(entry.names).map(([name, kind]) => {
-    if (kind === "class") return [name, `function ${name}(...args) { return new (load().${name})(...args); }`];
-    if (kind === "function") return [name, `function ${name}(...args) { return load().${name}(...args); }`];
-    return [name, `{ ${kind.map((method) => `${method}: (...args) => load().${name}.${method}(...args)`).join(", ")} }`];
-  });
-  for (const [name, value] of members) lines.push(value.startsWith("function") ? `export ${value}` : `export const ${name} = ${value};`);
-  if (entry.import === "namespace") lines.push(`export default { ${members.map(([name]) => name).join(", ")} };`);
+  for (const [name, kind] of Object.entries(entry.names)) {
+    if (kind === "class") lines.push(`export function ${name}(...args) { return new (load().${name})(...args); }`);
+    else if (kind === "function") lines.push(`export function ${name}(...args) { return load().${name}(...args); }`);
+    else lines.push(`export const ${name} = { ${kind.map((method) => `${method}: (...args) => load().${name}.${method}(...args)`).join(", ")} };`);
+  }
+  if (entry.import === "namespace") lines.push(`export default { ${Object.keys(entry.names).join(", ")} };`);
   return lines.join("\n");
 }
 

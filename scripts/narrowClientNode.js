@@ -29,16 +29,21 @@ const { dirname, join } = require("node:path");
 const reviewedClientNode = "2.0.1";
 
 /** The version of the client-node that `file` (one of its modules) belongs to. */
-const releases = new Map();
 function clientNodeRelease(file) {
-  const root = file.slice(0, file.search(/[\\/]dist[\\/]/));
-  if (!releases.has(root)) releases.set(root, JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
-  return releases.get(root);
+  return releaseAt(file.slice(0, file.search(/[\\/]dist[\\/]/)));
 }
+const releaseAt = memo((root) => JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
 
 const distDir = /[\\/]@kubernetes[\\/]client-node[\\/]dist([\\/]|$)/;
-const modelsDir = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models$/;
-const modelFile = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[\\/](\w+)\.js$/;
+
+/** `compute`, called once per key. */
+function memo(compute) {
+  const known = new Map();
+  return (key) => {
+    if (!known.has(key)) known.set(key, compute(key));
+    return known.get(key);
+  };
+}
 
 /** The model names in the serializer's map, in the order it lists them. */
 function serializerModels(source) {
@@ -75,6 +80,13 @@ function narrowClientNode({ keep, report } = {}) {
   return {
     name: "narrow-client-node",
     setup(build) {
+      // Each module is read once per build, however many modules import it, and the serializer's
+      // map and the run-time guard below keep the same models.
+      const effectsOf = memo((path) => topLevelEffects(readFileSync(path, "utf8")));
+      const modelsIn = memo((dir) => {
+        const names = serializerModels(readFileSync(join(dir, "ObjectSerializer.js"), "utf8"));
+        return { names, kept: closure(keep, new Set(names), dir) };
+      });
       // Relative imports between client-node's own modules, which define classes and functions
       // and change nothing else, but for the polyfill its index imports for that purpose. A
       // module with any other statement at its top level fails the build (topLevelEffects).
@@ -84,7 +96,7 @@ function narrowClientNode({ keep, report } = {}) {
         if (/[\\/]dist[\\/]polyfill\.js$/.test(path)) return undefined;
         const release = clientNodeRelease(path);
         if (release !== reviewedClientNode) return { errors: [{ text: `@kubernetes/client-node ${release} is not the release whose modules were read for side effects (${reviewedClientNode}): read its dist/ modules' top levels (scripts/narrowClientNode.js, topLevelEffects helps), then set reviewedClientNode` }] };
-        const effects = topLevelEffects(readFileSync(path, "utf8"));
+        const effects = effectsOf(path);
         if (effects.length > 0) return { errors: [{ text: `${path} does more at its top level than define and export (${effects.slice(0, 2).join(" | ")}): scripts/narrowClientNode.js must not mark it free of side effects` }] };
         return { path, sideEffects: false };
       });
@@ -92,9 +104,7 @@ function narrowClientNode({ keep, report } = {}) {
       build.onLoad({ filter: /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]models[\\/]ObjectSerializer\.js$/ }, (args) => {
         const source = readFileSync(args.path, "utf8");
         const dir = dirname(args.path);
-        if (!modelsDir.test(dir)) return undefined;
-        const names = serializerModels(source);
-        const kept = closure(keep, new Set(names), dir);
+        const { names, kept } = modelsIn(dir);
         report?.([...kept].sort(), names.length);
         const start = source.indexOf("let typeMap = {");
         const end = source.indexOf("};", start) + 2;
@@ -111,8 +121,7 @@ function narrowClientNode({ keep, report } = {}) {
         const modelsPath = join(dirname(args.path), "gen", "models");
         const declared = "export function getSerializationType(";
         if (!source.includes(declared)) return { errors: [{ text: `${args.path} no longer declares getSerializationType: scripts/narrowClientNode.js needs looking at` }] };
-        const names = serializerModels(readFileSync(join(modelsPath, "ObjectSerializer.js"), "utf8"));
-        const kept = closure(keep, new Set(names), modelsPath);
+        const { names, kept } = modelsIn(modelsPath);
         const guarded = [
           source.replace(declared, "function serializationTypeOfClientNode("),
           `const narrowedModels = new Set(${JSON.stringify([...kept].sort())});`,

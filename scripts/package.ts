@@ -35,14 +35,16 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   const keep = new Set<string>();
   let kept: readonly string[] = [];
   let result;
+  let app: Buffer;
   for (let round = 1; ; round++) {
     result = await bundle(narrowClientNode({ keep, report: (names) => (kept = names) }));
-    const missing = [...modelNamesIn(readFileSync(join(root, appPath), "latin1"), models)].filter((name) => !kept.includes(name));
+    app = readFileSync(join(root, appPath));
+    const missing = [...modelNamesIn(app.toString("latin1"), models)].filter((name) => !kept.includes(name));
     if (missing.length === 0) break;
     if (round === 5) throw new Error(`the bundle still names client-node models its serializer was built without after ${round} rounds: ${missing.join(", ")}`);
     for (const name of missing) keep.add(name);
   }
-  assertAscii(readFileSync(join(root, appPath)));
+  assertAscii(app);
   copyFileSync(join(root, "scripts", "packageEntry.js"), join(root, bundlePath));
   // A Node of its own and no flags of the parent's (tsx's loader, --cpu-prof): V8 takes a cache
   // only in a process whose flags match the one that made it. It answers one admission first,
@@ -66,7 +68,7 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   const manifest = { name: source.name, version: source.version, private: true, main: bundlePath, engines: source.engines, dependencies: {} };
   const files: Record<string, Uint8Array> = {
     [bundlePath]: readFileSync(join(root, bundlePath)),
-    [appPath]: readFileSync(join(root, appPath)),
+    [appPath]: app,
     [`${appPath}.map`]: readFileSync(join(root, `${appPath}.map`)),
     [codeCachePath]: readFileSync(join(root, codeCachePath)),
     "host.json": readFileSync(join(root, "host.json")),
