@@ -1,6 +1,5 @@
-import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject as ClientObject } from "@kubernetes/client-node";
-import { fieldManager } from "./applyObjects.js";
-import { isNotFound, readLive } from "./clusterState.js";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { isNotFound, withKubeObjects } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";
 
 /** What applying one object would do, by field path; values are never shown (Secrets). */
@@ -15,10 +14,6 @@ export function objectRef(object: Pick<KubernetesObject, "kind" | "metadata">): 
 
 /** Fields the server changes on every write; they say nothing about what the wiring changes. */
 const bookkeeping = new Set(["metadata.managedFields", "metadata.resourceVersion", "metadata.generation"]);
-
-function plain(value: unknown): unknown {
-  return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
-}
 
 function keyPath(parent: string, key: string): string {
   const segment = /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? key : JSON.stringify(key);
@@ -46,24 +41,25 @@ export function changedPaths(before: unknown, after: unknown, path = ""): string
  * written) and compares it with the live object.
  */
 export async function planChanges(config: KubeConfig, objects: readonly KubernetesObject[]): Promise<ObjectChange[]> {
-  const client = KubernetesObjectApi.makeApiClient(config);
-  const changes: ObjectChange[] = [];
-  for (const object of objects) {
-    const ref = objectRef(object);
-    const live = await readLive(client, object);
-    if (live === undefined) {
-      // Validated by the server, unless its namespace is itself still to be created.
-      await client.patch(object as ClientObject, undefined, "All", fieldManager, true, PatchStrategy.ServerSideApply).catch((error: unknown) => {
-        if (!isNotFound(error)) throw error;
-      });
-      changes.push({ object: ref, change: "create" });
-      continue;
+  return withKubeObjects(config, async (client) => {
+    const changes: ObjectChange[] = [];
+    for (const object of objects) {
+      const ref = objectRef(object);
+      const live = await client.read(object);
+      if (live === undefined) {
+        // Validated by the server, unless its namespace is itself still to be created.
+        await client.apply(object, { dryRun: true }).catch((error: unknown) => {
+          if (!isNotFound(error)) throw error;
+        });
+        changes.push({ object: ref, change: "create" });
+        continue;
+      }
+      const planned = await client.apply(object, { dryRun: true });
+      const fields = changedPaths(live, planned);
+      changes.push(fields.length === 0 ? { object: ref, change: "unchanged" } : { object: ref, change: "update", fields });
     }
-    const planned = await client.patch(object as ClientObject, undefined, "All", fieldManager, true, PatchStrategy.ServerSideApply);
-    const fields = changedPaths(plain(live), plain(planned));
-    changes.push(fields.length === 0 ? { object: ref, change: "unchanged" } : { object: ref, change: "update", fields });
-  }
-  return changes;
+    return changes;
+  });
 }
 
 export function describeChange(change: ObjectChange): string {

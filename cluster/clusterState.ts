@@ -1,10 +1,10 @@
-import { ApiException, KubernetesObjectApi, type KubeConfig, type KubernetesObject as ClientObject } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
-import { fieldManager } from "./applyObjects.js";
 import { credSpecCrdName } from "./credSpecCrd.js";
-import type { KubernetesObject } from "./manifests.js";
-import { relayClusterSecretKey, relayFunctionKeySecretName, relayName, type RelayCertificate } from "./relay.js";
+import { fieldManager, KubeApiError, withKubeObjects, type KubeObjects, type StoredObject } from "./kubeObjects.js";
+import { relayIngressProblem } from "./relayNetworkPolicy.js";
+import { relayClusterSecretKey, relayPodLabels, relayFunctionKeySecretName, relayName, type RelayCertificate } from "./relay.js";
 import { webhookConfigurationName } from "./webhookConfigurations.js";
 
 /** What the wiring must know of a cluster before it renders for it. */
@@ -24,6 +24,12 @@ export interface ClusterState {
   readonly relayClusterSecretInclude?: string;
   /** The URLs the product's webhook configurations call now (url wiring). */
   readonly webhookUrls: readonly string[];
+  /**
+   * Relays in the cluster (in any namespace the wiring can see) whose stored NetworkPolicies let
+   * more than the API server in, and why. Wiring before the apply sent wire JSON stored the relay's
+   * ingress rule without its `from`.
+   */
+  readonly openRelays: ReadonlyArray<{ readonly namespace: string; readonly why: string }>;
 }
 
 const WebhookConfigurationCaBundles = t.type({
@@ -51,29 +57,29 @@ function urlsOf(configuration: unknown): string[] {
   return (decoded.right.webhooks ?? []).flatMap(({ clientConfig }) => (clientConfig.url === undefined ? [] : [clientConfig.url]));
 }
 
-export function isNotFound(error: unknown): boolean {
-  return error instanceof ApiException && error.code === 404;
-}
-
-/** Reads one object, or undefined when it does not exist. */
-export async function readLive(client: KubernetesObjectApi, object: Pick<KubernetesObject, "apiVersion" | "kind" | "metadata">): Promise<ClientObject | undefined> {
-  try {
-    return await client.read({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace: object.metadata.namespace } });
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
-}
-
 function text(data: unknown, key: string): string | undefined {
   const value = data !== null && typeof data === "object" ? (data as Record<string, unknown>)[key] : undefined;
   return typeof value === "string" ? Buffer.from(value, "base64").toString("utf8") : undefined;
 }
 
-interface WebhookLike {
-  name?: string;
-  rules?: Array<{ operations?: string[]; resources?: string[] }>;
-  clientConfig?: { url?: string; service?: { name?: string; namespace?: string } };
+const MutatingWebhooks = t.type({
+  webhooks: t.union([
+    t.undefined,
+    t.null,
+    t.array(
+      t.partial({
+        name: t.string,
+        rules: t.array(t.partial({ operations: t.array(t.string), resources: t.array(t.string) })),
+        clientConfig: t.partial({ url: t.string, service: t.partial({ name: t.string, namespace: t.string }) }),
+      }),
+    ),
+  ]),
+});
+type WebhookLike = NonNullable<t.TypeOf<typeof MutatingWebhooks>["webhooks"]>[number];
+
+function webhooksOf(configuration: unknown): WebhookLike[] {
+  const decoded = MutatingWebhooks.decode(configuration);
+  return isLeft(decoded) ? [] : (decoded.right.webhooks ?? []);
 }
 
 /** A mutating webhook that acts on pod creation and, by its names, on gMSA. */
@@ -87,33 +93,56 @@ function mutatesGmsaPods(configuration: string, webhook: WebhookLike): boolean {
   return onPodCreate && names.some((name) => typeof name === "string" && /gmsa/i.test(name));
 }
 
-export async function readClusterState(config: KubeConfig, namespace: string): Promise<ClusterState> {
-  const client = KubernetesObjectApi.makeApiClient(config);
-  const crd = await readLive(client, { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: credSpecCrdName } });
-  const owners = (crd?.metadata?.managedFields ?? []).map((entry) => entry.manager);
-  const secret = await readLive(client, { apiVersion: "v1", kind: "Secret", metadata: { name: `${relayName}-tls`, namespace } });
-  const data = secret ? (secret as ClientObject & { data?: unknown }).data : undefined;
-  const mutating = await client.list<ClientObject & { webhooks?: WebhookLike[] }>("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration");
-  const otherGmsaWebhooks = mutating.items
-    .filter((item) => item.metadata?.name !== webhookConfigurationName)
-    .flatMap((item) => (item.webhooks ?? []).filter((webhook) => mutatesGmsaPods(item.metadata?.name ?? "", webhook)).map((webhook) => `${item.metadata?.name}/${webhook.name}`));
-  const relayCaBundles: string[] = [];
-  const webhookUrls: string[] = [];
-  for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {
-    const live = await readLive(client, { apiVersion: "admissionregistration.k8s.io/v1", kind, metadata: { name: webhookConfigurationName } });
-    if (live !== undefined) {
-      relayCaBundles.push(...relayCaBundlesOf(live, namespace));
-      webhookUrls.push(...urlsOf(live));
-    }
+/**
+ * The namespaces that run a relay: every namespace with the relay's Deployment, found by its
+ * label; when the wiring may not list Deployments across namespaces, the one it wires alone.
+ */
+async function relayNamespaces(client: KubeObjects, wired: string): Promise<string[]> {
+  const labelSelector = `app.kubernetes.io/name=${relayName}`;
+  let deployments: StoredObject[];
+  try {
+    deployments = await client.list("apps/v1", "Deployment", undefined, { labelSelector });
+  } catch (error) {
+    if (!(error instanceof KubeApiError && error.code === 403)) throw error;
+    deployments = await client.list("apps/v1", "Deployment", wired, { labelSelector });
   }
-  const keySecret = await readLive(client, { apiVersion: "v1", kind: "Secret", metadata: { name: relayFunctionKeySecretName, namespace } });
-  const relayClusterSecretInclude = keySecret ? text((keySecret as ClientObject & { data?: unknown }).data, relayClusterSecretKey) : undefined;
-  return {
-    relayCaBundles,
-    webhookUrls,
-    ...(relayClusterSecretInclude === undefined ? {} : { relayClusterSecretInclude }),
-    crd: crd === undefined ? "absent" : owners.includes(fieldManager) ? "ours" : "foreign",
-    ...(secret === undefined ? {} : { relayCertificate: { caPem: text(data, "ca.crt"), certPem: text(data, "tls.crt"), keyPem: text(data, "tls.key") } }),
-    otherGmsaWebhooks,
-  };
+  return [...new Set(deployments.flatMap((deployment) => (deployment.metadata.namespace === undefined ? [] : [deployment.metadata.namespace])))].sort();
+}
+
+export async function readClusterState(config: KubeConfig, namespace: string): Promise<ClusterState> {
+  return withKubeObjects(config, async (client) => {
+    const crd = await client.read({ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: credSpecCrdName } });
+    const owners = (crd?.metadata.managedFields ?? []).map((entry) => entry.manager);
+    const secret = await client.read({ apiVersion: "v1", kind: "Secret", metadata: { name: `${relayName}-tls`, namespace } });
+    const data = secret?.data;
+    const mutating = await client.list("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration");
+    const otherGmsaWebhooks = mutating
+      .filter((item) => item.metadata.name !== webhookConfigurationName)
+      .flatMap((item) => webhooksOf(item).filter((webhook) => mutatesGmsaPods(item.metadata.name, webhook)).map((webhook) => `${item.metadata.name}/${webhook.name}`));
+    const relayCaBundles: string[] = [];
+    const webhookUrls: string[] = [];
+    for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {
+      const live = await client.read({ apiVersion: "admissionregistration.k8s.io/v1", kind, metadata: { name: webhookConfigurationName } });
+      if (live !== undefined) {
+        relayCaBundles.push(...relayCaBundlesOf(live, namespace));
+        webhookUrls.push(...urlsOf(live));
+      }
+    }
+    const keySecret = await client.read({ apiVersion: "v1", kind: "Secret", metadata: { name: relayFunctionKeySecretName, namespace } });
+    const relayClusterSecretInclude = keySecret ? text(keySecret.data, relayClusterSecretKey) : undefined;
+    const openRelays: Array<{ namespace: string; why: string }> = [];
+    for (const relayNamespace of await relayNamespaces(client, namespace)) {
+      const why = relayIngressProblem(await client.list("networking.k8s.io/v1", "NetworkPolicy", relayNamespace), relayPodLabels);
+      if (why !== undefined) openRelays.push({ namespace: relayNamespace, why });
+    }
+    return {
+      relayCaBundles,
+      webhookUrls,
+      ...(relayClusterSecretInclude === undefined ? {} : { relayClusterSecretInclude }),
+      crd: crd === undefined ? "absent" : owners.includes(fieldManager) ? "ours" : "foreign",
+      ...(secret === undefined ? {} : { relayCertificate: { caPem: text(data, "ca.crt"), certPem: text(data, "tls.crt"), keyPem: text(data, "tls.key") } }),
+      otherGmsaWebhooks,
+      openRelays,
+    };
+  });
 }

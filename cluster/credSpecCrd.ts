@@ -5,37 +5,32 @@
  */
 const stringProperty = { type: "string" };
 
+/**
+ * Every object of the credential spec keeps the keys its schema does not name: a key in the wrong
+ * case (`SID`) or one a newer Windows reads must reach the credential spec webhook, which reads it
+ * as meant and warns, instead of being pruned by the API server before anyone sees it.
+ */
+function openObject(properties: Record<string, unknown>) {
+  return { type: "object", properties, "x-kubernetes-preserve-unknown-fields": true };
+}
+
 const credspecSchema = {
-  type: "object",
   description: "The Windows credential spec handed to the container runtime; it holds no password.",
-  properties: {
+  ...openObject({
     CmsPlugins: { type: "array", items: stringProperty },
-    DomainJoinConfig: {
-      type: "object",
-      properties: {
-        DnsName: stringProperty,
-        DnsTreeName: stringProperty,
-        Guid: stringProperty,
-        MachineAccountName: stringProperty,
-        NetBiosName: stringProperty,
-        Sid: stringProperty,
-      },
-    },
-    ActiveDirectoryConfig: {
-      type: "object",
-      properties: {
-        GroupManagedServiceAccounts: {
-          type: "array",
-          items: { type: "object", properties: { Name: stringProperty, Scope: stringProperty } },
-        },
-        HostAccountConfig: {
-          type: "object",
-          properties: { PluginGUID: stringProperty, PluginInput: stringProperty, PortableCcgVersion: stringProperty },
-        },
-      },
-    },
-  },
-  "x-kubernetes-preserve-unknown-fields": true,
+    DomainJoinConfig: openObject({
+      DnsName: stringProperty,
+      DnsTreeName: stringProperty,
+      Guid: stringProperty,
+      MachineAccountName: stringProperty,
+      NetBiosName: stringProperty,
+      Sid: stringProperty,
+    }),
+    ActiveDirectoryConfig: openObject({
+      GroupManagedServiceAccounts: { type: "array", items: openObject({ Name: stringProperty, Scope: stringProperty }) },
+      HostAccountConfig: openObject({ PluginGUID: stringProperty, PluginInput: stringProperty, PortableCcgVersion: stringProperty }),
+    }),
+  }),
 };
 
 function version(name: string, storage: boolean) {

@@ -1,4 +1,4 @@
-import { AuthorizationV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { AuthorizationV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import type * as t from "io-ts";
 import { parseArgs } from "node:util";
@@ -11,6 +11,7 @@ import { credSpecApi } from "../lib/kube/credSpecApi.js";
 import { useAuthorization } from "../lib/kube/useAuthorization.js";
 import { readPolicySettings } from "../lib/settings.js";
 import { readDocuments, UsageError, type CredspecIo } from "./credspecInput.js";
+import { withKubeObjects } from "./kubeObjects.js";
 import { exitCodes } from "./wire.js";
 
 /** The commands that read the cluster: who may use a spec, and what the webhooks would do to a pod. */
@@ -23,13 +24,15 @@ export async function whoCanUse(args: readonly string[], io: CredspecIo): Promis
   const nameProblem = credSpecNameProblem(credSpec);
   if (nameProblem) throw new UsageError(`"${credSpec}" is not a valid GMSACredentialSpec name: ${nameProblem}`);
   const config = io.kubeConfig();
-  const rbac = config.makeApiClient(RbacAuthorizationV1Api);
-  const [clusterRoles, roles, clusterRoleBindings, roleBindings] = await Promise.all([
-    rbac.listClusterRole().then((list) => decoded(RbacList(RbacRole), list, "ClusterRoles")),
-    rbac.listRoleForAllNamespaces().then((list) => decoded(RbacList(RbacRole), list, "Roles")),
-    rbac.listClusterRoleBinding().then((list) => decoded(RbacList(RbacBinding), list, "ClusterRoleBindings")),
-    rbac.listRoleBindingForAllNamespaces().then((list) => decoded(RbacList(RbacBinding), list, "RoleBindings")),
-  ]);
+  const rbac = "rbac.authorization.k8s.io/v1";
+  const [clusterRoles, roles, clusterRoleBindings, roleBindings] = await withKubeObjects(config, (client) =>
+    Promise.all([
+      client.list(rbac, "ClusterRole").then((items) => decoded(RbacList(RbacRole), { items }, "ClusterRoles")),
+      client.list(rbac, "Role").then((items) => decoded(RbacList(RbacRole), { items }, "Roles")),
+      client.list(rbac, "ClusterRoleBinding").then((items) => decoded(RbacList(RbacBinding), { items }, "ClusterRoleBindings")),
+      client.list(rbac, "RoleBinding").then((items) => decoded(RbacList(RbacBinding), { items }, "RoleBindings")),
+    ]),
+  );
   const found = whoMayUse({ clusterRoles: clusterRoles.items, roles: roles.items, clusterRoleBindings: clusterRoleBindings.items, roleBindings: roleBindings.items }, credSpec, values.namespace);
   const authorizer = useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: reviewTimeoutMs });
   const rows = [["KIND", "SUBJECT", "NAMESPACE", "ACCESS REVIEW", "VIA"]];

@@ -1,7 +1,7 @@
-import { ApiException, KubernetesObjectApi, PatchStrategy, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
-import { readLive } from "./clusterState.js";
+import { isConflict, withKubeObjects } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";
 
 /**
@@ -30,8 +30,7 @@ export function namespaceOwnership(live: unknown): NamespaceOwnership {
 }
 
 export async function readNamespaceOwnership(config: KubeConfig, namespace: string): Promise<NamespaceOwnership> {
-  const client = KubernetesObjectApi.makeApiClient(config);
-  return namespaceOwnership(await readLive(client, { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } }));
+  return withKubeObjects(config, async (client) => namespaceOwnership(await client.read({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } })));
 }
 
 export class ForeignNamespaceError extends Error {
@@ -50,24 +49,26 @@ export class ForeignNamespaceError extends Error {
  * carry the mark; `adopt` writes it on one the operator declares to be the relay's alone.
  */
 export async function ensureOwnNamespace(config: KubeConfig, namespace: KubernetesObject, options: { adopt: boolean }): Promise<"created" | "ours" | "adopted"> {
-  const client = KubernetesObjectApi.makeApiClient(config);
   const marked = { ...namespace, metadata: { ...namespace.metadata, annotations: { [createdByWiringAnnotation]: createdByWiringValue } } };
-  try {
-    await client.create(marked, undefined, undefined, creatingFieldManager);
-    return "created";
-  } catch (error) {
-    if (!(error instanceof ApiException && error.code === 409)) throw error;
-  }
+  const created = await withKubeObjects(config, async (client) => {
+    try {
+      await client.create(marked, { fieldManager: creatingFieldManager });
+      return true;
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      return false;
+    }
+  });
+  if (created) return "created";
   const ownership = await readNamespaceOwnership(config, namespace.metadata.name);
   if (ownership === "ours") return "ours";
   if (!options.adopt) throw new ForeignNamespaceError(namespace.metadata.name);
-  await client.patch(
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace.metadata.name, annotations: { [createdByWiringAnnotation]: createdByWiringValue } } },
-    undefined,
-    undefined,
-    creatingFieldManager,
-    undefined,
-    PatchStrategy.MergePatch,
+  await withKubeObjects(config, (client) =>
+    client.mergePatch(
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace.metadata.name } },
+      { metadata: { annotations: { [createdByWiringAnnotation]: createdByWiringValue } } },
+      { fieldManager: creatingFieldManager },
+    ),
   );
   return "adopted";
 }

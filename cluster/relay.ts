@@ -75,6 +75,8 @@ export const relayClusterSecretKey = files.clusterSecret;
 export const relayClusterSecretFile = `${paths.functionKey}/${files.clusterSecret}`;
 
 const labels = { "app.kubernetes.io/name": relayName, "app.kubernetes.io/part-of": "gmsa-admission" };
+/** The labels the relay's pods carry (what its NetworkPolicy and Service select them by). */
+export const relayPodLabels: Readonly<Record<string, string>> = labels;
 const selector = { "app.kubernetes.io/name": relayName };
 
 export function relayNamespace(relay: RelayWiring): string {
@@ -133,7 +135,7 @@ export function relayObjects(relay: RelayWiring, timeoutSeconds: number) {
       kind: "PriorityClass",
       metadata: { name: relayPriorityClassName, labels },
       value: relayPriorityValue,
-      globalDefault: false,
+      // globalDefault is left out: false is its default, and the API server does not store a false.
       preemptionPolicy: "PreemptLowerPriority",
       description: "gmsa-admission relay: every pod with gMSA settings waits on it.",
     },

@@ -1,6 +1,7 @@
-import { KubernetesObjectApi, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
+import { withKubeObjects } from "./kubeObjects.js";
 
 /**
  * Waits until a Deployment runs only pods of its current template: the controller has seen the
@@ -58,18 +59,20 @@ export interface RolloutWait {
 }
 
 export async function waitForRollout(config: KubeConfig, namespace: string, name: string, wait: RolloutWait): Promise<void> {
-  const client = KubernetesObjectApi.makeApiClient(config);
   const now = wait.now ?? Date.now;
   const deadline = now() + wait.timeoutMs;
   const ref = `${namespace}/${name}`;
-  for (;;) {
-    const live: unknown = await client.read({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name, namespace } });
-    const decoded = DeploymentProgress.decode(live);
-    if (isLeft(decoded)) throw new Error(`deployment ${ref}: the API server answered something that is not a Deployment`);
-    const state = rolloutState(decoded.right);
-    if (state.done) return;
-    if (state.stuck) throw new RolloutTimeoutError(ref, state.waitingFor, "the rollout exceeded its progress deadline");
-    if (now() >= deadline) throw new RolloutTimeoutError(ref, state.waitingFor, `the rollout did not finish within ${Math.round(wait.timeoutMs / 1000)} s`);
-    await new Promise((resolve) => setTimeout(resolve, Math.min(wait.pollMs ?? 1000, Math.max(deadline - now(), 0) + 10)));
-  }
+  await withKubeObjects(config, async (client) => {
+    for (;;) {
+      const live = await client.read({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name, namespace } });
+      if (live === undefined) throw new Error(`deployment ${ref}: not found`);
+      const decoded = DeploymentProgress.decode(live);
+      if (isLeft(decoded)) throw new Error(`deployment ${ref}: the API server answered something that is not a Deployment`);
+      const state = rolloutState(decoded.right);
+      if (state.done) return;
+      if (state.stuck) throw new RolloutTimeoutError(ref, state.waitingFor, "the rollout exceeded its progress deadline");
+      if (now() >= deadline) throw new RolloutTimeoutError(ref, state.waitingFor, `the rollout did not finish within ${Math.round(wait.timeoutMs / 1000)} s`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait.pollMs ?? 1000, Math.max(deadline - now(), 0) + 10)));
+    }
+  });
 }

@@ -1,6 +1,6 @@
-import { KubernetesObjectApi, type KubeConfig } from "@kubernetes/client-node";
-import { isNotFound, readLive } from "./clusterState.js";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { objectRef } from "./changePlan.js";
+import { withKubeObjects } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";
 import { namespaceOwnership } from "./namespaceOwnership.js";
 import { relayName, relayPriorityClassName } from "./relay.js";
@@ -45,31 +45,26 @@ export interface Removal {
 
 
 export async function uninstall(config: KubeConfig, namespace: string, options: { dryRun?: boolean } = {}): Promise<Removal[]> {
-  const client = KubernetesObjectApi.makeApiClient(config);
-  const removals: Removal[] = [];
-  for (const object of uninstallOrder(namespace)) {
-    const ref = objectRef(object);
-    const live = await readLive(client, object);
-    if (live === undefined) {
-      removals.push({ object: ref, outcome: "absent" });
-      continue;
+  return withKubeObjects(config, async (client) => {
+    const removals: Removal[] = [];
+    for (const object of uninstallOrder(namespace)) {
+      const ref = objectRef(object);
+      const live = await client.read(object);
+      if (live === undefined) {
+        removals.push({ object: ref, outcome: "absent" });
+        continue;
+      }
+      // Deleted only when the wiring created it: labels prove nothing, the apply itself writes them.
+      if (object.kind === "Namespace" && namespaceOwnership(live) !== "ours") {
+        removals.push({ object: ref, outcome: "kept" });
+        continue;
+      }
+      if (options.dryRun) {
+        removals.push({ object: ref, outcome: "would delete" });
+        continue;
+      }
+      removals.push({ object: ref, outcome: await client.remove(object) });
     }
-    // Deleted only when the wiring created it: labels prove nothing, the apply itself writes them.
-    if (object.kind === "Namespace" && namespaceOwnership(live) !== "ours") {
-      removals.push({ object: ref, outcome: "kept" });
-      continue;
-    }
-    if (options.dryRun) {
-      removals.push({ object: ref, outcome: "would delete" });
-      continue;
-    }
-    try {
-      await client.delete(object, undefined, undefined, undefined, undefined, "Background");
-      removals.push({ object: ref, outcome: "deleted" });
-    } catch (error) {
-      if (!isNotFound(error)) throw error;
-      removals.push({ object: ref, outcome: "absent" });
-    }
-  }
-  return removals;
+    return removals;
+  });
 }

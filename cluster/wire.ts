@@ -1,8 +1,9 @@
-import { ApiException, KubeConfig, KubernetesObjectApi } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { applyObjects } from "./applyObjects.js";
+import { withKubeObjects } from "./kubeObjects.js";
 import { describeChange, objectRef, planChanges } from "./changePlan.js";
 import { readClusterState, type ClusterState } from "./clusterState.js";
 import { clusterManifests, relayCaBundle, type KubernetesObject } from "./manifests.js";
@@ -165,6 +166,21 @@ async function finishSecretRotation(config: KubeConfig, request: Install, io: Wi
   io.stderr(`cluster secret: every relay pod sends the new secret; ${setting} may now hold the new one alone\n`);
 }
 
+/**
+ * What to say about a relay whose stored NetworkPolicies let more than the API server in
+ * (docs/wiring.md, "Relays wired before the wiring sent wire JSON").
+ */
+function openRelayWarning(request: Install, open: { readonly namespace: string; readonly why: string }): string {
+  const risk = "pods can reach the relay, which adds the function key, and read the contents of any credential spec some service account may use";
+  const ours = request.mode === "relay" && open.namespace === request.namespace;
+  const remedy = !ours
+    ? `this wiring does not change that relay: wire it again, or delete it if nothing calls it any more (kubectl delete namespace ${open.namespace})`
+    : request.dryRun
+      ? "the plan below shows what the apply restores to the relay's own policy"
+      : "this wiring restores the relay's own policy; any other policy that opens it stays as it is";
+  return `warning: the relay in namespace ${open.namespace} is open: ${open.why}; ${risk}; ${remedy}\n`;
+}
+
 async function install(request: Install, io: WireIo): Promise<void> {
   for (const notice of request.notices ?? []) io.stderr(notice);
   if (request.caBundleDropped !== undefined && request.caBundleDropped.length > 0) {
@@ -175,6 +191,7 @@ async function install(request: Install, io: WireIo): Promise<void> {
   for (const webhook of state?.otherGmsaWebhooks ?? []) {
     io.stderr(`warning: the mutating webhook ${webhook} also handles pods' gMSA settings: two mutating webhooks on the same fields; remove one of them\n`);
   }
+  for (const open of state?.openRelays ?? []) io.stderr(openRelayWarning(request, open));
   let includeCrd = request.includeCrd;
   if (state?.crd === "foreign") {
     io.stderr("GMSACredentialSpec CRD: installed by someone else (such as the AKS gMSA add-on); left as it is\n");
@@ -184,8 +201,7 @@ async function install(request: Install, io: WireIo): Promise<void> {
     throw new ForeignNamespaceError(request.namespace);
   }
   if (config && request.mode === "relay") {
-    const client = KubernetesObjectApi.makeApiClient(config);
-    const warning = policyEngineWarning(await findPolicyEngine((namespace) => client.list("apps/v1", "DaemonSet", namespace)));
+    const warning = await withKubeObjects(config, async (client) => policyEngineWarning(await findPolicyEngine(async (namespace) => ({ items: await client.list("apps/v1", "DaemonSet", namespace) }))));
     if (warning !== "") io.stderr(warning);
   }
   const certificate = request.mode === "relay" ? await relayCertificate(request, state, io) : undefined;
@@ -237,12 +253,6 @@ async function install(request: Install, io: WireIo): Promise<void> {
 }
 
 function failureMessage(error: unknown): string {
-  if (error instanceof ApiException) {
-    const body: unknown = error.body;
-    const parsed = typeof body === "string" ? (() => { try { return JSON.parse(body) as unknown; } catch { return body; } })() : body;
-    const message = parsed !== null && typeof parsed === "object" && "message" in parsed ? String(parsed.message) : String(parsed);
-    return `the API server answered ${error.code}: ${message}`;
-  }
   return error instanceof Error ? error.message : String(error);
 }
 

@@ -91,20 +91,26 @@ export function exampleCredSpecs(): KubernetesObject[] {
  * admission must still refuse to use.
  */
 export async function wireLocalCluster(
-  cluster: LocalCluster,
-  webhook: { url: string; caPem: string; authorizeRequestingUser: boolean },
+  cluster: Pick<LocalCluster, "adminKubeconfig">,
+  webhook: LocalWebhookWiring,
   extra: readonly KubernetesObject[] = [],
 ): Promise<void> {
+  await applyObjects(loadKubeconfigFile(cluster.adminKubeconfig), localWiring(webhook, extra));
+}
+
+export interface LocalWebhookWiring {
+  readonly url: string;
+  readonly caPem: string;
+  readonly authorizeRequestingUser: boolean;
+}
+
+/** What `wireLocalCluster` applies, in its order. */
+export function localWiring(webhook: LocalWebhookWiring, extra: readonly KubernetesObject[] = []): KubernetesObject[] {
   const manifests = clusterManifests({
     target: { kind: "url", baseUrl: webhook.url, caBundlePem: webhook.caPem },
     subject: { kind: "User", name: localWebhookUser },
     authorizeRequestingUser: webhook.authorizeRequestingUser,
   });
   const isWebhookConfiguration = (object: KubernetesObject) => object.kind.endsWith("WebhookConfiguration");
-  await applyObjects(loadKubeconfigFile(cluster.adminKubeconfig), [
-    ...manifests.filter((object) => !isWebhookConfiguration(object)),
-    ...exampleCredSpecs(),
-    ...manifests.filter(isWebhookConfiguration),
-    ...extra,
-  ]);
+  return [...manifests.filter((object) => !isWebhookConfiguration(object)), ...exampleCredSpecs(), ...manifests.filter(isWebhookConfiguration), ...extra];
 }

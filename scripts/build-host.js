@@ -109,8 +109,7 @@ async function main() {
     external: ["bufferutil", "utf-8-validate"],
     // Minified as in the deployment package: the process holds the source text in memory.
     minify: true,
-    // Plugins need the asynchronous API. All of the serializer's models stay: the host's
-    // KubernetesObjectApi names its types at run time.
+    // Plugins need the asynchronous API. narrowClientNode() without a list keeps every model.
     plugins: [narrowUndici(), narrowClientNode()],
     logLevel: "warning",
   });

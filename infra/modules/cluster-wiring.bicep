@@ -70,7 +70,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('23f36643934a1162', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
+var relayChecksum = uniqueString('13f9ccfd122ee6c9', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -168,8 +168,8 @@ resource customResourceDefinition 'apiextensions.k8s.io/CustomResourceDefinition
                 type: 'object'
               }
               credspec: {
-                type: 'object'
                 description: 'The Windows credential spec handed to the container runtime; it holds no password.'
+                type: 'object'
                 properties: {
                   CmsPlugins: {
                     type: 'array'
@@ -199,6 +199,7 @@ resource customResourceDefinition 'apiextensions.k8s.io/CustomResourceDefinition
                         type: 'string'
                       }
                     }
+                    'x-kubernetes-preserve-unknown-fields': true
                   }
                   ActiveDirectoryConfig: {
                     type: 'object'
@@ -215,6 +216,7 @@ resource customResourceDefinition 'apiextensions.k8s.io/CustomResourceDefinition
                               type: 'string'
                             }
                           }
+                          'x-kubernetes-preserve-unknown-fields': true
                         }
                       }
                       HostAccountConfig: {
@@ -230,8 +232,10 @@ resource customResourceDefinition 'apiextensions.k8s.io/CustomResourceDefinition
                             type: 'string'
                           }
                         }
+                        'x-kubernetes-preserve-unknown-fields': true
                       }
                     }
+                    'x-kubernetes-preserve-unknown-fields': true
                   }
                 }
                 'x-kubernetes-preserve-unknown-fields': true
@@ -260,8 +264,8 @@ resource customResourceDefinition 'apiextensions.k8s.io/CustomResourceDefinition
                 type: 'object'
               }
               credspec: {
-                type: 'object'
                 description: 'The Windows credential spec handed to the container runtime; it holds no password.'
+                type: 'object'
                 properties: {
                   CmsPlugins: {
                     type: 'array'
@@ -291,6 +295,7 @@ resource customResourceDefinition 'apiextensions.k8s.io/CustomResourceDefinition
                         type: 'string'
                       }
                     }
+                    'x-kubernetes-preserve-unknown-fields': true
                   }
                   ActiveDirectoryConfig: {
                     type: 'object'
@@ -307,6 +312,7 @@ resource customResourceDefinition 'apiextensions.k8s.io/CustomResourceDefinition
                               type: 'string'
                             }
                           }
+                          'x-kubernetes-preserve-unknown-fields': true
                         }
                       }
                       HostAccountConfig: {
@@ -322,8 +328,10 @@ resource customResourceDefinition 'apiextensions.k8s.io/CustomResourceDefinition
                             type: 'string'
                           }
                         }
+                        'x-kubernetes-preserve-unknown-fields': true
                       }
                     }
+                    'x-kubernetes-preserve-unknown-fields': true
                   }
                 }
                 'x-kubernetes-preserve-unknown-fields': true
@@ -495,7 +503,6 @@ resource priorityClass 'scheduling.k8s.io/PriorityClass@v1' = if (relay) {
     }
   }
   value: 1000000000
-  globalDefault: false
   preemptionPolicy: 'PreemptLowerPriority'
   description: 'gmsa-admission relay: every pod with gMSA settings waits on it.'
 }

@@ -201,7 +201,7 @@ Relay("the relay is scheduled ahead of ordinary workloads, also on AKS system po
   const priorityClass = find(objects, "PriorityClass", pod.priorityClassName);
   assert.not.match(pod.priorityClassName, /^system-/, "the system classes belong to kube-system");
   assert.ok(priorityClass.value > 0 && priorityClass.value <= 1_000_000_000, "the highest value a class that is not a system one may have");
-  assert.is(priorityClass.globalDefault, false);
+  assert.not.ok(priorityClass.globalDefault, "never the default class of every pod");
   assert.ok(pod.tolerations.some((t: any) => t.key === "CriticalAddonsOnly" && t.operator === "Exists" && t.effect === undefined));
 });
 

@@ -1,0 +1,111 @@
+import { KubeConfig } from "@kubernetes/client-node";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { apiServerConnection, ApiServerConnectionError } from "../../../lib/kube/apiServerConnection.js";
+
+/**
+ * The connection the wiring's object calls go through: bodies travel as the caller's JSON, with the
+ * kubeconfig's credentials, and a server that does not answer fails the call within its timeout.
+ */
+function kubeConfigFor(server: string, skipTLSVerify = false): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: "c", server, skipTLSVerify }],
+    users: [{ name: "u", token: "t0ken" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  return config;
+}
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage["headers"];
+  body: string;
+}
+
+async function listen(answer: (seen: Seen) => { status: number; body?: string; headers?: Record<string, string> } | undefined): Promise<{ server: Server; url: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const request = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString() };
+      seen.push(request);
+      const reply = answer(request);
+      if (reply === undefined) return; // hang
+      res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
+      res.end(reply.body ?? "");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+const Connection = suite("the API server connection for wire JSON");
+
+Connection("sends the body exactly as the caller's JSON, every wire name kept, with the kubeconfig's token", async () => {
+  const { server, url, seen } = await listen(() => ({ status: 200, body: '{"kind":"NetworkPolicy","spec":{"ingress":[{"from":[{"ipBlock":{"cidr":"10.0.0.0/8"}}]}]}}', headers: { warning: '299 - "deprecated thing"' } }));
+  // Plain HTTP to this machine carries the token only when the kubeconfig says so, as client-node does.
+  const connection = apiServerConnection(kubeConfigFor(url, true));
+  try {
+    const policy = { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", spec: { ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }], ports: [{ port: "https" }] }] } };
+    const crd = { spec: { schema: { "x-kubernetes-preserve-unknown-fields": true } } };
+    for (const body of [policy, crd]) {
+      const reply = await connection.send({ method: "PATCH", path: "/apis/x/v1/things/a?fieldManager=m", body, contentType: "application/apply-patch+yaml" });
+      assert.is(reply.status, 200);
+      assert.equal(reply.warnings, ["deprecated thing"]);
+      assert.equal((reply.body as { spec: unknown }).spec, { ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }] }] }, "read back as sent, `from` included");
+    }
+    assert.is(seen[0]!.body, JSON.stringify({ apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", spec: { ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }], ports: [{ port: "https" }] }] } }));
+    assert.is(seen[1]!.body, '{"spec":{"schema":{"x-kubernetes-preserve-unknown-fields":true}}}');
+    assert.is(seen[0]!.method, "PATCH");
+    assert.is(seen[0]!.url, "/apis/x/v1/things/a?fieldManager=m");
+    assert.is(seen[0]!.headers["content-type"], "application/apply-patch+yaml");
+    assert.is(seen[0]!.headers.authorization, "Bearer t0ken");
+  } finally {
+    await connection.close();
+    server.close();
+  }
+});
+
+Connection("keeps the server URL's path prefix; to kubectl proxy on this machine it sends no token", async () => {
+  const { server, url, seen } = await listen(() => ({ status: 200, body: "{}" }));
+  const connection = apiServerConnection(kubeConfigFor(`${url}/k8s/clusters/c-1/`));
+  try {
+    await connection.send({ method: "GET", path: "/api/v1/namespaces/a" });
+    assert.is(seen[0]!.url, "/k8s/clusters/c-1/api/v1/namespaces/a");
+    assert.is(seen[0]!.headers.authorization, undefined);
+  } finally {
+    await connection.close();
+    server.close();
+  }
+});
+
+Connection("a server that does not answer fails the call within its timeout, naming the call", async () => {
+  const { server, url } = await listen(() => undefined);
+  const connection = apiServerConnection(kubeConfigFor(url), { timeoutMs: 300 });
+  const started = Date.now();
+  try {
+    await connection.send({ method: "GET", path: "/api/v1/namespaces/a" });
+    assert.unreachable("answered");
+  } catch (error) {
+    assert.instance(error, ApiServerConnectionError);
+    assert.match((error as Error).message, /GET \/api\/v1\/namespaces\/a at http:\/\/127\.0\.0\.1:\d+: no answer/);
+    assert.ok(Date.now() - started < 3000, `gave up after ${Date.now() - started} ms`);
+  } finally {
+    await connection.close();
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+Connection("plain HTTP to another host is refused before anything is sent; a kubeconfig without a cluster is refused", () => {
+  assert.throws(() => apiServerConnection(kubeConfigFor("http://api.example.com:8080")), (error: unknown) => error instanceof ApiServerConnectionError && /plain HTTP on another host/.test((error as Error).message));
+  assert.throws(() => apiServerConnection(new KubeConfig()), /no current cluster/);
+});
+
+Connection.run();
