@@ -18,11 +18,59 @@ export interface CredSpecReport {
 export function checkCredSpec(value: unknown, root = "credspec"): CredSpecReport {
   if (value === undefined || value === null) return { errors: [{ path: root, problem: "is required" }], warnings: [] };
   if (typeof value !== "object" || Array.isArray(value)) return { errors: [{ path: root, problem: "must be an object" }], warnings: [] };
+  const reserved = reservedKeyPaths(value, root);
+  if (reserved.length > 0) return { errors: reserved.map((path) => ({ path, problem: reservedKeyProblem })), warnings: [] };
   const respelled = withDocumentedKeyCase(value, root);
   if (respelled.errors.length > 0) return { errors: respelled.errors, warnings: respelled.warnings };
   const decoded = WindowsCredSpec.decode(respelled.value);
   if (isLeft(decoded)) return { errors: findingsOf(decoded.left, root), warnings: respelled.warnings };
   return { errors: [], warnings: [...respelled.warnings, ...suspicions(decoded.right, root)] };
+}
+
+/**
+ * Keys that JavaScript objects treat as their own machinery. A spec whose keys exist only under
+ * `"__proto__"` would otherwise be read through the prototype: its checks pass on fields that no
+ * Windows host sees. No credential spec key is spelled like these, so they are refused wherever
+ * they appear.
+ */
+const reservedKeys = new Set(["__proto__", "constructor", "prototype"]);
+const reservedKeyProblem = "is a reserved key (__proto__, constructor and prototype are no credential spec keys); remove it";
+
+/**
+ * Where such keys are, at any depth (the first few). It never recurses and builds a path only for
+ * what it reports: an object may nest hundreds of thousands of levels within the body limit.
+ */
+function reservedKeyPaths(value: unknown, root: string, max = 10): string[] {
+  interface Step {
+    readonly value: unknown;
+    readonly parent: Step | undefined;
+    readonly segment: string;
+  }
+  const pathOf = (step: Step): string => {
+    const segments: string[] = [];
+    for (let at: Step | undefined = step; at !== undefined; at = at.parent) segments.push(at.segment);
+    segments.reverse();
+    // A message names the place, not every level of a made-up nesting.
+    if (segments.length <= 12) return segments.join("");
+    return `${segments.slice(0, 6).join("")}…(${segments.length - 11} levels)…${segments.slice(-5).join("")}`;
+  };
+  const found: string[] = [];
+  const pending: Step[] = [{ value, parent: undefined, segment: root }];
+  while (pending.length > 0 && found.length < max) {
+    const step = pending.pop()!;
+    const next = step.value;
+    if (typeof next !== "object" || next === null) continue;
+    if (Array.isArray(next)) {
+      for (let i = next.length - 1; i >= 0; i--) pending.push({ value: next[i], parent: step, segment: `[${i}]` });
+      continue;
+    }
+    for (const [key, child] of Object.entries(next).reverse()) {
+      const at = { value: child, parent: step, segment: `.${key}` };
+      if (reservedKeys.has(key)) found.push(pathOf(at));
+      else pending.push(at);
+    }
+  }
+  return found;
 }
 
 function suspicions(spec: WindowsCredSpec, root: string): Finding[] {

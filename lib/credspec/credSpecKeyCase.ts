@@ -33,7 +33,8 @@ function respell(value: unknown, level: string, path: string, findings: Findings
 function respellObject(value: unknown, level: string, path: string, findings: Findings): unknown {
   const keys = knownKeys[level] ?? [];
   if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
-  const result: Record<string, unknown> = {};
+  // No prototype: whatever a key is called, it stays a key and never reaches one.
+  const result: Record<string, unknown> = Object.create(null);
   const spellings = new Map<string, number>();
   for (const key of Object.keys(value)) spellings.set(key.toLowerCase(), (spellings.get(key.toLowerCase()) ?? 0) + 1);
   for (const [key, child] of Object.entries(value)) {

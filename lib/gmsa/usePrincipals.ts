@@ -21,6 +21,9 @@ export function usePrincipals(admission: PodAdmission, deps: PolicyDependencies)
   if (deps.settings.authorizeRequestingUser) {
     const user = admission.userInfo;
     if (!user?.username) return { problem: "the request names no user to authorize" };
+    // The access review's client writes `extra` key by key into a plain object, where this key
+    // would set the prototype instead: the review would ask about a user without it.
+    if (user.extra !== undefined && Object.hasOwn(user.extra, "__proto__")) return { problem: 'the requesting user\'s extra attribute "__proto__" cannot be asked about' };
     principals.push({
       principal: { user: user.username, groups: user.groups ?? [], uid: user.uid, extra: user.extra },
       description: `user "${user.username}"`,

@@ -140,6 +140,18 @@ Lint("an unreadable file, duplicate keys, or a file with no credential spec fail
   assert.match(missing.stderr, /\/nonexistent\/credspec\.yaml: /);
 });
 
+Lint("a spec whose keys exist only under __proto__ fails, naming the reserved key, in JSON and in YAML", async () => {
+  const credspec = parse(readFileSync(fixturePath("domain-joined.yaml"), "utf8")).credspec;
+  const { CmsPlugins, ...rest } = credspec;
+  const hidden = `{"CmsPlugins": ${JSON.stringify(CmsPlugins)}, "__proto__": ${JSON.stringify(rest)}}`;
+  const yaml = `apiVersion: windows.k8s.io/v1\nkind: GMSACredentialSpec\nmetadata: {name: hidden}\ncredspec:\n  __proto__: ${JSON.stringify(credspec)}\n`;
+  for (const [name, content, path] of [["spec.json", hidden, "__proto__"], ["spec.yaml", yaml, "credspec\\.__proto__"]] as const) {
+    const result = await run(["lint", name], { [name]: content });
+    assert.is(result.code, 1, `${name}: ${result.stdout}`);
+    assert.match(result.stderr, new RegExp(`${path}: is a reserved key`), name);
+  }
+});
+
 Lint.run();
 
 const Grant = suite("credspec grant");

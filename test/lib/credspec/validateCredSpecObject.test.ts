@@ -60,6 +60,50 @@ Webhook("refuses a broken spec with 422 naming the object, each field and what i
   assert.not.match(JSON.stringify(record), /2126729477|WORLDWIDE/);
 });
 
+/** A review as JSON.parse makes it from the API server's bytes: "__proto__" stays an ordinary key there. */
+function parsedReview(text: string): unknown {
+  return JSON.parse(text);
+}
+
+Webhook("refuses a spec whose keys exist only under __proto__, or that carries constructor or prototype keys, with 422 naming each", async () => {
+  const spec = credSpecFile("domain-joined.yaml");
+  const cases = [
+    { object: `{"apiVersion":"windows.k8s.io/v1","kind":"GMSACredentialSpec","metadata":{"name":"hidden"},"credspec":{"__proto__":${JSON.stringify(spec.credspec)}}}`, path: "credspec.__proto__" },
+    {
+      object: JSON.stringify({ ...spec, credspec: { ...spec.credspec, DomainJoinConfig: { ...spec.credspec.DomainJoinConfig, constructor: { prototype: {} } } } }),
+      path: "credspec.DomainJoinConfig.constructor",
+    },
+    {
+      object: JSON.stringify(spec).replace('"GroupManagedServiceAccounts":[{', '"GroupManagedServiceAccounts":[{"prototype":1,'),
+      path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts[0].prototype",
+    },
+  ];
+  for (const { object, path } of cases) {
+    assert.ok(object.includes(path.split(".").at(-1)!.replace(/\[0\]$/, "")), path);
+    const review = parsedReview(JSON.stringify(credSpecReview("CREATE", {})).replace('"object":{}', `"object":${object}`));
+    const { review: answered } = await answer(review);
+    assert.is(answered.response.allowed, false, path);
+    assert.is(answered.response.status?.code, 422, path);
+    assert.ok((answered.response.status?.message ?? "").includes(`${path}: is a reserved key`), answered.response.status?.message);
+  }
+});
+
+Webhook("a credential spec nested many thousands of levels deep is judged, not a failure of the webhook", async () => {
+  const spec = credSpecFile("domain-joined.yaml");
+  const depth = 50_000;
+  for (const [inner, expected] of [["{}", undefined], ['{"__proto__":{}}', ".__proto__: is a reserved key"]] as const) {
+    const deep = `${'{"a":'.repeat(depth)}${inner}${"}".repeat(depth)}`;
+    const object = JSON.stringify(spec).replace('"CmsPlugins":', `"Deep":${deep},"CmsPlugins":`);
+    const { review } = await answer(parsedReview(JSON.stringify(credSpecReview("CREATE", {})).replace('"object":{}', `"object":${object}`)));
+    assert.is.not(review.response.status?.code, 500, review.response.status?.message);
+    if (expected !== undefined) {
+      assert.is(review.response.status?.code, 422);
+      assert.ok((review.response.status?.message ?? "").includes(expected), review.response.status?.message?.slice(0, 300));
+      assert.ok((review.response.status?.message ?? "").length < 1000, "the message names the place in a few levels");
+    }
+  }
+});
+
 Webhook("refuses an object without credspec", async () => {
   const { review } = await answer(credSpecReview("CREATE", credSpecFile("no-credspec.yaml")));
   assert.is(review.response.status?.code, 422);

@@ -13,6 +13,14 @@ function accountOf(namespace: string, serviceAccountName: string, settings = {})
   return found.principals[0]!;
 }
 
+Principals("a requesting user whose extra attributes hold a __proto__ key cannot be asked about: the access review would drop it", () => {
+  const userInfo = JSON.parse('{"username":"alice","groups":["developers"],"extra":{"__proto__":["scope-x"],"team":["a"]}}');
+  const found = usePrincipals(admission("CREATE", pod(), { userInfo }), fakePorts({ settings: { authorizeRequestingUser: true } }));
+  assert.ok("problem" in found && /extra attribute "__proto__"/.test(found.problem));
+  const ordinary = usePrincipals(admission("CREATE", pod(), { userInfo: { username: "alice", extra: { team: ["a"] } } }), fakePorts({ settings: { authorizeRequestingUser: true } }));
+  assert.ok("principals" in ordinary && ordinary.principals.length === 2);
+});
+
 Principals("a pod's service account must hold use, in the pod's namespace", () => {
   const { principal, description, grantee } = accountOf("apps", "web");
   assert.is(principal.user, "system:serviceaccount:apps:web");
