@@ -132,6 +132,11 @@ param instanceMemoryMB int = 2048
 @description('Upper bound on instances the plan scales out to (40 is the lowest the Flex Consumption plan documents).')
 param maximumInstanceCount int = 40
 
+@minValue(1)
+@maxValue(1000)
+@description('HTTP invocations one instance serves at once (Flex perInstanceConcurrency; the documented default is 16 at 2048 MB, 4 at 512 MB, 32 at 4096 MB). The app gets it too (GMSA_INSTANCE_CONCURRENCY): one cluster whose API server hangs holds at most three quarters of it.')
+param httpPerInstanceConcurrency int = 16
+
 @description('Also require the requesting user to hold `use` on the credential spec (GMSA_AUTHORIZE_REQUESTING_USER).')
 param authorizeRequestingUser bool = false
 
@@ -150,6 +155,11 @@ param authCacheTtlSeconds int = 5
 @maxValue(1000)
 @description('The most distinct credential spec names one pod may carry; more is refused (GMSA_MAX_CREDSPECS_PER_POD).')
 param maxCredSpecsPerPod int = 16
+
+@minValue(1)
+@maxValue(1000)
+@description('The most places (pod, containers, annotations) one pod may set GMSA settings in; more is refused (GMSA_MAX_PLACES_PER_POD).')
+param maxPlacesPerPod int = 64
 
 @minValue(1)
 @maxValue(256)
@@ -320,6 +330,7 @@ module functionApp 'modules/function-app.bicep' = {
     alwaysReadyHttpInstances: alwaysReadyHttpInstances
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
+    httpPerInstanceConcurrency: httpPerInstanceConcurrency
     clusterEgressIpAddresses: clusterEgressIpAddresses
     functionSubnetId: network.?outputs.functionSubnetId ?? ''
     privateEndpointSubnetId: network.?outputs.privateEndpointSubnetId ?? ''
@@ -336,6 +347,7 @@ module functionApp 'modules/function-app.bicep' = {
     authCacheTtlSeconds: authCacheTtlSeconds
     admissionBudgetMs: admissionBudgetMs
     maxCredSpecsPerPod: maxCredSpecsPerPod
+    maxPlacesPerPod: maxPlacesPerPod
     apiConcurrency: apiConcurrency
     apiMaxWaiting: apiMaxWaiting
   }

@@ -66,7 +66,9 @@ const AdmissionEnvironment = t.type({
   GMSA_AUTH_CACHE_TTL_SECONDS: withDefault(integerSetting("GMSA_AUTH_CACHE_TTL_SECONDS", 0, 300), 5),
   GMSA_CREDSPEC_CACHE: withDefault(booleanSetting("GMSA_CREDSPEC_CACHE"), true),
   GMSA_API_CONCURRENCY: withDefault(integerSetting("GMSA_API_CONCURRENCY", 1, 256), 16),
+  GMSA_INSTANCE_CONCURRENCY: withDefault(integerSetting("GMSA_INSTANCE_CONCURRENCY", 1, 1_000), 16),
   GMSA_MAX_CREDSPECS_PER_POD: withDefault(integerSetting("GMSA_MAX_CREDSPECS_PER_POD", 1, 1_000), 16),
+  GMSA_MAX_PLACES_PER_POD: withDefault(integerSetting("GMSA_MAX_PLACES_PER_POD", 1, 1_000), 64),
   GMSA_CLUSTER_ACCESS: t.union([oneOf("GMSA_CLUSTER_ACCESS", clusterAccessModes), t.undefined]),
   KUBECONFIG: t.union([t.string, t.undefined]),
   GMSA_AKS_RESOURCE_ID: t.union([t.string, t.undefined]),
@@ -92,8 +94,16 @@ export interface AdmissionSettings {
   readonly credSpecCache: boolean;
   /** The most calls one instance has in flight towards the API server; the rest wait their turn. */
   readonly apiConcurrency: number;
+  /**
+   * How many requests one instance serves at once (Flex Consumption's per-instance HTTP
+   * concurrency, which the Bicep sets from the same parameter). One cluster's admissions that wait
+   * on its API server may hold only its memberShare of them.
+   */
+  readonly instanceConcurrency: number;
   /** The most distinct credential spec names one pod may carry; more is refused before any API call. */
   readonly maxCredSpecsPerPod: number;
+  /** The most places (pod, containers, annotations) one pod may set GMSA settings in; more is refused before any API call. */
+  readonly maxPlacesPerPod: number;
   /** The most admissions that may wait for one of a cluster's API slots; past it one that needs a call is refused at once. */
   readonly apiMaxWaiting: number;
   /** The most credential specs, and bytes of them as JSON, one cluster's cache may hold; past either it stops and lookups read the API server. */
@@ -223,15 +233,23 @@ const PolicyEnvironment = t.type({
   GMSA_RANDOM_HOSTNAME: AdmissionEnvironment.props.GMSA_RANDOM_HOSTNAME,
   GMSA_AUTHORIZE_REQUESTING_USER: AdmissionEnvironment.props.GMSA_AUTHORIZE_REQUESTING_USER,
   GMSA_MAX_CREDSPECS_PER_POD: AdmissionEnvironment.props.GMSA_MAX_CREDSPECS_PER_POD,
+  GMSA_MAX_PLACES_PER_POD: AdmissionEnvironment.props.GMSA_MAX_PLACES_PER_POD,
 });
 
 /**
  * Only the settings that change what the policy decides, for tools that run the policy outside
  * the webhook (`credspec explain`): set them as the Function App has them to get its answers.
  */
-export function readPolicySettings(env: NodeJS.ProcessEnv = process.env): Pick<AdmissionSettings, "randomHostname" | "authorizeRequestingUser" | "maxCredSpecsPerPod"> {
+export function readPolicySettings(
+  env: NodeJS.ProcessEnv = process.env,
+): Pick<AdmissionSettings, "randomHostname" | "authorizeRequestingUser" | "maxCredSpecsPerPod" | "maxPlacesPerPod"> {
   const raw = decodeWith(PolicyEnvironment, emptyAsUnset(env, Object.keys(PolicyEnvironment.props)));
-  return { randomHostname: raw.GMSA_RANDOM_HOSTNAME, authorizeRequestingUser: raw.GMSA_AUTHORIZE_REQUESTING_USER, maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD };
+  return {
+    randomHostname: raw.GMSA_RANDOM_HOSTNAME,
+    authorizeRequestingUser: raw.GMSA_AUTHORIZE_REQUESTING_USER,
+    maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD,
+    maxPlacesPerPod: raw.GMSA_MAX_PLACES_PER_POD,
+  };
 }
 
 /** The settings every member of a fleet shares: all but how its cluster is reached. */
@@ -253,7 +271,9 @@ function decodeAdmissionEnvironment(env: NodeJS.ProcessEnv): { raw: AdmissionEnv
     authCacheTtlMs: raw.GMSA_AUTH_CACHE_TTL_SECONDS * 1000,
     credSpecCache: raw.GMSA_CREDSPEC_CACHE,
     apiConcurrency: raw.GMSA_API_CONCURRENCY,
+    instanceConcurrency: raw.GMSA_INSTANCE_CONCURRENCY,
     maxCredSpecsPerPod: raw.GMSA_MAX_CREDSPECS_PER_POD,
+    maxPlacesPerPod: raw.GMSA_MAX_PLACES_PER_POD,
     apiMaxWaiting: raw.GMSA_API_MAX_WAITING ?? raw.GMSA_API_CONCURRENCY,
     credSpecCacheMaxSpecs: raw.GMSA_CREDSPEC_CACHE_MAX_SPECS,
     credSpecCacheMaxBytes: raw.GMSA_CREDSPEC_CACHE_MAX_BYTES,

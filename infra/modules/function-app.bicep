@@ -43,6 +43,13 @@ param instanceMemoryMB int = 2048
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
+// Set explicitly, not left to the platform's default for the instance size: the app bounds what
+// one cluster may hold of it (GMSA_INSTANCE_CONCURRENCY), so both must be the same number.
+@minValue(1)
+@maxValue(1000)
+@description('HTTP invocations one instance serves at once (Flex perInstanceConcurrency; the documented default is 16 at 2048 MB, 4 at 512 MB, 32 at 4096 MB). The app gets it too (GMSA_INSTANCE_CONCURRENCY): one cluster whose API server hangs holds at most three quarters of it.')
+param httpPerInstanceConcurrency int = 16
+
 @description('public mode: addresses (IPv4 or CIDR) allowed in; empty allows every source (function keys still apply).')
 param clusterEgressIpAddresses array = []
 
@@ -74,6 +81,11 @@ param admissionBudgetMs int = 4000
 @maxValue(1000)
 @description('The most distinct credential spec names one pod may carry (GMSA_MAX_CREDSPECS_PER_POD).')
 param maxCredSpecsPerPod int = 16
+
+@minValue(1)
+@maxValue(1000)
+@description('The most places (pod, containers, annotations) one pod may set GMSA settings in (GMSA_MAX_PLACES_PER_POD).')
+param maxPlacesPerPod int = 64
 
 @minValue(1)
 @maxValue(256)
@@ -162,6 +174,11 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
           : []
         instanceMemoryMB: instanceMemoryMB
         maximumInstanceCount: maximumInstanceCount
+        triggers: {
+          http: {
+            perInstanceConcurrency: httpPerInstanceConcurrency
+          }
+        }
       }
       runtime: {
         name: 'node'
@@ -211,7 +228,9 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     GMSA_AUTH_CACHE_TTL_SECONDS: string(authCacheTtlSeconds)
     GMSA_ADMISSION_BUDGET_MS: string(admissionBudgetMs)
     GMSA_MAX_CREDSPECS_PER_POD: string(maxCredSpecsPerPod)
+    GMSA_MAX_PLACES_PER_POD: string(maxPlacesPerPod)
     GMSA_API_CONCURRENCY: string(apiConcurrency)
+    GMSA_INSTANCE_CONCURRENCY: string(httpPerInstanceConcurrency)
     GMSA_API_MAX_WAITING: string(apiMaxWaiting)
     // The app refuses to start keyless unless these say private and url, so the key setting
     // below comes from the same two parameters.

@@ -21,7 +21,7 @@ export async function authorizeCredSpecs(
   settings: readonly GmsaSetting[],
   deps: PolicyDependencies,
 ): Promise<Verdict> {
-  const problem = shapeProblem(settings, { requireNames: true, maxCredSpecs: deps.settings.maxCredSpecsPerPod });
+  const problem = shapeProblem(settings, { requireNames: true, maxCredSpecs: deps.settings.maxCredSpecsPerPod, maxPlaces: deps.settings.maxPlacesPerPod });
   if (problem) return problem;
   const names = namesOf(settings);
   if (names.length === 0) return allowed();

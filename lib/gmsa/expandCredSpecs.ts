@@ -6,7 +6,14 @@ import { isBinding, type Admission, type PodAdmission, type PolicyDependencies }
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { namesOf, shapeProblem } from "./settingChecks.js";
 import { firstRefusal, usePrincipals } from "./usePrincipals.js";
-import { allowed, type Verdict } from "./verdict.js";
+import { allowed, denied, type Verdict } from "./verdict.js";
+
+/**
+ * The most credential spec text one admission inlines (UTF-16 units, about bytes for the ASCII a
+ * spec holds). The API server stores objects up to about 1.5 MiB, so a pod past this could not be
+ * stored anyway; building and sending such a patch would only hold up other admissions.
+ */
+export const maxInlinedBytes = 512 * 1024;
 
 /**
  * The mutating webhook: wherever a pod names a credential spec and carries no contents, inline
@@ -22,16 +29,26 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
   if (settings.length === 0) return allowed();
 
   const warnings = fewWarnings(settings.flatMap(deprecationWarning));
-  const problem = shapeProblem(settings, { requireNames: false, maxCredSpecs: deps.settings.maxCredSpecsPerPod });
+  const problem = shapeProblem(settings, { requireNames: false, maxCredSpecs: deps.settings.maxCredSpecsPerPod, maxPlaces: deps.settings.maxPlacesPerPod });
   if (problem) return { ...problem, warnings };
 
   const missing = settings.filter((s) => s.name !== undefined && s.contents === undefined);
   const names = namesOf(settings);
   const lookups = await resolveCredSpecs(deps.credSpecs, await usableNames(admission, namesOf(missing), deps), deps.signal);
   const patch: PatchOperation[] = [];
+  let inlinedBytes = 0;
   for (const setting of missing) {
     const lookup = lookups.get(setting.name!);
-    if (lookup?.kind === "found") patch.push(addOperation(setting.contentsPath, canonicalContents(lookup.credspec)));
+    if (lookup?.kind !== "found") continue;
+    const contents = canonicalContents(lookup.credspec);
+    inlinedBytes += contents.length;
+    if (inlinedBytes > maxInlinedBytes) {
+      return denied(422, `${setting.pod}: inlining its GMSA credential specs would add more than ${maxInlinedBytes / 1024} KiB to the pod; name fewer places, or keep the credential spec small`, {
+        warnings,
+        credSpecs: names,
+      });
+    }
+    patch.push(addOperation(setting.contentsPath, contents));
   }
 
   if (deps.settings.randomHostname && admission.operation === "CREATE" && names.length > 0 && !admission.pod.spec?.hostname) {

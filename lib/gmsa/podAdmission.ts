@@ -45,6 +45,8 @@ export interface PolicySettings {
   readonly authorizeRequestingUser: boolean;
   /** The most distinct credential spec names one pod (or one update) may carry. */
   readonly maxCredSpecsPerPod: number;
+  /** The most places (pod, containers, annotations) one pod (or one update) may set GMSA settings in. */
+  readonly maxPlacesPerPod: number;
 }
 
 export interface PolicyDependencies {

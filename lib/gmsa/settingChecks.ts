@@ -7,15 +7,24 @@ import { denied, type Verdict } from "./verdict.js";
  * Checks that need no API call, in the order the user would fix them. Names that fail here are
  * never sent to the API server, and a pod that names more credential specs than any workload
  * needs is refused before a single one is looked up: each name costs the API server a request.
+ * A pod that sets them in more places than any workload needs is refused too, before any lookup:
+ * each place costs a patch operation carrying a whole credential spec.
  */
 export function shapeProblem(
   settings: readonly GmsaSetting[],
-  options: { readonly requireNames: boolean; readonly maxCredSpecs: number },
+  options: { readonly requireNames: boolean; readonly maxCredSpecs: number; readonly maxPlaces: number },
 ): Verdict | undefined {
   const orphan = settings.find((s) => s.containerMissing);
   if (orphan) {
     const annotation = orphan.deprecatedAnnotations?.[0]?.annotation ?? orphan.nameField;
     return denied(422, `${orphan.pod}: annotation ${truncate(annotation, 320)} names container "${truncate(orphan.containerName ?? "")}", which the pod does not have`);
+  }
+  // Before any lookup or patch: each place costs an operation carrying a whole credential spec.
+  if (settings.length > options.maxPlaces) {
+    return denied(
+      422,
+      `${settings[0]!.pod}: sets GMSA credential specs in ${settings.length} places (pod, containers, init and ephemeral containers, annotations); at most ${options.maxPlaces} are allowed in one pod`,
+    );
   }
   const names = namesOf(settings);
   if (names.length > options.maxCredSpecs) {

@@ -26,6 +26,11 @@ import { admissionNamespace, ClusterUnavailableError, isHeldByWaiters } from "..
  * All holds together are bounded at `globalFactor` times one namespace's share; past that only
  * a namespace holding nothing may still wait, up to twice as many in all, so that a few
  * namespaces each within their share cannot refuse every other team.
+ *
+ * Above all of these sits `maxHeldAtAll`, the cluster's share of what one instance serves at once
+ * (memberShare): every admission that waits on a hung server holds one of the instance's
+ * concurrent invocations, and the instance's other clusters must keep some. It is never exceeded,
+ * and one namespace may hold at most half of it, so one team's flood leaves the other half.
  */
 export interface ApiSlots {
   /** Resolves with the slot's release once one is free; rejects with the signal's reason if it aborts first. */
@@ -59,11 +64,23 @@ interface Lane {
 /** How many times one namespace's bound all holds together may reach. */
 export const globalFactor = 4;
 
-export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): ApiSlots {
+/**
+ * What one cluster's admissions may hold of an instance's concurrent invocations while they wait
+ * on its API server: all but a quarter (at least one) of them, which stays for the instance's
+ * other clusters and its health probes. With Flex Consumption's 16 per instance: 12, and 6 for
+ * one namespace.
+ */
+export function memberShare(instanceConcurrency: number): number {
+  return Math.max(1, instanceConcurrency - Math.max(1, Math.floor(instanceConcurrency / 4)));
+}
+
+export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, options: { readonly maxHeldAtAll?: number } = {}): ApiSlots {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`the API call limit must be a whole number of at least 1, got ${limit}`);
   if (!(maxWaiting >= 0)) throw new RangeError(`the most admissions waiting must be at least 0, got ${maxWaiting}`);
-  const maxHeld = limit + maxWaiting;
-  const maxHeldInAll = maxHeld * globalFactor;
+  const maxHeldAtAll = options.maxHeldAtAll ?? Number.POSITIVE_INFINITY;
+  if (!(maxHeldAtAll >= 1)) throw new RangeError(`the most admissions holding the server must be at least 1, got ${maxHeldAtAll}`);
+  const maxHeld = Math.min(limit + maxWaiting, Math.max(1, Math.ceil(maxHeldAtAll / 2)));
+  const maxHeldInAll = Math.min(maxHeld * globalFactor, maxHeldAtAll);
   // Admission -> how many of its calls or joined reviews are under way, and the namespace it was counted under.
   const holders = new Map<AbortSignal, { count: number; readonly namespace: string | undefined }>();
   // Namespace -> how many admissions of it hold the server.
@@ -154,11 +171,13 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY): 
       if (holder === undefined) {
         const namespace = named ?? admissionNamespace(signal);
         const ofNamespace = namespace === undefined ? 0 : (byNamespace.get(namespace) ?? 0);
-        const roomInAll = holders.size < maxHeldInAll || (namespace !== undefined && ofNamespace === 0 && holders.size < 2 * maxHeldInAll);
+        const roomInAll =
+          holders.size < maxHeldAtAll && (holders.size < maxHeldInAll || (namespace !== undefined && ofNamespace === 0 && holders.size < 2 * maxHeldInAll));
         if (ofNamespace >= maxHeld || !roomInAll) {
           const who = ofNamespace >= maxHeld ? `${ofNamespace} admissions of namespace "${namespace}"` : `${holders.size} admissions`;
+          const share = Number.isFinite(maxHeldAtAll) ? `; at most ${maxHeldAtAll} of an instance's concurrent requests wait on one cluster` : "";
           throw new ClusterUnavailableError(
-            `the cluster's API calls are backed up: ${who} already wait on its API server (${limit} calls at once, ${maxWaiting} more admissions waiting per namespace)`,
+            `the cluster's API calls are backed up: ${who} already wait on its API server (${limit} calls at once, at most ${maxHeld} admissions of one namespace waiting${share})`,
             "backedUp",
           );
         }

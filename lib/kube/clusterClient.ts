@@ -5,7 +5,7 @@ import { useDecisionCache } from "../caching/useDecisionCache.js";
 import type { CredSpecSource, UseAuthorizer } from "../gmsa/ports.js";
 import type { AdmissionSettings } from "../settings.js";
 import type { ApiCallOptions } from "./apiCall.js";
-import { apiSlots } from "./apiSlots.js";
+import { apiSlots, memberShare } from "./apiSlots.js";
 import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
 import { entraKubeConfig, type EntraKubeConfig } from "./entraKubeConfig.js";
@@ -135,7 +135,7 @@ export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: Adm
 
 function portsOver(config: KubeConfig, connections: SharedConnections, settings: AdmissionSettings, log: ClusterLog): ClusterPorts {
   const entra = isEntra(config) ? config : undefined;
-  const slots = apiSlots(settings.apiConcurrency, settings.apiMaxWaiting);
+  const slots = apiSlots(settings.apiConcurrency, settings.apiMaxWaiting, { maxHeldAtAll: memberShare(settings.instanceConcurrency) });
   const bounds: ApiCallOptions = {
     timeoutMs: settings.apiTimeoutMs,
     budgetMs: settings.admissionBudgetMs,

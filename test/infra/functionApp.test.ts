@@ -115,6 +115,15 @@ hosting("always-ready http instances, memory and instance count come from parame
   assert.is(valueOf(app, "alwaysReadyHttpInstances"), 1);
 });
 
+hosting("the instance's HTTP concurrency is set explicitly, and the app is told the same number", ({ app, site }) => {
+  const http = property(bodyOf(site), "properties", "functionAppConfig", "scaleAndConcurrency", "triggers", "http");
+  assert.is(property(http, "perInstanceConcurrency")?.text, "httpPerInstanceConcurrency");
+  assert.is(appSettings(app).get("GMSA_INSTANCE_CONCURRENCY")?.text, "string(httpPerInstanceConcurrency)");
+  // The documented default for the 2048 MB instances the module defaults to.
+  assert.is(valueOf(app, "instanceMemoryMB"), 2048);
+  assert.is(valueOf(app, "httpPerInstanceConcurrency"), 16);
+});
+
 hosting("main exposes the scale settings as parameters with the documented defaults", ({ main }) => {
   assert.is(valueOf(main, "alwaysReadyHttpInstances"), 1);
   assert.is(valueOf(main, "instanceMemoryMB"), 2048);
@@ -136,6 +145,8 @@ const expectedSettings = [
   "GMSA_AUTH_CACHE_TTL_SECONDS",
   "GMSA_ADMISSION_BUDGET_MS",
   "GMSA_MAX_CREDSPECS_PER_POD",
+  "GMSA_MAX_PLACES_PER_POD",
+  "GMSA_INSTANCE_CONCURRENCY",
   "GMSA_API_CONCURRENCY",
   "GMSA_API_MAX_WAITING",
   "GMSA_REQUIRE_FUNCTION_KEY",
@@ -201,8 +212,8 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
   assert.is(literal(settings.get("GMSA_CLUSTER_ACCESS")), "entra");
   assert.is(settings.get("GMSA_AKS_RESOURCE_ID")?.text, "clusterResourceId");
   const scenarios = [
-    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, maxCredSpecsPerPod: 16, apiConcurrency: 16, apiMaxWaiting: 16, networkMode: "public", wireMode: "relay" },
-    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, maxCredSpecsPerPod: 3, apiConcurrency: 64, apiMaxWaiting: 0, networkMode: "private", wireMode: "url" },
+    { authorizeRequestingUser: false, randomHostname: false, apiTimeoutMs: 2000, authCacheTtlSeconds: 5, admissionBudgetMs: 4000, maxCredSpecsPerPod: 16, maxPlacesPerPod: 64, apiConcurrency: 16, apiMaxWaiting: 16, networkMode: "public", wireMode: "relay" },
+    { authorizeRequestingUser: true, randomHostname: true, apiTimeoutMs: 1500, authCacheTtlSeconds: 30, admissionBudgetMs: 3000, maxCredSpecsPerPod: 3, maxPlacesPerPod: 5, apiConcurrency: 64, apiMaxWaiting: 0, networkMode: "private", wireMode: "url" },
   ];
   for (const bindings of scenarios) {
     const value = (name: string) => evaluate(app, settings.get(name)!, { bindings });
@@ -212,6 +223,7 @@ hosting("webhook settings map the parameters, booleans in lower case", ({ app })
     assert.is(value("GMSA_AUTH_CACHE_TTL_SECONDS"), String(bindings.authCacheTtlSeconds));
     assert.is(value("GMSA_ADMISSION_BUDGET_MS"), String(bindings.admissionBudgetMs));
     assert.is(value("GMSA_MAX_CREDSPECS_PER_POD"), String(bindings.maxCredSpecsPerPod));
+    assert.is(value("GMSA_MAX_PLACES_PER_POD"), String(bindings.maxPlacesPerPod));
     assert.is(value("GMSA_API_CONCURRENCY"), String(bindings.apiConcurrency));
     assert.is(value("GMSA_API_MAX_WAITING"), String(bindings.apiMaxWaiting));
     assert.is(value("GMSA_REQUIRE_FUNCTION_KEY"), String(bindings.networkMode === "public"));
@@ -264,19 +276,28 @@ hosting("the credential-spec and concurrency limits default to the product's own
   const deployed = readAdmissionSettings({
     KUBECONFIG: "/k",
     GMSA_MAX_CREDSPECS_PER_POD: String(evaluate(app, settings.get("GMSA_MAX_CREDSPECS_PER_POD")!)),
+    GMSA_MAX_PLACES_PER_POD: String(evaluate(app, settings.get("GMSA_MAX_PLACES_PER_POD")!)),
     GMSA_API_CONCURRENCY: String(evaluate(app, settings.get("GMSA_API_CONCURRENCY")!)),
+    GMSA_INSTANCE_CONCURRENCY: String(evaluate(app, settings.get("GMSA_INSTANCE_CONCURRENCY")!)),
   });
+  assert.is(deployed.instanceConcurrency, defaults.instanceConcurrency);
   assert.is(deployed.maxCredSpecsPerPod, defaults.maxCredSpecsPerPod);
+  assert.is(deployed.maxPlacesPerPod, defaults.maxPlacesPerPod);
   assert.is(deployed.apiConcurrency, defaults.apiConcurrency);
   const params = property(declared(main, "module", "functionApp").body?.object, "params");
   // As many may wait as there are slots, unless set: in the app and in the module alike.
   assert.is(String(evaluate(app, settings.get("GMSA_API_MAX_WAITING")!, { bindings: { apiConcurrency: 40 } })), "40");
   assert.is(property(params, "apiMaxWaiting")?.text, "apiMaxWaiting", "main passes apiMaxWaiting to the app");
   assert.is(valueOf(main, "apiMaxWaiting"), defaults.apiMaxWaiting);
-  for (const [name, product] of [["maxCredSpecsPerPod", defaults.maxCredSpecsPerPod], ["apiConcurrency", defaults.apiConcurrency]] as const) {
+  const limits = [
+    ["maxCredSpecsPerPod", defaults.maxCredSpecsPerPod, "GMSA_MAX_CREDSPECS_PER_POD"],
+    ["maxPlacesPerPod", defaults.maxPlacesPerPod, "GMSA_MAX_PLACES_PER_POD"],
+    ["apiConcurrency", defaults.apiConcurrency, "GMSA_API_CONCURRENCY"],
+    ["httpPerInstanceConcurrency", defaults.instanceConcurrency, "GMSA_INSTANCE_CONCURRENCY"],
+  ] as const;
+  for (const [name, product, variable] of limits) {
     assert.is(valueOf(main, name), product, `main's ${name} defaults to the product's`);
     assert.is(property(params, name)?.text, name, `main passes ${name} to the app`);
-    const variable = name === "maxCredSpecsPerPod" ? "GMSA_MAX_CREDSPECS_PER_POD" : "GMSA_API_CONCURRENCY";
     assert.is(azdParameters.parameters[name]?.value, `\${${variable}=${product}}`, `azd maps ${variable} to ${name}`);
     // The bounds are the setting's own: a deployment the app would refuse to start with is refused first.
     for (const file of [main, app]) {

@@ -14,7 +14,9 @@ Settings("defaults everything but the cluster", () => {
     authCacheTtlMs: 5000,
     credSpecCache: true,
     apiConcurrency: 16,
+    instanceConcurrency: 16,
     maxCredSpecsPerPod: 16,
+    maxPlacesPerPod: 64,
     apiMaxWaiting: 16,
     credSpecCacheMaxSpecs: 5000,
     credSpecCacheMaxBytes: 16 * 1024 * 1024,
@@ -185,9 +187,15 @@ Host.run();
 const Policy = suite("readPolicySettings");
 
 Policy("reads the webhook's policy settings alone, with the webhook's defaults, and names a bad one", () => {
-  assert.equal(readPolicySettings({}), { randomHostname: false, authorizeRequestingUser: false, maxCredSpecsPerPod: 16 });
-  assert.equal(readPolicySettings({ GMSA_AUTHORIZE_REQUESTING_USER: "true", GMSA_MAX_CREDSPECS_PER_POD: "4" }), { randomHostname: false, authorizeRequestingUser: true, maxCredSpecsPerPod: 4 });
+  assert.equal(readPolicySettings({}), { randomHostname: false, authorizeRequestingUser: false, maxCredSpecsPerPod: 16, maxPlacesPerPod: 64 });
+  assert.equal(readPolicySettings({ GMSA_AUTHORIZE_REQUESTING_USER: "true", GMSA_MAX_CREDSPECS_PER_POD: "4", GMSA_MAX_PLACES_PER_POD: "8" }), {
+    randomHostname: false,
+    authorizeRequestingUser: true,
+    maxCredSpecsPerPod: 4,
+    maxPlacesPerPod: 8,
+  });
   assert.throws(() => readPolicySettings({ GMSA_MAX_CREDSPECS_PER_POD: "0" }), /GMSA_MAX_CREDSPECS_PER_POD/);
+  assert.throws(() => readPolicySettings({ GMSA_MAX_PLACES_PER_POD: "1001" }), /GMSA_MAX_PLACES_PER_POD/);
 });
 
 Policy.run();

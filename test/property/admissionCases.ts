@@ -28,7 +28,7 @@ export interface World {
 
 export interface AdmissionCase {
   readonly webhook: "mutate" | "validate";
-  readonly settings: { readonly authorizeRequestingUser: boolean; readonly randomHostname: boolean; readonly maxCredSpecsPerPod: number };
+  readonly settings: { readonly authorizeRequestingUser: boolean; readonly randomHostname: boolean; readonly maxCredSpecsPerPod: number; readonly maxPlacesPerPod: number };
   readonly world: World;
   readonly review: Record<string, unknown>;
 }
@@ -272,7 +272,7 @@ function withoutEphemeralContainers(p: Record<string, unknown>): Record<string, 
 const wellFormedCases: fc.Arbitrary<AdmissionCase> = calmWorld.chain((w) =>
   fc.record({
     webhook: fc.constantFrom("mutate" as const, "validate" as const),
-    settings: fc.record({ authorizeRequestingUser: fc.boolean(), randomHostname: fc.boolean(), maxCredSpecsPerPod: fc.constantFrom(16, 16, 16, 2) }),
+    settings: fc.record({ authorizeRequestingUser: fc.boolean(), randomHostname: fc.boolean(), maxCredSpecsPerPod: fc.constantFrom(16, 16, 16, 2), maxPlacesPerPod: fc.constantFrom(64, 64, 64, 3) }),
     world: fc.constant(w),
     review: fc.oneof(
       { weight: 4, arbitrary: wellFormedPod(w).map((p) => reviewOf("CREATE", p, undefined, { username: "alice", groups: ["developers"] })) },
@@ -290,7 +290,7 @@ const wellFormedCases: fc.Arbitrary<AdmissionCase> = calmWorld.chain((w) =>
 const damagedCases: fc.Arbitrary<AdmissionCase> = world.chain((w) =>
   fc.record({
     webhook: fc.constantFrom("mutate" as const, "validate" as const),
-    settings: fc.record({ authorizeRequestingUser: fc.boolean(), randomHostname: fc.boolean(), maxCredSpecsPerPod: fc.integer({ min: 1, max: 16 }) }),
+    settings: fc.record({ authorizeRequestingUser: fc.boolean(), randomHostname: fc.boolean(), maxCredSpecsPerPod: fc.integer({ min: 1, max: 16 }), maxPlacesPerPod: fc.integer({ min: 1, max: 64 }) }),
     world: fc.constant(w),
     review: fc.oneof(
       { weight: 6, arbitrary: fc.tuple(pod(w.credspecs), userInfo).map(([p, u]) => reviewOf("CREATE", p, undefined, u)) },

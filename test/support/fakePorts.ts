@@ -23,7 +23,7 @@ export function fakePorts(overrides: { settings?: Partial<PolicySettings>; decid
     lookups,
     reviews,
     signal: new AbortController().signal,
-    settings: { randomHostname: false, authorizeRequestingUser: false, maxCredSpecsPerPod: 16, ...overrides.settings },
+    settings: { randomHostname: false, authorizeRequestingUser: false, maxCredSpecsPerPod: 16, maxPlacesPerPod: 64, ...overrides.settings },
     credSpecs: {
       async lookup(name) {
         lookups.push(name);

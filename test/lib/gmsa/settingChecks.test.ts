@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { canonicalJson } from "../../../lib/gmsa/canonicalJson.js";
-import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
+import { expandCredSpecs, maxInlinedBytes } from "../../../lib/gmsa/expandCredSpecs.js";
 import type { Admission, PolicyDependencies } from "../../../lib/gmsa/podAdmission.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import type { Verdict } from "../../../lib/gmsa/verdict.js";
@@ -76,6 +76,29 @@ for (const [webhook, policy] of policies) {
     assert.equal(ports.reviews, []);
   });
 
+  Checks(`${webhook}: refuses more places than GMSA_MAX_PLACES_PER_POD with 422 before any API call, even for one usable name`, async () => {
+    const ports = fakePorts({ settings: { maxPlacesPerPod: 4 } });
+    const p = podWith((p) => {
+      p.spec.securityContext = gmsa("webapp1-credspec");
+      p.spec.containers = ["a", "b", "c", "d"].map((name) => ({ name, securityContext: gmsa("webapp1-credspec") }));
+    });
+    const verdict = await policy(admission("CREATE", p), ports);
+    assert.is(verdict.kind === "denied" && verdict.code, 422);
+    assert.match(verdict.kind === "denied" ? verdict.message : "", 'pod "web-0": sets GMSA credential specs in 5 places (pod, containers, init and ephemeral containers, annotations); at most 4 are allowed in one pod');
+    assert.equal(ports.lookups, []);
+    assert.equal(ports.reviews, []);
+  });
+
+  Checks(`${webhook}: a pod at the cap of places is admitted`, async () => {
+    const ports = fakePorts({ settings: { maxPlacesPerPod: 5 } });
+    const p = podWith((p) => {
+      p.spec.securityContext = gmsa("webapp1-credspec");
+      p.spec.containers = ["a", "b", "c", "d"].map((name) => ({ name, securityContext: gmsa("webapp1-credspec", webhook === "validate" ? webapp : undefined) }));
+      if (webhook === "validate") p.spec.securityContext = gmsa("webapp1-credspec", webapp);
+    });
+    assert.is((await policy(admission("CREATE", p), ports)).kind, "allowed");
+  });
+
   Checks(`${webhook}: counts names, not places: one name in many places is one`, async () => {
     const ports = fakePorts({ settings: { maxCredSpecsPerPod: 1 } });
     const p = podWith((p) => {
@@ -111,6 +134,31 @@ Checks("the cap defaults to 16 and a pod with 3 000 annotated names costs nothin
   }
   assert.equal(ports.lookups, []);
   assert.equal(ports.reviews, []);
+});
+
+Checks("the places cap defaults to 64: 64 places of one name are inlined, 65 refused", async () => {
+  for (const [count, expected] of [[64, "allowed"], [65, "denied"]] as const) {
+    const ports = fakePorts();
+    const p = podWith((p) => (p.spec.containers = Array.from({ length: count }, (_, i) => ({ name: `c${i}`, securityContext: gmsa("webapp1-credspec") }))));
+    const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+    assert.is(verdict.kind, expected, String(count));
+    if (verdict.kind === "allowed") assert.is(verdict.patch.length, 64);
+  }
+});
+
+Checks("mutate: refuses with 422 a pod whose inlined contents would pass the bound, and inlines them below it", async () => {
+  const big = { ...credSpecFixture("webapp1-credspec").credspec, Padding: "x".repeat(100 * 1024) };
+  const lookup = () => ({ kind: "found" as const, credspec: big });
+  for (const [count, expected] of [[4, "allowed"], [8, "denied"]] as const) {
+    const ports = fakePorts({ lookup });
+    const p = podWith((p) => (p.spec.containers = Array.from({ length: count }, (_, i) => ({ name: `c${i}`, securityContext: gmsa("webapp1-credspec") }))));
+    const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+    assert.is(verdict.kind, expected, String(count));
+    if (verdict.kind === "denied") {
+      assert.is(verdict.code, 422);
+      assert.match(verdict.message, `would add more than ${maxInlinedBytes / 1024} KiB to the pod`);
+    }
+  }
 });
 
 Checks.run();

@@ -164,6 +164,25 @@ Slots("all namespaces together are bounded at four times one namespace's share; 
   assert.throws(() => slots.hold(new AbortController().signal, "newcomer-0"), /backed up/, "a newcomer that now holds one is past the room kept for newcomers");
 });
 
+Slots("the cluster's share of the instance is never exceeded, not even by a newcomer namespace, and one namespace takes at most half of it", () => {
+  const slots = apiSlots(16, 16, { maxHeldAtAll: 6 });
+  for (let i = 0; i < 3; i++) slots.hold(new AbortController().signal, "team-a");
+  assert.throws(() => slots.hold(new AbortController().signal, "team-a"), /3 admissions of namespace "team-a"/, "half of the share");
+  for (let i = 0; i < 3; i++) slots.hold(new AbortController().signal, `team-${i + 1}`);
+  assert.is(slots.held, 6);
+  assert.throws(() => slots.hold(new AbortController().signal, "newcomer"), /6 admissions already wait .*at most 6 of an instance's concurrent requests wait on one cluster/);
+  assert.throws(() => slots.hold(new AbortController().signal), /backed up/);
+});
+
+Slots("a share of one still lets one admission wait", () => {
+  const slots = apiSlots(4, 4, { maxHeldAtAll: 1 });
+  const leave = slots.hold(new AbortController().signal, "team-a");
+  assert.throws(() => slots.hold(new AbortController().signal, "team-b"), /backed up/);
+  leave();
+  slots.hold(new AbortController().signal, "team-b");
+  assert.is(slots.held, 1);
+});
+
 Slots("an admission marked with its namespace counts under it through any port, without naming it again", () => {
   const slots = apiSlots(1, 0);
   const first = new AbortController().signal;
