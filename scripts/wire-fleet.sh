@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Wires every fleet member the deployment did not wire itself (members without "wire" in the
 # clusters parameter): for each, its AKS credentials into a kubeconfig of its own, kubelogin for
-# Entra sign-in with the Azure CLI's session, then `npm run wire -- --cluster NAME ... --apply`
-# with the member's secret in a file. Used by the deploy workflow and by azd's postdeploy hook,
-# so both wire the same way. Nothing secret is printed; the files go when the script ends.
+# Entra sign-in, then `npm run wire -- --cluster NAME ... --apply` with the member's secret in a
+# file. Used by the deploy workflow and by azd's postdeploy hook, so both wire the same way.
+# Nothing secret is printed; the files go when the script ends.
+#
+# kubelogin signs in with the Azure CLI's session (azd, a person's `az login`), or, in a GitHub
+# Actions job that may request OIDC tokens (AZURE_CLIENT_ID and AZURE_TENANT_ID set), with its
+# workload identity mode, which asks GitHub for a fresh assertion for every token: the CLI's own
+# federated sign-in cannot be renewed once its assertion expires (Azure/login issue 372).
 #
 # Environment (the names azd gives main.bicep's outputs and the fleet's settings):
 #   GMSA_CLUSTERS               JSON array of members, as the clusters parameter (empty or []: nothing to do)
@@ -11,7 +16,16 @@
 #   GMSA_CLUSTER_SECRETS_B64    or the same object as base64 of its JSON (azd)
 #   WEBHOOK_BASE_URL, WIRE_MODE, IDENTITY_PRINCIPAL_ID     outputs of main.bicep
 #   FUNCTION_APP_NAME, AZURE_RESOURCE_GROUP                relay mode: where the function key is read
+#   AZURE_SUBSCRIPTION_ID       the app's subscription (otherwise whichever `az` has selected)
 set -euo pipefail
+
+if [ -n "${ACTIONS_ID_TOKEN_REQUEST_URL:-}" ] && [ -n "${ACTIONS_ID_TOKEN_REQUEST_TOKEN:-}" ] && [ -n "${AZURE_CLIENT_ID:-}" ] && [ -n "${AZURE_TENANT_ID:-}" ]; then
+  login_mode=workloadidentity
+else
+  login_mode=azurecli
+fi
+subscription_args=()
+if [ -n "${AZURE_SUBSCRIPTION_ID:-}" ]; then subscription_args=(--subscription "$AZURE_SUBSCRIPTION_ID"); fi
 
 members="${GMSA_CLUSTERS:-}"
 if [ -z "$members" ] || [ "$(jq 'length' <<<"$members")" = 0 ]; then
@@ -45,7 +59,7 @@ key_args=()
 if [ "$WIRE_MODE" = relay ]; then
   : "${FUNCTION_APP_NAME:?wire-fleet: relay mode reads the function key: FUNCTION_APP_NAME is not set}"
   : "${AZURE_RESOURCE_GROUP:?wire-fleet: relay mode reads the function key: AZURE_RESOURCE_GROUP is not set}"
-  az functionapp keys list --resource-group "$AZURE_RESOURCE_GROUP" --name "$FUNCTION_APP_NAME" \
+  az functionapp keys list "${subscription_args[@]}" --resource-group "$AZURE_RESOURCE_GROUP" --name "$FUNCTION_APP_NAME" \
     --query functionKeys.default --output tsv > "$work/function-key"
   key_args=(--function-key-file "$work/function-key")
 fi
@@ -82,7 +96,7 @@ while IFS=$'\t' read -r name id wired; do
   # fails at the end.
   if ! az aks get-credentials --subscription "$subscription" --resource-group "$group" --name "$cluster" \
       --file "$kubeconfig" --overwrite-existing --only-show-errors ||
-    ! kubelogin convert-kubeconfig -l azurecli --kubeconfig "$kubeconfig" ||
+    ! kubelogin convert-kubeconfig -l "$login_mode" --kubeconfig "$kubeconfig" ||
     ! KUBECONFIG="$kubeconfig" GMSA_CLUSTER_SECRET='' npm run --silent wire -- \
       --function-url "$WEBHOOK_BASE_URL" --mode "$WIRE_MODE" --identity "$IDENTITY_PRINCIPAL_ID" \
       --cluster "$name" --cluster-secret-file "$work/secret-$name" --apply "${key_args[@]}"; then

@@ -185,10 +185,14 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         version: '22'
       }
     }
+    // Flex Consumption refuses a site whose siteConfig carries the properties its deprecations
+    // table lists (ftpsState among them: Azure/azure-cli issue 31414); test/infra/flexDeprecations.ts
+    // holds that table. FTP is off through basicPublishingCredentialsPolicies below, and a
+    // VNet-integrated Flex app routes all its outbound traffic into the VNet (private endpoints,
+    // such as the fleet's Key Vault, included) without vnetRouteAllEnabled.
     siteConfig: {
       minTlsVersion: '1.2'
       scmMinTlsVersion: '1.2'
-      ftpsState: 'Disabled'
       ipSecurityRestrictions: [
         for (address, index) in (restrictInbound ? clusterEgressIpAddresses : []): {
           name: 'cluster-egress-${index}'
@@ -204,9 +208,6 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
       // workflow admits its runner before it deploys.
       scmIpSecurityRestrictionsUseMain: true
       scmIpSecurityRestrictionsDefaultAction: restrictInbound ? 'Deny' : 'Allow'
-      // A Linux app reaches a private endpoint (the fleet's Key Vault) for Key Vault references
-      // only when all its traffic is routed into the VNet.
-      vnetRouteAllEnabled: fleet && privateMode ? true : null
     }
   }
 }

@@ -185,19 +185,14 @@ fleet("the app gets GMSA_CLUSTERS built from the list and one Key Vault referenc
   assert.ok(Object.values(written).every((value) => typeof value === "string"), "every app setting is a string");
 });
 
-fleet("the site resolves the references with the app's identity; in private mode it routes all traffic into the VNet to reach the vault", ({ app }) => {
+fleet("the site resolves the references with the app's identity (a VNet-integrated Flex app reaches the vault's private endpoint without vnetRouteAllEnabled)", ({ app }) => {
   const [site] = resourcesOfType(app, "Microsoft.Web/sites");
   const properties = property(bodyOf(site!), "properties");
   const reference = property(properties, "keyVaultReferenceIdentity")!;
-  const routeAll = property(properties, "siteConfig", "vnetRouteAllEnabled")!;
   const one = { clusters: [{ name: "alpha", aksResourceId: memberList[0]!.aksResourceId }], identityResourceId: "/id" };
   assert.is(evaluate(app, reference, { bindings: one }), "/id");
-  assert.is(evaluate(app, routeAll, { bindings: { ...one, networkMode: "private" } }), true);
-  assert.is(evaluate(app, routeAll, { bindings: { ...one, networkMode: "public" } }), null);
-  for (const networkMode of ["public", "private"]) {
-    assert.is(evaluate(app, reference, { bindings: { clusters: [], identityResourceId: "/id" } }), null, "no fleet: the site as before");
-    assert.is(evaluate(app, routeAll, { bindings: { clusters: [], networkMode } }), null);
-  }
+  assert.is(evaluate(app, reference, { bindings: { clusters: [], identityResourceId: "/id" } }), null, "no fleet: the site as before");
+  assert.is(property(properties, "siteConfig", "vnetRouteAllEnabled"), undefined, "Flex does not take it");
 });
 
 fleet("main hands the app the members and the vault's versioned URIs, and waits for the vault", ({ main }) => {

@@ -69,11 +69,11 @@ hosting("runtime is node 22 through functionAppConfig.runtime", ({ site }) => {
   assert.is(literal(property(runtime, "version")), "22");
 });
 
-hosting("HTTPS only, TLS 1.2 at least, FTPS disabled", ({ site }) => {
+hosting("HTTPS only, TLS 1.2 at least (FTP is off through the publishing credential policies below)", ({ site }) => {
   const properties = property(bodyOf(site), "properties");
   assert.is(property(properties, "httpsOnly")?.text, "true");
   assert.is(literal(property(properties, "siteConfig", "minTlsVersion")), "1.2");
-  assert.is(literal(property(properties, "siteConfig", "ftpsState")), "Disabled");
+  assert.is(literal(property(properties, "siteConfig", "scmMinTlsVersion")), "1.2");
 });
 
 hosting("basic publishing credentials are off for ftp and scm", ({ app }) => {

@@ -183,8 +183,11 @@ pipeline("a fleet is wired member by member with scripts/wire-fleet.sh, after th
   const fleet = stepIndex((step) => step.run?.trim() === "bash scripts/wire-fleet.sh", "wire-fleet");
   assert.is(fleet.step.if, "vars.GMSA_CLUSTERS != '' && vars.GMSA_CLUSTERS != '[]'");
   const script = readFileSync(join(repoRoot, "scripts", "wire-fleet.sh"), "utf8");
-  const read = new Set([...script.matchAll(/\$\{?([A-Z][A-Z0-9_]+)/g)].map((match) => match[1]).filter((name) => name !== "BASH_REMATCH" && name !== "RUNNER_TEMP" && name !== "TMPDIR"));
-  assert.equal([...read].sort(), Object.keys(fleet.step.env ?? {}).concat("GMSA_CLUSTER_SECRETS_B64").sort(), "the step sets what the script reads (azd sets the base64 form)");
+  // What the runner itself provides: its temp folder, and the job's OIDC token request.
+  const fromRunner = new Set(["BASH_REMATCH", "RUNNER_TEMP", "TMPDIR", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"]);
+  const read = new Set([...script.matchAll(/\$\{?([A-Z][A-Z0-9_]+)/g)].map((match) => match[1]).filter((name) => name !== undefined && !fromRunner.has(name)));
+  const jobEnv = Object.keys((workflow.jobs[fleet.job] as Job & { env?: Record<string, unknown> }).env ?? {}).filter((name) => read.has(name));
+  assert.equal([...read].sort(), Object.keys(fleet.step.env ?? {}).concat(jobEnv, "GMSA_CLUSTER_SECRETS_B64").sort(), "the step (or its job) sets what the script reads (azd sets the base64 form)");
   assert.is(fleet.step.env?.["WIRE_MODE"], "${{ steps.infra.outputs.wire-mode }}");
   assert.is(fleet.step.env?.["IDENTITY_PRINCIPAL_ID"], "${{ steps.infra.outputs.principal-id }}");
   assert.is(fleet.step.env?.["GMSA_CLUSTER_SECRETS"], "${{ secrets.GMSA_CLUSTER_SECRETS }}");
@@ -227,11 +230,23 @@ pipeline("the package goes to the Flex Consumption app the deployment created", 
   assert.is(create.step.id, "infra");
 });
 
-pipeline("the cluster is wired with kubelogin (azurecli) and the wire command", () => {
+pipeline("the cluster is wired with kubelogin's workload identity mode, which renews its GitHub assertion itself, after a second sign-in", () => {
   const wire = stepIndex((step) => /npm run wire/.test(step.run ?? ""), "wire");
   const run = wire.step.run ?? "";
   assert.match(run, /az aks get-credentials/);
-  assert.match(run, /kubelogin convert-kubeconfig -l azurecli/);
+  // azurecli mode would ask the CLI for a new audience after the first assertion expired (AADSTS700024).
+  assert.match(run, /kubelogin convert-kubeconfig -l workloadidentity/);
+  assert.not.match(workflowText, /-l azurecli/);
+  assert.is(wire.step.env?.["AZURE_CLIENT_ID"], "${{ vars.AZURE_CLIENT_ID }}");
+  assert.is(wire.step.env?.["AZURE_TENANT_ID"], "${{ vars.AZURE_TENANT_ID }}");
+  const fleet = stepIndex((step) => /wire-fleet\.sh/.test(step.run ?? ""), "wire the fleet");
+  assert.is(fleet.step.env?.["AZURE_CLIENT_ID"], "${{ vars.AZURE_CLIENT_ID }}");
+  assert.is(fleet.step.env?.["AZURE_TENANT_ID"], "${{ vars.AZURE_TENANT_ID }}");
+  const logins = allSteps.filter(({ step }) => step.uses?.startsWith("azure/login@"));
+  assert.is(logins.length, 2, "signed in again before the cluster steps");
+  const second = stepIndex((step) => step.uses?.startsWith("azure/login@") === true && /again/.test(step.name ?? ""), "second sign-in");
+  const smoke = stepIndex((step) => /curl/.test(step.run ?? "") && /HEALTH_URL/.test(step.run ?? ""), "smoke test");
+  assert.ok(runsBefore(smoke, second) && runsBefore(second, wire) && runsBefore(second, fleet));
   assert.match(run, /npm run wire -- --function-url "\$BASE_URL" --mode "\$WIRE_MODE" --identity "\$PRINCIPAL_ID" --apply/);
   assert.ok(run.indexOf("get-credentials") < run.indexOf("kubelogin") && run.indexOf("kubelogin") < run.indexOf("npm run wire"));
   const kubelogin = stepIndex((step) => step.uses?.startsWith("azure/use-kubelogin@") ?? false, "use-kubelogin");
@@ -253,35 +268,71 @@ pipeline("the smoke test succeeds on 200 ok only: degraded (a fleet member not s
   const smoke = stepIndex((step) => /\/health/.test(JSON.stringify(step.env ?? {})) && /curl/.test(step.run ?? ""), "smoke test");
   const run = smoke.step.run ?? "";
   // The step as the runner runs it (bash -e -o pipefail), with curl answering as told and no waiting.
-  const check = (status: string, body: string) => {
+  // curl answers `before` until the app is restarted (a fake az records it), `after` from then on.
+  const check = (status: string, body: string, after: { status: string; body: string } = { status, body }) => {
     const bin = mkdtempSync(join(tmpdir(), "gmsa-smoke-"));
-    writeFileSync(join(bin, "curl"), `#!/bin/sh\nprintf '%s\\n%s' '${body}' '${status}'\n`);
+    writeFileSync(
+      join(bin, "curl"),
+      `#!/bin/sh\nif [ -f "${bin}/restarted" ]; then printf '%s\\n%s' '${after.body}' '${after.status}'; else printf '%s\\n%s' '${body}' '${status}'; fi\n`,
+    );
     writeFileSync(join(bin, "sleep"), "#!/bin/sh\nexit 0\n");
-    chmodSync(join(bin, "curl"), 0o755);
-    chmodSync(join(bin, "sleep"), 0o755);
-    const result = spawnSync("bash", ["-e", "-o", "pipefail", "-c", run], { env: { PATH: `${bin}:${process.env.PATH}`, HEALTH_URL: "https://app.example/health" }, encoding: "utf8" });
-    return { code: result.status, output: `${result.stdout}${result.stderr}` };
+    writeFileSync(join(bin, "az"), `#!/bin/sh\necho "$*" >> "${bin}/az-calls"\n[ "$1 $2" = "functionapp restart" ] && touch "${bin}/restarted"\nexit 0\n`);
+    for (const name of ["curl", "sleep", "az"]) chmodSync(join(bin, name), 0o755);
+    const result = spawnSync("bash", ["-e", "-o", "pipefail", "-c", run], {
+      env: { PATH: `${bin}:${process.env.PATH}`, HEALTH_URL: "https://app.example/health", APP_NAME: "func-gmsa-abc", RESOURCE_GROUP: "rg", AZURE_SUBSCRIPTION_ID: "1111" },
+      encoding: "utf8",
+    });
+    let restarts: string[] = [];
+    try {
+      restarts = readFileSync(join(bin, "az-calls"), "utf8").trim().split("\n").filter((line) => line.startsWith("functionapp restart"));
+    } catch {
+      restarts = [];
+    }
+    return { code: result.status, output: `${result.stdout}${result.stderr}`, restarts };
   };
-  assert.is(check("200", '{"status":"ok"}').code, 0);
+  const ok = check("200", '{"status":"ok"}');
+  assert.is(ok.code, 0);
+  assert.equal(ok.restarts, [], "a healthy app is not restarted");
   const degraded = check("200", '{"status":"degraded"}');
   assert.is(degraded.code, 1);
   assert.match(degraded.output, /answers degraded: a member of GMSA_CLUSTERS is not served/);
+  assert.equal(degraded.restarts, ["functionapp restart --subscription 1111 --resource-group rg --name func-gmsa-abc"], "restarted once, then failed");
   assert.is(check("503", '{"status":"unavailable"}').code, 1);
   assert.is(check("200", "not json").code, 1);
   assert.is(check("000", "").code, 1);
+  // A first deployment whose role assignments and Key Vault references came late: ok after the restart.
+  const late = check("200", '{"status":"degraded"}', { status: "200", body: '{"status":"ok"}' });
+  assert.is(late.code, 0, late.output);
+  assert.is(late.restarts.length, 1);
 });
 
-pipeline("with an allow-list, the runner is admitted before it deploys (the scm site follows the app's rules) and removed after the check", () => {
-  const admit = stepIndex((step) => /access-restriction add/.test(step.run ?? ""), "admit runner");
-  const remove = stepIndex((step) => /access-restriction remove/.test(step.run ?? ""), "remove runner");
+pipeline("with an allow-list, the runner is admitted before it deploys (the scm site follows the app's rules) and removed after the check, by the script that writes the restrictions alone", () => {
+  const admit = stepIndex((step) => /runner-access\.sh add/.test(step.run ?? ""), "admit runner");
+  const remove = stepIndex((step) => /runner-access\.sh remove/.test(step.run ?? ""), "remove runner");
+  for (const step of [admit.step, remove.step]) {
+    assert.is(step.env?.["FUNCTION_APP_NAME"], "${{ steps.infra.outputs.app-name }}");
+    assert.is(step.env?.["AZURE_RESOURCE_GROUP"], "${{ vars.AZURE_RESOURCE_GROUP }}");
+  }
   const smoke = stepIndex((step) => /curl/.test(step.run ?? "") && /HEALTH_URL/.test(step.run ?? ""), "smoke test");
   const deploys = allSteps.filter(({ step }) => /config-zip/.test(step.run ?? ""));
   assert.ok(deploys.length >= 1);
   for (const { job, step } of deploys) assert.ok(runsBefore(admit, { job, index: workflow.jobs[job]?.steps.indexOf(step) ?? -1 }), `${step.name} runs before the runner is admitted`);
   assert.ok(runsBefore(smoke, remove));
   assert.is(remove.step.if, "always() && steps.admit-runner.outcome == 'success'");
-  const rule = (run: string | undefined) => /--rule-name (\S+)/.exec(run ?? "")?.[1];
-  assert.is(rule(admit.step.run), rule(remove.step.run));
+  assert.is(admit.step.id, "admit-runner");
+});
+
+pipeline("no step can hang for hours: both jobs and every deploy step that waits on Azure or the network have a timeout", () => {
+  for (const [name, job] of Object.entries(workflow.jobs) as Array<[string, Job & { "timeout-minutes"?: number }]>) {
+    assert.type(job["timeout-minutes"], "number", `job ${name}`);
+  }
+  const deploy = workflow.jobs["deploy"] as Job & { "timeout-minutes": number };
+  const waits = /\baz\b|\bnpm run\b|\bcurl\b|\bsleep\b|\.sh\b/;
+  const bounded = deploy.steps.filter((step) => waits.test(step.run ?? "") || step.uses?.startsWith("azure/") === true) as Array<Step & { "timeout-minutes"?: number }>;
+  assert.ok(bounded.length >= 10, `${bounded.length} steps`);
+  for (const step of bounded) assert.type(step["timeout-minutes"], "number", step.name);
+  const total = bounded.reduce((sum, step) => sum + (step["timeout-minutes"] ?? 0), 0);
+  assert.ok(deploy["timeout-minutes"] <= total, "the job's bound is no looser than its steps' together");
 });
 
 pipeline("every output the workflow reads is an output of main.bicep", async () => {

@@ -130,6 +130,29 @@ Fleet("relay mode reads the function key once and hands every member's wiring th
   assert.equal(wires.map((call) => call.secretFile), [secretOf("alpha"), secretOf("new")], "secrets from base64 (azd)");
 });
 
+Fleet("in a GitHub Actions job that may request OIDC tokens, kubelogin uses workload identity; the function key is read in the app's subscription", () => {
+  const result = run({
+    GMSA_CLUSTERS: JSON.stringify(members),
+    GMSA_CLUSTER_SECRETS: JSON.stringify(secrets),
+    WIRE_MODE: "relay",
+    FUNCTION_APP_NAME: "func-gmsa-abc",
+    AZURE_RESOURCE_GROUP: "rg-gmsa",
+    AZURE_SUBSCRIPTION_ID: "2222",
+    ACTIONS_ID_TOKEN_REQUEST_URL: "https://token.actions.example/request",
+    ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
+    AZURE_CLIENT_ID: "client",
+    AZURE_TENANT_ID: "tenant",
+  });
+  assert.is(result.status, 0, result.output);
+  const kubelogins = result.calls.filter((call) => call.command === "kubelogin");
+  assert.equal(kubelogins.map((call) => call.args.slice(0, 3)), [["convert-kubeconfig", "-l", "workloadidentity"], ["convert-kubeconfig", "-l", "workloadidentity"]]);
+  const keys = result.calls.find((call) => call.command === "az" && call.args[1] === "keys");
+  assert.equal(keys?.args.slice(0, 5), ["functionapp", "keys", "list", "--subscription", "2222"]);
+  // Without the job's token request (azd, a person's shell), the CLI's session signs in.
+  const local = run({ GMSA_CLUSTERS: JSON.stringify(members), GMSA_CLUSTER_SECRETS: JSON.stringify(secrets), AZURE_CLIENT_ID: "client", AZURE_TENANT_ID: "tenant" });
+  assert.ok(local.calls.filter((call) => call.command === "kubelogin").every((call) => call.args[2] === "azurecli"));
+});
+
 Fleet("a member without a secret, or whose wiring fails, is reported without its secret; the others are still wired, and the run fails", () => {
   const missing = run({ GMSA_CLUSTERS: JSON.stringify(members), GMSA_CLUSTER_SECRETS: JSON.stringify({ "west-eu-2": secrets["west-eu-2"] }) });
   assert.is(missing.status, 1);
