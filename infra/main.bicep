@@ -378,6 +378,19 @@ resource cluster 'Microsoft.ContainerService/managedClusters@2024-09-01' existin
   scope: resourceGroup(clusterSubscriptionId, clusterResourceGroupName)
 }
 
+// A relay wiring without its function key or TLS key would install a relay that refuses every
+// GMSA pod: the deployment is refused instead, before anything reaches the cluster.
+module relayInputs 'modules/relay-wiring-inputs.bicep' = if (wiring && wireMode == 'relay') {
+  name: 'relay-inputs-${resourceToken}'
+  params: {
+    wiredCluster: 'the cluster'
+    relayFunctionKey: relayFunctionKey
+    relayCaCertificate: relayCaCertificate
+    relayTlsCertificate: relayTlsCertificate
+    relayTlsKey: relayTlsKey
+  }
+}
+
 // The same objects `npm run wire` renders (the module is generated from that renderer).
 module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
   name: 'cluster-wiring-${resourceToken}'
@@ -396,6 +409,9 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
     relayAllowKonnectivity: relayAllowKonnectivity
     relayAllowFromCidrs: relayAllowFromCidrs
   }
+  dependsOn: [
+    relayInputs
+  ]
 }
 
 // Each member's access on its own AKS cluster, in that cluster's resource group (or subscription).
@@ -422,6 +438,20 @@ resource memberClusters 'Microsoft.ContainerService/managedClusters@2024-09-01' 
   }
 ]
 
+// Each member wired here in relay mode must come with its relay's key and certificate.
+module memberRelayInputs 'modules/relay-wiring-inputs.bicep' = [
+  for (member, index) in clusters: if (member.?wire != null && wireMode == 'relay') {
+    name: 'relay-inputs-${take(member.name, 40)}-${uniqueString(resourceToken, member.name)}'
+    params: {
+      wiredCluster: member.name
+      relayFunctionKey: relayFunctionKey
+      relayCaCertificate: member.?wire.?relayCaCertificate ?? ''
+      relayTlsCertificate: member.?wire.?relayTlsCertificate ?? ''
+      relayTlsKey: contains(clusterRelayTlsKeys, member.name) ? clusterRelayTlsKeys[member.name] : ''
+    }
+  }
+]
+
 // Members with `wire`: the same objects `npm run wire -- --cluster <name>` renders, on the
 // member's paths and with its secret.
 module memberWiring 'modules/cluster-wiring.bicep' = [
@@ -444,9 +474,10 @@ module memberWiring 'modules/cluster-wiring.bicep' = [
       relayAllowKonnectivity: member.?wire.?relayAllowKonnectivity ?? true
       relayAllowFromCidrs: member.?wire.?relayAllowFromCidrs ?? []
     }
-    // The member's access exists before its webhooks call the app.
+    // The member's access exists before its webhooks call the app; its relay inputs were given.
     dependsOn: [
       memberAccess
+      memberRelayInputs
     ]
   }
 ]

@@ -2,7 +2,7 @@ import { build, type Plugin } from "esbuild";
 import { zipSync } from "fflate";
 import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { startTrainingCluster } from "./codeCacheTraining.js";
 import { deferClientNodeExtras } from "./deferClientNodeExtras.js";
@@ -16,11 +16,14 @@ import { narrowUndici } from "./narrowUndici.js";
  * (scripts/packageEntry.js) that runs the bundle with a V8 code cache made here, after loading
  * the bundle and answering one admission against a stand-in API server (scripts/codeCacheTraining.ts),
  * so that a new instance does not parse and compile 2 MB of JavaScript before and during its first
- * admission. `npm run build` is the same step, so that azd, which zips the project folder
- * through .funcignore, ships the same.
+ * admission. The same files are also written unpacked to dist/package/, the folder azd zips
+ * (azure.yaml `dist`, remote build off): `npm run build` is the same step, so azd deploys exactly
+ * what the workflow deploys, with a manifest that has no scripts and no dependencies for a
+ * build service to run.
  */
 const root = join(__dirname, "..");
-// The same layout whether azd zips the folder (.funcignore) or the pipeline deploys the zip.
+/** What azd zips and deploys as it is. */
+export const packageDir = join(root, "dist", "package");
 const bundleDir = join(root, "dist", "functions");
 const bundlePath = "dist/functions/main.js";
 const appPath = "dist/functions/app.js";
@@ -79,6 +82,11 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
     files["THIRD-PARTY-NOTICES.txt"] = readFileSync(legal);
   } catch {
     // no legal comments collected
+  }
+  rmSync(packageDir, { recursive: true, force: true });
+  for (const [name, bytes] of Object.entries(files)) {
+    mkdirSync(dirname(join(packageDir, name)), { recursive: true });
+    writeFileSync(join(packageDir, name), bytes);
   }
   const zip = zipSync(files, { level: 9 });
   const zipPath = join(root, "dist", "package.zip");

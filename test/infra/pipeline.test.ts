@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -354,23 +354,34 @@ pipeline("every deployment parameter the workflow writes is a parameter of main.
 
 const packaging = suite("azd packaging");
 
-packaging("azure.yaml: one function service in TypeScript from the project root, infra in infra/", () => {
+packaging("azure.yaml: one function service in TypeScript from the project root, deploying dist/package as it is; infra in infra/", () => {
   const azure = readYaml("azure.yaml") as {
     infra: { provider: string; path: string; module: string };
-    services: Record<string, { project: string; language: string; host: string }>;
+    services: Record<string, { project: string; language: string; host: string; dist?: string; remoteBuild?: boolean }>;
   };
   assert.equal(azure.infra, { provider: "bicep", path: "infra", module: "main" });
   const services = Object.entries(azure.services);
   assert.is(services.length, 1);
   const [name, service] = services[0]!;
-  assert.equal(service, { project: ".", language: "ts", host: "function" });
+  assert.equal(service, { project: ".", language: "ts", host: "function", dist: "dist/package", remoteBuild: false });
   assert.match(name, /^[a-z][a-z0-9-]*$/);
+  // azd turns remote build on for a Flex app whenever the project's .funcignore excludes
+  // node_modules, and refuses remoteBuild: false then (azure-dev service_target_functionapp.go).
+  assert.not.ok(existsSync(join(repoRoot, ".funcignore")), "no .funcignore at the project root");
+  // azd runs `npm run build` before it zips `dist`: that is the package build.
+  const scripts = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+  assert.is(scripts["build"], scripts["package"]);
 });
 
-packaging("azd up deploys the fleet in one go: after the deployment its postdeploy hook wires the members, with the workflow's script", () => {
+packaging("azd up deploys the fleet in one go: the deploying machine is admitted around the deployment, then the postdeploy hook wires the members, with the workflow's scripts", () => {
   const azure = readYaml("azure.yaml") as { hooks?: Record<string, { shell?: string; run?: string }> };
-  assert.equal(Object.keys(azure.hooks ?? {}), ["postdeploy"]);
-  assert.equal(azure.hooks?.["postdeploy"], { shell: "sh", run: "bash scripts/wire-fleet.sh" });
+  assert.equal(Object.keys(azure.hooks ?? {}).sort(), ["postdeploy", "predeploy"]);
+  assert.equal(azure.hooks?.["predeploy"], { shell: "sh", run: "bash scripts/runner-access.sh add" });
+  assert.equal(azure.hooks?.["postdeploy"], { shell: "sh", run: "bash scripts/runner-access.sh remove && bash scripts/wire-fleet.sh" });
+  const access = readFileSync(join(repoRoot, "scripts", "runner-access.sh"), "utf8");
+  // What the access script reads is in azd's environment: main.bicep's outputs and the subscription azd keeps.
+  for (const output of ["FUNCTION_APP_NAME", "AZURE_RESOURCE_GROUP"]) assert.ok(access.includes(`$${output}`) && new RegExp(`^output ${output} `, "m").test(readFileSync(join(repoRoot, "infra", "main.bicep"), "utf8")), output);
+  assert.ok(access.includes("$AZURE_SUBSCRIPTION_ID"));
   const script = readFileSync(join(repoRoot, "scripts", "wire-fleet.sh"), "utf8");
   const main = readFileSync(join(repoRoot, "infra", "main.bicep"), "utf8");
   // The outputs the script reads under azd's names are main.bicep's outputs.

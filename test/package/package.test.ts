@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -9,19 +9,20 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { deferredModules } from "../../scripts/deferClientNodeExtras.js";
 import { allModels, modelNamesIn } from "../../scripts/narrowClientNode.js";
-import { assertAscii, packageApp } from "../../scripts/package.js";
+import { assertAscii, packageApp, packageDir } from "../../scripts/package.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { gmsa, pod, review } from "../support/reviews.js";
 
 /** The deployment package, unpacked and loaded as a cold start does, serves an admission. */
-const Package = suite<{ dir: string; api: FakeApiServer; zipBytes: number }>("deployment package");
+const Package = suite<{ dir: string; api: FakeApiServer; zipBytes: number; zipPath: string }>("deployment package");
 
 Package.before(async (context) => {
   try {
     const { zipPath, zipBytes } = await packageApp();
     context.zipBytes = zipBytes;
+    context.zipPath = zipPath;
     context.dir = mkdtempSync(join(tmpdir(), "gmsa-package-"));
     for (const [name, bytes] of Object.entries(unzipSync(readFileSync(zipPath)))) {
       mkdirSync(dirname(join(context.dir, name)), { recursive: true });
@@ -67,13 +68,23 @@ async function coldStart(context: { dir: string; api: FakeApiServer }, fn: strin
   };
 }
 
-Package("holds only the bundle, host.json and a manifest without dependencies", (context) => {
+Package("holds only the bundle, host.json and a manifest without dependencies or scripts", (context) => {
   const manifest = JSON.parse(readFileSync(join(context.dir, "package.json"), "utf8"));
   assert.is(manifest.main, "dist/functions/main.js");
   assert.equal(JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8")).main, manifest.main, "azd and the zip load the same entry");
   assert.equal(manifest.dependencies, {});
+  assert.is(manifest.scripts, undefined, "nothing for a build service to run");
+  assert.is(manifest.devDependencies, undefined);
   assert.equal(JSON.parse(readFileSync(join(context.dir, "host.json"), "utf8")).extensions.http.routePrefix, "");
   assert.ok(context.zipBytes < 5 * 1024 * 1024, `${context.zipBytes} bytes`);
+});
+
+Package("the folder azd zips (azure.yaml dist) holds exactly the zip's files, byte for byte", (context) => {
+  const zipped = unzipSync(readFileSync(context.zipPath));
+  const listed = (dir: string, under = ""): string[] =>
+    readdirSync(join(dir, under), { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? listed(dir, join(under, entry.name)) : [join(under, entry.name)]));
+  assert.equal(listed(packageDir).sort(), Object.keys(zipped).sort());
+  for (const [name, bytes] of Object.entries(zipped)) assert.ok(Buffer.from(bytes).equals(readFileSync(join(packageDir, name))), name);
 });
 
 // client-node's serializer would otherwise bring all of its ~750 models into every cold start
