@@ -149,22 +149,40 @@ function servingFlags(commandLine: string): string[] {
   return words.slice(1, script < 0 ? 1 : script).filter((w) => w.startsWith("--"));
 }
 
-/** Process start to the first admission answered, for the deployable package as the Functions worker loads it. */
-async function coldStart(kubeconfig: string, mutateBody: string): Promise<number[]> {
+/**
+ * Process start to the first admission answered, for the deployable package as the Functions
+ * worker loads it: with its V8 code cache accepted (this machine's Node made it), and rejected,
+ * as on an Azure instance whose Node 22 is another patch release (V8 then compiles the bundle).
+ */
+async function coldStart(kubeconfig: string, mutateBody: string): Promise<{ accepted: number[]; rejected: number[] }> {
   const { zipPath } = await packageApp();
-  const dir = mkdtempSync(join(tmpdir(), "gmsa-bench-package-"));
-  for (const [name, bytes] of Object.entries(unzipSync(readFileSync(zipPath)))) {
-    mkdirSync(dirname(join(dir, name)), { recursive: true });
-    writeFileSync(join(dir, name), bytes);
-  }
+  const unpacked = () => {
+    const dir = mkdtempSync(join(tmpdir(), "gmsa-bench-package-"));
+    for (const [name, bytes] of Object.entries(unzipSync(readFileSync(zipPath)))) {
+      mkdirSync(dirname(join(dir, name)), { recursive: true });
+      writeFileSync(join(dir, name), bytes);
+    }
+    return dir;
+  };
+  const accepted = unpacked();
+  const rejected = unpacked();
+  // A cache V8 refuses, as it refuses one made by another release: the same size, other bytes.
+  const cacheFile = join(rejected, "dist", "functions", "app.js.v8cache");
+  const cache = readFileSync(cacheFile);
+  for (let i = 0; i < cache.length; i += 64) cache[i] = cache[i]! ^ 0xff;
+  writeFileSync(cacheFile, cache);
   const driver = join(root, "test", "package", "coldStartDriver.js");
-  const times: number[] = [];
-  for (let i = 0; i < coldStarts; i++) {
-    const { ms, output } = await firstAnswer(driver, [dir, "mutate", JSON.stringify({ body: mutateBody })], kubeconfig);
-    times.push(ms);
-    if (!output.includes("patch")) throw new Error(`cold start did not patch: ${output.slice(0, 500)}`);
-  }
-  return times;
+  const run = async (dir: string, expected: string): Promise<number[]> => {
+    const times: number[] = [];
+    for (let i = 0; i < coldStarts; i++) {
+      const { ms, output } = await firstAnswer(driver, [dir, "mutate", JSON.stringify({ body: mutateBody })], kubeconfig);
+      times.push(ms);
+      if (!output.includes("patch")) throw new Error(`cold start did not patch: ${output.slice(0, 500)}`);
+      if (!output.includes(`"codeCache":"${expected}"`)) throw new Error(`the code cache was not ${expected}: ${output.slice(0, 300)}`);
+    }
+    return times;
+  };
+  return { accepted: await run(accepted, "used"), rejected: await run(rejected, "rejected") };
 }
 
 /**
@@ -341,7 +359,8 @@ async function main(): Promise<void> {
     row(`RSS of the serving process, idle, ${credSpecCount} specs cached, ${idleSettledMs / 1000} s after the loads above`, idleRss, floorIdleRss, "MiB", "≤ 90 MiB", 0);
     row("RSS of the serving process, peak under 64 connections", Math.max(...busy.product.map((r) => r.peakRssMiB)), Math.max(...busy.floor.map((r) => r.peakRssMiB)), "MiB", "≤ 130 MiB", 0);
     row(`heap per cached credential spec (${heap.size} cached)`, heap.perSpecKiB, undefined, "KiB", "", 2);
-    row(`cold start of the package, process start → first admission (median of ${coldStarts})`, median(cold), undefined, "ms", "≤ 150 ms", 0);
+    row(`cold start of the package, code cache accepted (this machine's Node; on Azure only while its Node 22 is the same release), median of ${coldStarts}`, median(cold.accepted), undefined, "ms", "≤ 150 ms", 0);
+    row(`cold start of the package, code cache rejected (another Node 22 patch release, as Azure's may be), median of ${coldStarts}`, median(cold.rejected), undefined, "ms", "", 0);
     row("npm start → ready, build up to date", product.readyMs, undefined, "ms", "≤ 1500 ms", 0);
     row("the local build itself (scripts/build-host.js, sources changed)", buildMs, undefined, "ms", "", 0);
 
@@ -349,7 +368,7 @@ async function main(): Promise<void> {
     for (const [name, { product: p, floor: f }] of Object.entries(results)) {
       console.log(`${name}, each run: CPU per admission ${p.map((r, i) => `${(r.cpuPerAnswerMs * 1000).toFixed(0)}/${(f[i]!.cpuPerAnswerMs * 1000).toFixed(0)}`).join(", ")} µs (product/floor); p99 ${p.map((r, i) => `${r.p99Ms.toFixed(2)}/${f[i]!.p99Ms.toFixed(2)}`).join(", ")} ms`);
     }
-    console.log(`cold starts (ms): ${cold.map((c) => c.toFixed(0)).join(", ")}\n`);
+    console.log(`cold starts (ms), code cache accepted: ${cold.accepted.map((c) => c.toFixed(0)).join(", ")}; rejected: ${cold.rejected.map((c) => c.toFixed(0)).join(", ")}\n`);
     printTable();
   } finally {
     for (const server of servers) await server.stop().catch(() => {});

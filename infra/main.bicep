@@ -115,6 +115,9 @@ param relaySourceAddressPrefixes array = []
 @description('private mode: address prefixes of the runner that deploys (the scm site shares the private endpoint) and checks /health.')
 param deployRunnerAddressPrefixes array = []
 
+@description('private mode: the resource ID of an existing privatelink.azurewebsites.net zone that already resolves for the cluster\'s VNet (a hub-and-spoke network\'s central zone). Given: the function\'s private endpoint registers there and no zone of this deployment is linked to the cluster VNet. Empty: the deployment makes its own zone and links it (docs/deploying.md).')
+param existingSitesDnsZoneId string = ''
+
 @minValue(0)
 @description('Always-ready instances for the http trigger group (cold starts cost admission latency).')
 param alwaysReadyHttpInstances int = 1
@@ -281,6 +284,7 @@ module network 'modules/network.bicep' = if (privateMode) {
     privateEndpointAllowedSources: concat(privateEndpointCallers, deployRunnerAddressPrefixes)
     clusterVnetResourceId: clusterVnetResourceId
     peerWithClusterVnet: peerWithClusterVnet
+    existingSitesDnsZoneId: existingSitesDnsZoneId
     keyVaultEndpoint: fleet
   }
 }

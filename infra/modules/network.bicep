@@ -25,10 +25,14 @@ param clusterVnetResourceId string = ''
 
 param peerWithClusterVnet bool = true
 
+@description('An existing privatelink.azurewebsites.net zone that already resolves for the cluster\'s VNet (a hub\'s, linked to it centrally). Given: the site\'s private endpoint registers there, and this deployment makes no zone of its own and links nothing to the cluster VNet (a second zone of that name linked to the same VNet fails: "overlapping namespaces"). Empty: its own zone, linked to the function VNet and the cluster VNet.')
+param existingSitesDnsZoneId string = ''
+
 @description('A fleet: the members\' secrets live in a Key Vault with a private endpoint, which the function resolves through this zone.')
 param keyVaultEndpoint bool = false
 
 var hasClusterVnet = !empty(clusterVnetResourceId)
+var ownSitesZone = empty(existingSitesDnsZoneId)
 var clusterVnetSegments = split(clusterVnetResourceId, '/')
 var clusterVnetSubscriptionId = hasClusterVnet ? clusterVnetSegments[2] : subscription().subscriptionId
 var clusterVnetResourceGroupName = hasClusterVnet ? clusterVnetSegments[4] : resourceGroup().name
@@ -253,13 +257,13 @@ resource keyVaultDnsLink 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@
   }
 }
 
-resource sitesDnsZone 'Microsoft.Network/privateDnsZones@2024-06-01' = {
+resource sitesDnsZone 'Microsoft.Network/privateDnsZones@2024-06-01' = if (ownSitesZone) {
   name: 'privatelink.azurewebsites.net'
   location: 'global'
   tags: tags
 }
 
-resource functionVnetLink 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2024-06-01' = {
+resource functionVnetLink 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2024-06-01' = if (ownSitesZone) {
   parent: sitesDnsZone
   name: 'link-${vnet.name}'
   location: 'global'
@@ -272,7 +276,7 @@ resource functionVnetLink 'Microsoft.Network/privateDnsZones/virtualNetworkLinks
   }
 }
 
-resource clusterVnetLink 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2024-06-01' = if (hasClusterVnet) {
+resource clusterVnetLink 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2024-06-01' = if (ownSitesZone && hasClusterVnet) {
   parent: sitesDnsZone
   name: 'link-cluster-${hasClusterVnet ? last(clusterVnetSegments) : 'none'}'
   location: 'global'
@@ -312,7 +316,7 @@ module peeringFromCluster 'vnet-peering.bicep' = if (hasClusterVnet && peerWithC
 output vnetId string = vnet.id
 output functionSubnetId string = functionSubnet.id
 output privateEndpointSubnetId string = privateEndpointSubnet.id
-output privateDnsZoneId string = sitesDnsZone.id
+output privateDnsZoneId string = ownSitesZone ? sitesDnsZone.id : existingSitesDnsZoneId
 output storageEndpointSubnetId string = storageEndpointSubnet.id
 output blobDnsZoneId string = storageDnsZones[0].id
 output tableDnsZoneId string = storageDnsZones[1].id

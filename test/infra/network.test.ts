@@ -4,6 +4,7 @@ import {
   type BicepFile,
   type Declaration,
   declarations,
+  declarationsOf,
   declared,
   callArguments,
   decorator,
@@ -145,8 +146,21 @@ network("the private DNS zone is privatelink.azurewebsites.net, linked to the fu
   const targets = links.map((link) => property(bodyOf(link), "properties", "virtualNetwork", "id")?.text);
   assert.equal(targets.sort(), ["clusterVnetResourceId", "vnet.id"]);
   const clusterLink = links.find((link) => property(bodyOf(link), "properties", "virtualNetwork", "id")?.text === "clusterVnetResourceId");
-  assert.is(clusterLink?.body?.condition?.text, "(hasClusterVnet)");
+  assert.is(clusterLink?.body?.condition?.text, "(ownSitesZone && hasClusterVnet)");
   assert.is(valueOf(network, "hasClusterVnet", { bindings: { clusterVnetResourceId: "" } }), false);
+});
+
+network("with an existing zone (a hub's, already resolving for the cluster VNet), the endpoint registers there and nothing of this deployment's is linked", ({ network }) => {
+  const hubZone = "/subscriptions/2222/resourceGroups/rg-hub-dns/providers/Microsoft.Network/privateDnsZones/privatelink.azurewebsites.net";
+  for (const name of ["sitesDnsZone", "functionVnetLink", "clusterVnetLink"]) {
+    const condition = declared(network, "resource", name).body?.condition;
+    assert.ok(condition !== undefined, `${name} is conditional`);
+    const bindings = { existingSitesDnsZoneId: hubZone, clusterVnetResourceId: "/subscriptions/1/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/aks-vnet" };
+    assert.is(evaluate(network, condition, { bindings }), false, `${name} is left out`);
+    assert.is(evaluate(network, condition, { bindings: { ...bindings, existingSitesDnsZoneId: "" } }), true, `${name} is made without one`);
+  }
+  const output = declarationsOf(network, "output").get("privateDnsZoneId")!;
+  assert.ok(output.value!.text.includes("existingSitesDnsZoneId"), "the endpoint's zone group gets the existing zone");
 });
 
 network("the function VNet and the cluster VNet are peered both ways when asked", ({ network }) => {
