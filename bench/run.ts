@@ -128,25 +128,14 @@ async function waitForSync(url: string, caPem: string): Promise<void> {
 /**
  * The policy's own work with no HTTP server: what every instance pays per admission, in CPU
  * time. Timed in a process of its own (bench/handlerDriver.js) on the compiled JavaScript that
- * `npm start` serves, once with the serving process's V8 flags and once with Node's defaults
- * (what a Functions worker started without arguments runs).
+ * `npm start` serves, with Node's default flags, as a Functions worker runs.
  */
-async function handlerCost(kubeconfig: string, bodies: { mutate: string; validate: string }, servingFlags: readonly string[]): Promise<Record<"serving" | "defaults", Record<"mutate" | "validate", number>>> {
+async function handlerCost(kubeconfig: string, bodies: { mutate: string; validate: string }): Promise<Record<"mutate" | "validate", number>> {
   const driver = join(__dirname, "handlerDriver.js");
-  const timed = async (flags: readonly string[]) => {
-    const { stdout } = await promisify(execFile)("taskset", ["-c", serverCore, process.execPath, ...flags, driver, kubeconfig, bodies.mutate, bodies.validate], { env: { PATH: process.env.PATH } });
-    const figures = JSON.parse(stdout) as { mutate?: unknown; validate?: unknown };
-    if (typeof figures.mutate !== "number" || typeof figures.validate !== "number") throw new Error(`the handler driver printed ${stdout.slice(0, 200)}`);
-    return { mutate: figures.mutate, validate: figures.validate };
-  };
-  return { serving: await timed(servingFlags), defaults: await timed([]) };
-}
-
-/** The V8 flags of the serving process, from its command line: what comes between the Node binary and the script. */
-function servingFlags(commandLine: string): string[] {
-  const words = commandLine.split(" ");
-  const script = words.findIndex((w) => w.endsWith("host/start.js"));
-  return words.slice(1, script < 0 ? 1 : script).filter((w) => w.startsWith("--"));
+  const { stdout } = await promisify(execFile)("taskset", ["-c", serverCore, process.execPath, driver, kubeconfig, bodies.mutate, bodies.validate], { env: { PATH: process.env.PATH } });
+  const figures = JSON.parse(stdout) as { mutate?: unknown; validate?: unknown };
+  if (typeof figures.mutate !== "number" || typeof figures.validate !== "number") throw new Error(`the handler driver printed ${stdout.slice(0, 200)}`);
+  return { mutate: figures.mutate, validate: figures.validate };
 }
 
 /**
@@ -317,9 +306,8 @@ async function main(): Promise<void> {
     }
 
     // A second serving process whose first admissions arrive together, 16 at once before its cache
-    // has listed anything, as a new instance's may: it must then cost what the first does. V8's
-    // allocation-site pretenuring, which the serving flags turn off, kept such a server about a
-    // fifth slower for good (README, Two commands); this row is what shows it if it comes back.
+    // has listed anything, as a new instance's may: it must then cost what the first does (V8's
+    // allocation-site pretenuring has kept such a server slower for good; this row shows it).
     console.error("a server whose first admissions arrive together…");
     const burst = await startServer("taskset", ["-c", serverCore, "npm", "start"], { env, output: join(work, "burst.log"), ready: /^gmsa-admission ready at /, timeoutMs: 120_000 });
     servers.push(burst);
@@ -334,7 +322,7 @@ async function main(): Promise<void> {
     await burst.stop();
 
     console.error("timing the handler apart from HTTP…");
-    const handler = await handlerCost(local.webhookKubeconfig, bodies, servingFlags(serving));
+    const handler = await handlerCost(local.webhookKubeconfig, bodies);
     console.error("cold starts of the deployable package…");
     const cold = await coldStart(local.webhookKubeconfig, readFileSync(bodies.mutate, "utf8"));
     const heap = await cacheHeap(local.adminKubeconfig);
@@ -350,10 +338,8 @@ async function main(): Promise<void> {
     row("CPU per warm admission, mutate, 64 connections", med(busy.product, "cpuPerAnswerMs"), med(busy.floor, "cpuPerAnswerMs"), "ms", "");
     const together = results[burstName]!;
     row("CPU per warm admission, mutate, 16 connections, a server whose first 16 admissions came at once", med(together.product, "cpuPerAnswerMs"), med(together.floor, "cpuPerAnswerMs"), "ms", "");
-    row("handler alone (no HTTP, CPU time, serving flags), warm mutate", handler.serving.mutate, undefined, "µs", "≤ 50 µs", 1);
-    row("handler alone (no HTTP, CPU time, serving flags), warm validate", handler.serving.validate, undefined, "µs", "≤ 50 µs", 1);
-    row("handler alone (no HTTP, CPU time, Node's default flags), warm mutate", handler.defaults.mutate, undefined, "µs", "", 1);
-    row("handler alone (no HTTP, CPU time, Node's default flags), warm validate", handler.defaults.validate, undefined, "µs", "", 1);
+    row("handler alone (no HTTP, CPU time), warm mutate", handler.mutate, undefined, "µs", "≤ 50 µs", 1);
+    row("handler alone (no HTTP, CPU time), warm validate", handler.validate, undefined, "µs", "≤ 50 µs", 1);
     row(`RSS of the serving process, idle, ${credSpecCount} specs cached, before any load`, syncedRss, undefined, "MiB", "≤ 90 MiB", 0);
     row(`RSS of the serving process, ${idleSoonMs / 1000} s after the loads above`, soonRss, floorSoonRss, "MiB", "", 0);
     row(`RSS of the serving process, idle, ${credSpecCount} specs cached, ${idleSettledMs / 1000} s after the loads above`, idleRss, floorIdleRss, "MiB", "≤ 90 MiB", 0);

@@ -6,9 +6,6 @@ import { maxBodyBytes, type HttpCall } from "../lib/admission/httpExchange.js";
 import { memberAddress, serveAdmission, webhookRoutes, type WebhookRoute } from "../functions/webhook.js";
 import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { invoke, loadFunctionsApp, type LoadedApp } from "./functionsHost.js";
-import { replyBatch, type ReplyBatch } from "./replyBatch.js";
-import { requestTarget, type RequestTarget } from "./requestTarget.js";
-import { turnQueue, type TurnQueue } from "./turnQueue.js";
 
 export interface LocalServerOptions {
   readonly host: string;
@@ -27,17 +24,12 @@ export interface LocalServer {
   close(): Promise<void>;
 }
 
-/** Serves the Functions app over HTTPS on this machine. */
+/**
+ * Serves the Functions app over HTTPS on this machine: a development server, with the same
+ * HTTP rules, policy and log lines as the Functions host, and nothing tuned for throughput.
+ */
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
-  const replies = replyBatch((error) => options.log("error", `local host: an answer could not be written: ${error instanceof Error ? error.message : String(error)}`));
-  const serving: Serving = {
-    functionsApp: await loadFunctionsApp(),
-    options,
-    base: "https://localhost",
-    replies,
-    // Handing over a body does not throw.
-    bodies: turnQueue(() => {}, replies),
-  };
+  const serving: Serving = { functionsApp: await loadFunctionsApp(), options, base: "https://localhost" };
   const server = createServer({ cert: options.tls.certPem, key: options.tls.keyPem }, (req, res) => {
     route(serving, req, res).catch((error: unknown) => {
       options.log("error", `local host: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -84,21 +76,11 @@ interface Serving {
    * make some paths fail where others are served. Set once listening, before any request.
    */
   base: string;
-  readonly replies: ReplyBatch;
-  /**
-   * Bodies read in the same turn go to their admissions together in the next: the policy code of
-   * a turn's admissions then runs back to back, not between the TLS reads and HTTP parsing of
-   * other requests (README, Near-zero API calls per admission, on the bench). The reply batch
-   * follows it: the answers of admissions that finish without waiting on the API server are
-   * written in that same check phase, not after another turn of reads, so a request lives shorter
-   * than the time between two young-generation collections and is not promoted to the old one.
-   */
-  readonly bodies: TurnQueue;
 }
 
 async function route(serving: Serving, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { functionsApp, options } = serving;
-  const url = requestTarget(req.url ?? "/", serving.base);
+  const url = new URL(req.url ?? "/", serving.base);
   const match = functionsApp.find(url.pathname);
   // The path is not echoed: a url-wired member's path carries its secret.
   if (!match) return reply(res, 404, "no function at this path");
@@ -112,7 +94,7 @@ async function route(serving: Serving, req: IncomingMessage, res: ServerResponse
   const body = await readLimited(req, res, maxBodyBytes + 1);
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(", ") : value;
-  const answer = await invoke(registration, { method: req.method ?? "GET", url: url.href(), headers, body }, options.log);
+  const answer = await invoke(registration, { method: req.method ?? "GET", url: url.href, headers, body }, options.log);
   res.writeHead(answer.status, answer.headers);
   res.end(answer.body);
 }
@@ -126,7 +108,7 @@ async function serveAdmissionLocally(
   route: WebhookRoute,
   params: Readonly<Record<string, string>>,
   req: IncomingMessage,
-  url: RequestTarget,
+  url: URL,
   res: ServerResponse,
 ): Promise<void> {
   const header = (value: string | string[] | undefined) => (value === undefined ? null : Array.isArray(value) ? value.join(", ") : value);
@@ -140,7 +122,7 @@ async function serveAdmissionLocally(
     timeout: url.searchParams.get("timeout"),
     readBody: (limit) => {
       bodyRead = true;
-      return readLimited(req, res, limit + 1, serving.bodies);
+      return readLimited(req, res, limit + 1);
     },
   };
   const address = memberAddress(route.addressing, params, route.addressing === "header" ? header(req.headers[clusterSecretHeader]) : null);
@@ -152,10 +134,11 @@ async function serveAdmissionLocally(
     res.setHeader("connection", "close");
     res.once("finish", () => req.socket.destroy());
   }
-  serving.replies.send(res, reply);
+  res.writeHead(reply.status, reply.headers);
+  res.end(reply.body);
 }
 
-function keyMatches(req: IncomingMessage, url: RequestTarget, expected: string): boolean {
+function keyMatches(req: IncomingMessage, url: URL, expected: string): boolean {
   const given = req.headers["x-functions-key"];
   const key = typeof given === "string" ? given : (url.searchParams.get("code") ?? "");
   const a = Buffer.from(key);
@@ -165,10 +148,9 @@ function keyMatches(req: IncomingMessage, url: RequestTarget, expected: string):
 
 /**
  * Reads at most `limit` bytes; the caller sees a longer body as exactly `limit` bytes. The rest
- * is never read: the connection is closed once the answer is written. A whole body is handed over
- * through `handOver` when one is given, a cut one at once.
+ * is never read: the connection is closed once the answer is written.
  */
-function readLimited(req: IncomingMessage, res: ServerResponse, limit: number, handOver?: TurnQueue): Promise<Uint8Array> {
+function readLimited(req: IncomingMessage, res: ServerResponse, limit: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -181,11 +163,7 @@ function readLimited(req: IncomingMessage, res: ServerResponse, limit: number, h
       res.once("finish", () => req.socket.destroy());
       resolve(Buffer.concat(chunks).subarray(0, limit));
     };
-    const onEnd = () => {
-      const body = Buffer.concat(chunks);
-      if (handOver) handOver.push(() => resolve(body));
-      else resolve(body);
-    };
+    const onEnd = () => resolve(Buffer.concat(chunks));
     req.on("data", onData).once("end", onEnd).once("error", reject);
   });
 }

@@ -3,7 +3,6 @@ import { readAdmissionSettings, readFleetSettings } from "../lib/settings.js";
 import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { readHostSettings } from "./hostSettings.js";
 import type { LocalCluster } from "./localCluster.js";
-import { lineWriter } from "./lineWriter.js";
 import { startLocalServer, type LocalServer } from "./localServer.js";
 import { generateServingCertificate, servingCertificateFromFiles } from "./servingCertificate.js";
 
@@ -76,11 +75,8 @@ function say(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-const logOut = lineWriter(process.stdout);
-const logErr = lineWriter(process.stderr);
-
 function logLine(level: string, message: string): void {
-  (level === "error" || level === "warning" ? logErr : logOut).write(message);
+  (level === "error" || level === "warning" ? process.stderr : process.stdout).write(`${message}\n`);
 }
 
 void main();

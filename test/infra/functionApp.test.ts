@@ -183,13 +183,11 @@ hosting("app settings carry exactly the names the code reads, and no Flex-reject
   }
 });
 
-hosting("the worker's allocator keeps few arenas and gives freed memory back, as npm start's serving process does", ({ app }) => {
+hosting("the worker's allocator settings are numbers the C library reads", ({ app }) => {
   const settings = appSettings(app);
-  const start = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
   for (const name of ["MALLOC_ARENA_MAX", "MALLOC_TRIM_THRESHOLD_"]) {
     const value = literal(settings.get(name));
     assert.ok(value !== undefined && /^[0-9]+$/.test(value), `${name} is a number: ${value}`);
-    assert.ok(start.includes(`${name}=${value} `), `npm start sets ${name}=${value} too`);
   }
 });
 
