@@ -445,7 +445,8 @@ resource memberClusters 'Microsoft.ContainerService/managedClusters@2024-09-01' 
 // Each member wired here in relay mode must come with its relay's key and certificate.
 module memberRelayInputs 'modules/relay-wiring-inputs.bicep' = [
   for (member, index) in clusters: if (member.?wire != null && wireMode == 'relay') {
-    name: 'relay-inputs-${take(member.name, 40)}-${uniqueString(resourceToken, member.name)}'
+    // Deployment names are at most 64 characters: 13 + 37 + 1 + 13.
+    name: 'relay-inputs-${take(member.name, 37)}-${uniqueString(resourceToken, member.name)}'
     params: {
       wiredCluster: member.name
       relayFunctionKey: relayFunctionKey

@@ -243,10 +243,15 @@ pipeline("the cluster is wired with kubelogin's workload identity mode, which re
   assert.is(fleet.step.env?.["AZURE_CLIENT_ID"], "${{ vars.AZURE_CLIENT_ID }}");
   assert.is(fleet.step.env?.["AZURE_TENANT_ID"], "${{ vars.AZURE_TENANT_ID }}");
   const logins = allSteps.filter(({ step }) => step.uses?.startsWith("azure/login@"));
-  assert.is(logins.length, 2, "signed in again before the cluster steps");
-  const second = stepIndex((step) => step.uses?.startsWith("azure/login@") === true && /again/.test(step.name ?? ""), "second sign-in");
+  assert.is(logins.length, 3, "signed in again before the health check and before the cluster steps");
+  const beforeHealth = stepIndex((step) => step.uses?.startsWith("azure/login@") === true && /health check/.test(step.name ?? ""), "sign-in before the health check");
+  const beforeClusters = stepIndex((step) => step.uses?.startsWith("azure/login@") === true && /cluster steps/.test(step.name ?? ""), "sign-in before the cluster steps");
   const smoke = stepIndex((step) => /curl/.test(step.run ?? "") && /HEALTH_URL/.test(step.run ?? ""), "smoke test");
-  assert.ok(runsBefore(smoke, second) && runsBefore(second, wire) && runsBefore(second, fleet));
+  const remove = stepIndex((step) => /runner-access\.sh remove/.test(step.run ?? ""), "remove runner");
+  const deploy = stepIndex((step) => /config-zip/.test(step.run ?? ""), "package deployment");
+  assert.ok(runsBefore(deploy, beforeHealth) && runsBefore(beforeHealth, smoke) && runsBefore(beforeHealth, remove), "the restart and the removal run with a fresh sign-in");
+  assert.match(beforeHealth.step.if ?? "", /^always\(\)/, "also when the deployment failed: the rule must still go");
+  assert.ok(runsBefore(smoke, beforeClusters) && runsBefore(beforeClusters, wire) && runsBefore(beforeClusters, fleet));
   assert.match(run, /npm run wire -- --function-url "\$BASE_URL" --mode "\$WIRE_MODE" --identity "\$PRINCIPAL_ID" --apply/);
   assert.ok(run.indexOf("get-credentials") < run.indexOf("kubelogin") && run.indexOf("kubelogin") < run.indexOf("npm run wire"));
   const kubelogin = stepIndex((step) => step.uses?.startsWith("azure/use-kubelogin@") ?? false, "use-kubelogin");
@@ -318,7 +323,7 @@ pipeline("with an allow-list, the runner is admitted before it deploys (the scm 
   assert.ok(deploys.length >= 1);
   for (const { job, step } of deploys) assert.ok(runsBefore(admit, { job, index: workflow.jobs[job]?.steps.indexOf(step) ?? -1 }), `${step.name} runs before the runner is admitted`);
   assert.ok(runsBefore(smoke, remove));
-  assert.is(remove.step.if, "always() && steps.admit-runner.outcome == 'success'");
+  assert.is(remove.step.if, "always() && steps.admit-runner.outcome != 'skipped'", "also after an admission that failed after its write");
   assert.is(admit.step.id, "admit-runner");
 });
 

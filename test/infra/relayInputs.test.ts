@@ -75,4 +75,14 @@ Inputs("fleet members wired here in relay mode need their own TLS key; members l
   assert.equal(refused(inputs, passedBy(main, module, { ...base, member: wired, relayFunctionKey: "", clusterRelayTlsKeys: { alpha: pem("PRIVATE KEY") } })), ["relayFunctionKey"]);
 });
 
+Inputs("every per-member deployment name fits ARM's 64 characters, for the longest member name", ({ main }) => {
+  const longest = "m".repeat(63);
+  for (const name of ["memberAccess", "memberRelayInputs", "memberWiring"]) {
+    const module = declared(main, "module", name);
+    const deployment = evaluate(main, property(module.body!.object, "name")!, { bindings: { member: { name: longest }, resourceToken: "abc" } });
+    assert.type(deployment, "string");
+    assert.ok((deployment as string).length <= 64, `${name}: ${(deployment as string).length} characters`);
+  }
+});
+
 Inputs.run();

@@ -28,6 +28,7 @@ function fakeAz(dir: string): string {
 set -eu
 state="${dir}/site.json"
 if [ "$1 $2" = "cloud show" ]; then echo "https://management.azure.com/"; exit 0; fi
+if [ "$1 $2" = "account show" ]; then [ -f "${dir}/signed-out" ] && exit 1; exit 0; fi
 [ "$1" = rest ] || { echo "unexpected az $*" >&2; exit 3; }
 method="" url="" body="" query=""
 while [ $# -gt 0 ]; do
@@ -55,7 +56,7 @@ function run(dir: string, action: string, env: Record<string, string> = {}) {
   const bin = fakeAz(dir);
   const result = spawnSync("bash", [script, action], {
     encoding: "utf8",
-    env: { PATH: `${bin}:${process.env.PATH ?? ""}`, AZURE_SUBSCRIPTION_ID: "1111", AZURE_RESOURCE_GROUP: "rg-gmsa", FUNCTION_APP_NAME: "func-gmsa-abc", RUNNER_IP: "52.9.8.7", ...env },
+    env: { PATH: `${bin}:${process.env.PATH ?? ""}`, AZURE_SUBSCRIPTION_ID: "1111", AZURE_RESOURCE_GROUP: "rg-gmsa", FUNCTION_APP_NAME: "func-gmsa-abc", RUNNER_IP: "52.9.8.7", GITHUB_ENV: join(dir, "github-env"), ...env },
   });
   const read = (file: string) => {
     try {
@@ -75,23 +76,30 @@ function siteIn(site: Site): string {
 
 const Access = suite("runner-access.sh");
 
-Access("add: one PATCH of config/web that carries the restrictions alone, the cluster's rules kept and the runner's /32 added; remove takes it out", () => {
-  const dir = siteIn({ publicNetworkAccess: "Enabled", config: { ipSecurityRestrictionsDefaultAction: "Deny", ipSecurityRestrictions: [clusterRule], minTlsVersion: "1.2" } });
+const otherDeployer = { name: "deploy-runner-20-30-40-50", ipAddress: "20.30.40.50/32", action: "Allow", priority: 50 };
+
+Access("add: one PATCH of config/web that carries the restrictions alone, the cluster's and another deployer's rules kept and this runner's /32 added; remove takes out its own alone", () => {
+  const dir = siteIn({ publicNetworkAccess: "Enabled", config: { ipSecurityRestrictionsDefaultAction: "Deny", ipSecurityRestrictions: [clusterRule, otherDeployer], minTlsVersion: "1.2" } });
   const added = run(dir, "add");
   assert.is(added.status, 0, added.output);
   assert.is(added.patches.length, 1);
   assert.equal(Object.keys(added.patches[0]), ["properties"]);
   assert.equal(Object.keys(added.patches[0].properties), ["ipSecurityRestrictions"], "nothing but the restrictions is written");
-  assert.equal(added.site.config.ipSecurityRestrictions, [clusterRule, { name: "deploy-runner", description: "The machine that deploys (removed after the deployment)", ipAddress: "52.9.8.7/32", action: "Allow", priority: 50 }]);
+  assert.equal(added.site.config.ipSecurityRestrictions, [
+    clusterRule,
+    otherDeployer,
+    { name: "deploy-runner-52-9-8-7", description: "The machine that deploys (removed after the deployment)", ipAddress: "52.9.8.7/32", action: "Allow", priority: 50 },
+  ]);
+  assert.is(readFileSync(join(dir, "github-env"), "utf8"), "RUNNER_IP=52.9.8.7\n", "the job's later remove names the same address");
   assert.ok(added.calls.every((call) => call.startsWith("get ") || call.startsWith("patch https://management.azure.com/subscriptions/1111/resourceGroups/rg-gmsa/providers/Microsoft.Web/sites/func-gmsa-abc/config/web?")), added.calls.join("\n"));
 
   const again = run(dir, "add");
   assert.is(again.status, 0, again.output);
-  assert.is((again.site.config.ipSecurityRestrictions ?? []).filter((r) => (r as { name: string }).name === "deploy-runner").length, 1, "adding twice leaves one rule");
+  assert.is((again.site.config.ipSecurityRestrictions ?? []).filter((r) => (r as { name: string }).name === "deploy-runner-52-9-8-7").length, 1, "adding twice leaves one rule");
 
   const removed = run(dir, "remove");
   assert.is(removed.status, 0, removed.output);
-  assert.equal(removed.site.config.ipSecurityRestrictions, [clusterRule]);
+  assert.equal(removed.site.config.ipSecurityRestrictions, [clusterRule, otherDeployer], "another deployer's access stays");
   assert.equal(removed.site.config.minTlsVersion, "1.2");
   const nothing = run(dir, "remove");
   assert.is(nothing.patches.length, removed.patches.length, "nothing to remove: no write");
@@ -106,6 +114,15 @@ Access("an app that admits every address, or takes no public traffic, is left al
     assert.is(result.status, 0, result.output);
     assert.equal(result.patches, [], JSON.stringify(site));
   }
+});
+
+Access("without a signed-in az it warns and changes nothing (azd may be signed in on its own)", () => {
+  const dir = siteIn({ publicNetworkAccess: "Enabled", config: { ipSecurityRestrictionsDefaultAction: "Deny", ipSecurityRestrictions: [clusterRule] } });
+  writeFileSync(join(dir, "signed-out"), "");
+  const result = run(dir, "add");
+  assert.is(result.status, 0);
+  assert.match(result.output, /az is not signed in/);
+  assert.equal(result.patches, []);
 });
 
 Access("refuses what is not an IPv4 address, and an unknown action, before writing anything", () => {
