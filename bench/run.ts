@@ -25,7 +25,10 @@ import { fleetBench, fleetOnly } from "./fleet.js";
  * `npm run bench`: the serving cost of the product beside a floor measured in the same run, the
  * least a Node webhook must do (bench/floorServer.js: read the AdmissionReview, parse it, answer
  * a fixed one). Both are served on core 1, loaded from core 0 by the same client with the same
- * connections and duration. Figures are printed, never asserted.
+ * connections and duration. Figures are printed, never asserted. The serving process is the
+ * development server (npm start), not what Azure runs, so its load figures carry no target; the
+ * targets are on what production shares with it (the handler's own cost) and on the deployment
+ * package's cold start.
  */
 const root = join(__dirname, "..");
 const serverCore = "1";
@@ -330,9 +333,9 @@ async function main(): Promise<void> {
     const med = (runs: LoadResult[], figure: keyof LoadResult) => median(runs.map((r) => r[figure]));
     for (const name of ["mutate, 16 connections", "validate, 16 connections"]) {
       const { product: p, floor: f } = results[name]!;
-      row(`CPU per warm admission, ${name}`, med(p, "cpuPerAnswerMs"), med(f, "cpuPerAnswerMs"), "ms", "≤ 2× floor");
+      row(`CPU per warm admission, ${name}`, med(p, "cpuPerAnswerMs"), med(f, "cpuPerAnswerMs"), "ms", "");
       row(`answers per second, ${name}`, med(p, "perSecond"), med(f, "perSecond"), "/s", "", 0);
-      row(`p99 latency, ${name}`, med(p, "p99Ms"), med(f, "p99Ms"), "ms", "≤ 2× floor", 2);
+      row(`p99 latency, ${name}`, med(p, "p99Ms"), med(f, "p99Ms"), "ms", "", 2);
     }
     const busy = results["mutate, 64 connections"]!;
     row("CPU per warm admission, mutate, 64 connections", med(busy.product, "cpuPerAnswerMs"), med(busy.floor, "cpuPerAnswerMs"), "ms", "");
@@ -340,10 +343,10 @@ async function main(): Promise<void> {
     row("CPU per warm admission, mutate, 16 connections, a server whose first 16 admissions came at once", med(together.product, "cpuPerAnswerMs"), med(together.floor, "cpuPerAnswerMs"), "ms", "");
     row("handler alone (no HTTP, CPU time), warm mutate", handler.mutate, undefined, "µs", "≤ 50 µs", 1);
     row("handler alone (no HTTP, CPU time), warm validate", handler.validate, undefined, "µs", "≤ 50 µs", 1);
-    row(`RSS of the serving process, idle, ${credSpecCount} specs cached, before any load`, syncedRss, undefined, "MiB", "≤ 90 MiB", 0);
+    row(`RSS of the serving process, idle, ${credSpecCount} specs cached, before any load`, syncedRss, undefined, "MiB", "", 0);
     row(`RSS of the serving process, ${idleSoonMs / 1000} s after the loads above`, soonRss, floorSoonRss, "MiB", "", 0);
-    row(`RSS of the serving process, idle, ${credSpecCount} specs cached, ${idleSettledMs / 1000} s after the loads above`, idleRss, floorIdleRss, "MiB", "≤ 90 MiB", 0);
-    row("RSS of the serving process, peak under 64 connections", Math.max(...busy.product.map((r) => r.peakRssMiB)), Math.max(...busy.floor.map((r) => r.peakRssMiB)), "MiB", "≤ 130 MiB", 0);
+    row(`RSS of the serving process, idle, ${credSpecCount} specs cached, ${idleSettledMs / 1000} s after the loads above`, idleRss, floorIdleRss, "MiB", "", 0);
+    row("RSS of the serving process, peak under 64 connections", Math.max(...busy.product.map((r) => r.peakRssMiB)), Math.max(...busy.floor.map((r) => r.peakRssMiB)), "MiB", "", 0);
     row(`heap per cached credential spec (${heap.size} cached)`, heap.perSpecKiB, undefined, "KiB", "", 2);
     row(`cold start of the package, code cache accepted (this machine's Node; on Azure only while its Node 22 is the same release), median of ${coldStarts}`, median(cold.accepted), undefined, "ms", "≤ 150 ms", 0);
     row(`cold start of the package, code cache rejected (another Node 22 patch release, as Azure's may be), median of ${coldStarts}`, median(cold.rejected), undefined, "ms", "", 0);
