@@ -29,8 +29,11 @@ import { admissionNamespace, ClusterUnavailableError, isHeldByWaiters } from "..
  *
  * Above all of these sits `maxHeldAtAll`, the cluster's share of what one instance serves at once
  * (memberShare): every admission that waits on a hung server holds one of the instance's
- * concurrent invocations, and the instance's other clusters must keep some. It is never exceeded,
- * and one namespace may hold at most half of it, so one team's flood leaves the other half.
+ * concurrent invocations, and the instance's other clusters must keep some. It is never exceeded.
+ * Within it, one namespace's admissions that have waited longer than a prompt answer takes
+ * (`slowAfterMs`) may be at most half of it, so a team whose calls are slow leaves the other half
+ * to the others; a burst of one namespace's admissions that the server answers promptly is not
+ * held to that half.
  */
 export interface ApiSlots {
   /** Resolves with the slot's release once one is free; rejects with the signal's reason if it aborts first. */
@@ -74,15 +77,26 @@ export function memberShare(instanceConcurrency: number): number {
   return Math.max(1, instanceConcurrency - Math.max(1, Math.floor(instanceConcurrency / 4)));
 }
 
-export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, options: { readonly maxHeldAtAll?: number } = {}): ApiSlots {
+export interface ApiSlotsOptions {
+  /** The cluster's share of an instance's concurrent invocations (memberShare); none: unbounded. */
+  readonly maxHeldAtAll?: number;
+  /** How long an admission may wait on the server before it counts as slow (default 250 ms). */
+  readonly slowAfterMs?: number;
+  readonly now?: () => number;
+}
+
+export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, options: ApiSlotsOptions = {}): ApiSlots {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`the API call limit must be a whole number of at least 1, got ${limit}`);
   if (!(maxWaiting >= 0)) throw new RangeError(`the most admissions waiting must be at least 0, got ${maxWaiting}`);
   const maxHeldAtAll = options.maxHeldAtAll ?? Number.POSITIVE_INFINITY;
   if (!(maxHeldAtAll >= 1)) throw new RangeError(`the most admissions holding the server must be at least 1, got ${maxHeldAtAll}`);
-  const maxHeld = Math.min(limit + maxWaiting, Math.max(1, Math.ceil(maxHeldAtAll / 2)));
+  const maxHeld = limit + maxWaiting;
   const maxHeldInAll = Math.min(maxHeld * globalFactor, maxHeldAtAll);
+  const slowOfNamespace = Number.isFinite(maxHeldAtAll) ? Math.max(1, Math.ceil(maxHeldAtAll / 2)) : Number.POSITIVE_INFINITY;
+  const slowAfterMs = options.slowAfterMs ?? 250;
+  const now = options.now ?? Date.now;
   // Admission -> how many of its calls or joined reviews are under way, and the namespace it was counted under.
-  const holders = new Map<AbortSignal, { count: number; readonly namespace: string | undefined }>();
+  const holders = new Map<AbortSignal, { count: number; readonly namespace: string | undefined; readonly since: number }>();
   // Namespace -> how many admissions of it hold the server.
   const byNamespace = new Map<string, number>();
   let inUse = 0;
@@ -171,18 +185,28 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
       if (holder === undefined) {
         const namespace = named ?? admissionNamespace(signal);
         const ofNamespace = namespace === undefined ? 0 : (byNamespace.get(namespace) ?? 0);
+        const at = now();
+        let slow = 0;
+        if (Number.isFinite(slowOfNamespace) && namespace !== undefined && ofNamespace >= slowOfNamespace) {
+          for (const other of holders.values()) if (other.namespace === namespace && at - other.since >= slowAfterMs) slow += 1;
+        }
         const roomInAll =
           holders.size < maxHeldAtAll && (holders.size < maxHeldInAll || (namespace !== undefined && ofNamespace === 0 && holders.size < 2 * maxHeldInAll));
-        if (ofNamespace >= maxHeld || !roomInAll) {
-          const who = ofNamespace >= maxHeld ? `${ofNamespace} admissions of namespace "${namespace}"` : `${holders.size} admissions`;
+        if (ofNamespace >= maxHeld || slow >= slowOfNamespace || !roomInAll) {
+          const who =
+            ofNamespace >= maxHeld
+              ? `${ofNamespace} admissions of namespace "${namespace}" already wait`
+              : slow >= slowOfNamespace
+                ? `${slow} admissions of namespace "${namespace}" have waited more than ${slowAfterMs} ms`
+                : `${holders.size} admissions already wait`;
           const share = Number.isFinite(maxHeldAtAll) ? `; at most ${maxHeldAtAll} of an instance's concurrent requests wait on one cluster` : "";
           throw new ClusterUnavailableError(
-            `the cluster's API calls are backed up: ${who} already wait on its API server (${limit} calls at once, at most ${maxHeld} admissions of one namespace waiting${share})`,
+            `the cluster's API calls are backed up: ${who} on its API server (${limit} calls at once, ${maxWaiting} more admissions waiting per namespace${share})`,
             "backedUp",
           );
         }
         if (namespace !== undefined) byNamespace.set(namespace, ofNamespace + 1);
-        holder = { count: 0, namespace };
+        holder = { count: 0, namespace, since: at };
         holders.set(signal, holder);
       }
       holder.count += 1;
