@@ -30,10 +30,10 @@ import { admissionNamespace, ClusterUnavailableError, isHeldByWaiters } from "..
  * Above all of these sits `maxHeldAtAll`, the cluster's share of what one instance serves at once
  * (memberShare): every admission that waits on a hung server holds one of the instance's
  * concurrent invocations, and the instance's other clusters must keep some. It is never exceeded.
- * Within it, one namespace's admissions that have waited longer than a prompt answer takes
- * (`slowAfterMs`) may be at most half of it, so a team whose calls are slow leaves the other half
- * to the others; a burst of one namespace's admissions that the server answers promptly is not
- * held to that half.
+ * Within it, one namespace may hold all but a quarter of it (its flood leaves the rest to other
+ * teams), and of those at most half that have waited longer than a prompt answer takes
+ * (`slowAfterMs`), so a team whose calls are slow leaves the other half to the others, while a
+ * burst of one namespace's admissions that the server answers promptly is not held to the half.
  */
 export interface ApiSlots {
   /** Resolves with the slot's release once one is free; rejects with the signal's reason if it aborts first. */
@@ -90,7 +90,9 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
   if (!(maxWaiting >= 0)) throw new RangeError(`the most admissions waiting must be at least 0, got ${maxWaiting}`);
   const maxHeldAtAll = options.maxHeldAtAll ?? Number.POSITIVE_INFINITY;
   if (!(maxHeldAtAll >= 1)) throw new RangeError(`the most admissions holding the server must be at least 1, got ${maxHeldAtAll}`);
-  const maxHeld = limit + maxWaiting;
+  // One namespace never takes the whole share: a quarter of it (at least one) stays for the others.
+  const namespaceShare = Number.isFinite(maxHeldAtAll) ? Math.max(1, maxHeldAtAll - Math.max(1, Math.floor(maxHeldAtAll / 4))) : Number.POSITIVE_INFINITY;
+  const maxHeld = Math.min(limit + maxWaiting, namespaceShare);
   const maxHeldInAll = Math.min(maxHeld * globalFactor, maxHeldAtAll);
   const slowOfNamespace = Number.isFinite(maxHeldAtAll) ? Math.max(1, Math.ceil(maxHeldAtAll / 2)) : Number.POSITIVE_INFINITY;
   const slowAfterMs = options.slowAfterMs ?? 250;

@@ -165,6 +165,11 @@ Slots("all namespaces together are bounded at four times one namespace's share; 
 });
 
 Slots("the cluster's share of the instance is never exceeded, not even by a newcomer namespace; one namespace's slow admissions take at most half of it", () => {
+  // A burst, however prompt, leaves a quarter of the share to other namespaces.
+  const burst = apiSlots(16, 16, { maxHeldAtAll: 6, now: () => 0 });
+  for (let i = 0; i < 5; i++) burst.hold(new AbortController().signal, "team-a");
+  assert.throws(() => burst.hold(new AbortController().signal, "team-a"), /5 admissions of namespace "team-a" already wait/);
+  burst.hold(new AbortController().signal, "team-b");
   let clock = 0;
   const slots = apiSlots(16, 16, { maxHeldAtAll: 6, slowAfterMs: 250, now: () => clock });
   // A burst the server answers promptly is not held to the half...
