@@ -7,8 +7,9 @@
 //
 // @kubernetes/client-node is the exception: loaded whole from node_modules it evaluates every
 // generated API and model (about 40 MiB of heap and half a second), of which the product uses a
-// handful of classes. The build bundles just those names, tree-shaken as the deployment package
-// is, into dist/local/node_modules, where Node resolves the compiled files' imports first.
+// handful of classes. The build bundles just those names, tree-shaken by esbuild as the package
+// is (no plugin rewrites its modules), into dist/local/node_modules, where Node resolves the
+// compiled files' imports first.
 //
 // A build that is up to date is not done again: the inputs' paths, sizes and modification times
 // (sources, examples, the lockfile, this script, the Node release) are hashed into
@@ -37,8 +38,6 @@ function inputsDigest(files) {
     "package.json",
     "package-lock.json",
     "scripts/build-host.js",
-    "scripts/narrowUndici.js",
-    "scripts/narrowClientNode.js",
     "node_modules/@kubernetes/client-node/package.json",
     "node_modules/esbuild/package.json",
   ];
@@ -67,8 +66,6 @@ async function main() {
     return;
   }
   const { build, buildSync } = require("esbuild");
-  const { narrowUndici } = require("./narrowUndici.js");
-  const { narrowClientNode } = require("./narrowClientNode.js");
   rmSync(outdir, { recursive: true, force: true });
   buildSync({
     entryPoints: files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")).map((f) => join(root, f)),
@@ -109,8 +106,6 @@ async function main() {
     external: ["bufferutil", "utf-8-validate"],
     // Minified as in the deployment package: the process holds the source text in memory.
     minify: true,
-    // Plugins need the asynchronous API. narrowClientNode() without a list keeps every model.
-    plugins: [narrowUndici(), narrowClientNode()],
     logLevel: "warning",
   });
   const { version } = JSON.parse(readFileSync(join(root, "node_modules", clientNode, "package.json"), "utf8"));

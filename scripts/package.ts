@@ -1,13 +1,10 @@
-import { build, type Plugin } from "esbuild";
+import { build } from "esbuild";
 import { zipSync } from "fflate";
 import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { startTrainingCluster } from "./codeCacheTraining.js";
-import { deferClientNodeExtras } from "./deferClientNodeExtras.js";
-import { allModels, modelNamesIn, narrowClientNode } from "./narrowClientNode.js";
-import { narrowUndici } from "./narrowUndici.js";
 
 /**
  * `npm run package`: the zip Flex Consumption deploys. Every function module is bundled into one
@@ -32,21 +29,8 @@ const codeCachePath = `${appPath}.v8cache`;
 export async function packageApp(): Promise<{ zipPath: string; bundleBytes: number; zipBytes: number }> {
   rmSync(bundleDir, { recursive: true, force: true });
   mkdirSync(bundleDir, { recursive: true });
-  // The serializer keeps the models the bundle names (scripts/narrowClientNode.js): a build that
-  // names one it left out is built again with it, until none is missing.
-  const models = allModels(root);
-  const keep = new Set<string>();
-  let kept: readonly string[] = [];
-  let result;
-  let app: Buffer;
-  for (let round = 1; ; round++) {
-    result = await bundle(narrowClientNode({ keep, report: (names) => (kept = names) }));
-    app = readFileSync(join(root, appPath));
-    const missing = [...modelNamesIn(app.toString("latin1"), models)].filter((name) => !kept.includes(name));
-    if (missing.length === 0) break;
-    if (round === 5) throw new Error(`the bundle still names client-node models its serializer was built without after ${round} rounds: ${missing.join(", ")}`);
-    for (const name of missing) keep.add(name);
-  }
+  const result = await bundle();
+  const app = readFileSync(join(root, appPath));
   assertAscii(app);
   copyFileSync(join(root, "scripts", "packageEntry.js"), join(root, bundlePath));
   // A Node of its own and no flags of the parent's (tsx's loader, --cpu-prof): V8 takes a cache
@@ -95,13 +79,14 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   return { zipPath, bundleBytes, zipBytes: zip.byteLength };
 }
 
-/** One esbuild run of the package bundle, with the serializer narrowed by `models`. */
-function bundle(models: Plugin) {
+/**
+ * One esbuild run of the package bundle: every function module and what it imports, dependencies
+ * as they are published (no plugin rewrites a dependency's modules).
+ */
+function bundle() {
   const modules = readdirSync(join(root, "functions"))
     .filter((f) => f.endsWith(".ts"))
     .sort();
-  // Imported, not required: a required module is deferred by the bundler, with all it imports,
-  // and what is deferred it cannot trim (scripts/narrowClientNode.js).
   const entry = modules.map((f) => `import "./functions/${f.replace(/\.ts$/, "")}";`).join("\n");
   return build({
     stdin: { contents: entry, resolveDir: root, sourcefile: "functions-entry.js", loader: "js" },
@@ -118,10 +103,6 @@ function bundle(models: Plugin) {
     sourcemap: "external",
     legalComments: "external",
     metafile: true,
-    plugins: [narrowUndici(), models, deferClientNodeExtras()],
-    // The Functions library's Request, Response and Headers are undici's, already in the bundle,
-    // not Node's globals, which load a second undici on the first invocation.
-    inject: [join(root, "scripts", "fetchClasses.js")],
     logLevel: "warning",
   });
 }

@@ -7,8 +7,6 @@ import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { deferredModules } from "../../scripts/deferClientNodeExtras.js";
-import { allModels, modelNamesIn } from "../../scripts/narrowClientNode.js";
 import { assertAscii, packageApp, packageDir } from "../../scripts/package.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
@@ -87,39 +85,6 @@ Package("the folder azd zips (azure.yaml dist) holds exactly the zip's files, by
   for (const [name, bytes] of Object.entries(zipped)) assert.ok(Buffer.from(bytes).equals(readFileSync(join(packageDir, name))), name);
 });
 
-// client-node's serializer would otherwise bring all of its ~750 models into every cold start
-// (scripts/narrowClientNode.js). If the bundler deferred client-node again, it could trim none.
-Package("carries the client-node models its API calls name and the parts it uses, and not the rest", (context) => {
-  const bundle = readFileSync(join(context.dir, "dist", "functions", "app.js"), "latin1");
-  const models = allModels(join(__dirname, "..", ".."));
-  const named = modelNamesIn(bundle, models);
-  for (const used of ["V1LocalSubjectAccessReview", "V1SubjectAccessReviewStatus", "V1ResourceAttributes"]) assert.ok(named.has(used), `${used} is missing`);
-  for (const unused of ["V1Pod", "V1PodSpec", "V1Secret", "V1CustomResourceDefinition"]) assert.not.ok(named.has(unused), `${unused} is in the bundle`);
-  assert.ok(named.size < models.length / 10, `${named.size} of ${models.length} models`);
-  // Nor the packages of the parts it does not use: exec and attach (ws), cp (tar-fs).
-  const sources = (JSON.parse(readFileSync(join(context.dir, "dist", "functions", "app.js.map"), "utf8")) as { sources: string[] }).sources;
-  assert.ok(sources.some((s) => s.includes("node_modules/@kubernetes/client-node/")), "the map names client-node's sources");
-  for (const unused of ["ws", "tar-fs", "tar-stream"]) assert.not.ok(sources.some((s) => s.includes(`node_modules/${unused}/`)), `${unused} is in the bundle`);
-  // client-node reaches each of these through a stand-in (scripts/deferClientNodeExtras.js).
-  for (const specifier of deferredModules) {
-    const name = specifier.startsWith("node:") ? specifier : `/node_modules/${specifier}/`;
-    assert.ok(sources.some((s) => s.startsWith("deferred:") && s.includes(name)), `no stand-in for ${specifier}`);
-  }
-});
-
-// What a kubeconfig without a proxy or an exec plugin never needs is never loaded: the stand-ins
-// of scripts/deferClientNodeExtras.js require child_process, and the SOCKS agent (which brings
-// dns), only when called. (The fake API server is reached by IP address, so nothing looks a
-// name up.)
-Package("a first admission loads neither child_process nor the SOCKS client", async (context) => {
-  const p = pod();
-  p.spec.securityContext = gmsa("webapp1-credspec");
-  const result = await coldStart(context, "mutate", review("CREATE", p));
-  assert.ok(JSON.parse(result.response.body).response.patch, result.response.body);
-  assert.ok(result.builtins.includes("tls"), result.builtins.join(" "));
-  for (const unused of ["child_process", "dns"]) assert.not.ok(result.builtins.includes(unused), `${unused} was loaded: ${result.builtins.join(" ")}`);
-});
-
 // The reporter that words decode errors is required on the first error (lib/admission/decodeErrors.ts).
 Package("answers a malformed review with the decoder's words", async (context) => {
   const result = await coldStart(context, "validate", { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: 7 } });
@@ -157,8 +122,7 @@ function editedKubeconfig(context: { api: FakeApiServer }, edit: (config: { clus
   return file;
 }
 
-// client-node's exec credential plugins reach child_process through a stand-in that loads it on
-// first use (scripts/deferClientNodeExtras.js): a kubeconfig that names one must still run it.
+// A kubeconfig that names an exec credential plugin runs it from the bundle.
 Package("runs the exec credential plugin a kubeconfig names, and calls the API server with its token", async (context) => {
   const dir = mkdtempSync(join(tmpdir(), "gmsa-exec-plugin-"));
   const plugin = join(dir, "plugin.js");
@@ -181,7 +145,7 @@ Package("runs the exec credential plugin a kubeconfig names, and calls the API s
   assert.ok(made.length > 0 && made.every((c) => c.authorization === "Bearer from-the-exec-plugin"), JSON.stringify(made.map((c) => c.authorization)));
 });
 
-// The SOCKS client behind a kubeconfig's proxy-url is loaded on first use the same way.
+// A kubeconfig's SOCKS proxy-url is honoured from the bundle.
 Package("reaches the API server through the SOCKS proxy a kubeconfig names", async (context) => {
   const greetings: Buffer[] = [];
   const proxy = createServer((socket) => socket.once("data", (data: Buffer) => (greetings.push(data), socket.destroy())));
@@ -221,18 +185,9 @@ Package("registers every function with its route, and serves a mutate from a col
   console.log(`  package loaded in ${result.loadedMs.toFixed(0)} ms`);
 });
 
-Package("the first admission builds its request and answer from the bundle's fetch classes, and Node's own copy is never loaded", async (context) => {
-  const p = pod();
-  p.spec.securityContext = gmsa("webapp1-credspec");
-  const result = await coldStart(context, "mutate", review("CREATE", p));
-  assert.ok(JSON.parse(result.response.body).response.patch, result.response.body);
-  assert.is(result.nodeFetchLoaded, false);
-});
-
 Package("a body over the limit is answered 413 through the package's own request", async (context) => {
   const result = await coldStart(context, "mutate", { pad: "x".repeat(3 * 1024 * 1024) });
   assert.is(result.response.status, 413);
-  assert.is(result.nodeFetchLoaded, false);
 });
 
 Package("with GMSA_CLUSTERS, serves a member on its path with its secret, and today's paths no more", async (context) => {
