@@ -20,6 +20,7 @@ import { useGrant } from "../test/support/useGrants.js";
 import { load, type LoadResult } from "./load.js";
 import { descendantRunning, rssMiB, startServer, type Started } from "./processes.js";
 import { fleetBench, fleetOnly } from "./fleet.js";
+import { productionBench } from "./production.js";
 
 /**
  * `npm run bench`: the serving cost of the product beside a floor measured in the same run, the
@@ -366,7 +367,12 @@ async function main(): Promise<void> {
 }
 
 setFlagsFromString("--expose-gc");
-(fleetOnly() ? Promise.resolve() : main()).then(fleetBench).then(
+// BENCH_ONLY=production: the production path alone (the package under the Functions programming model).
+const productionOnly = process.env.BENCH_ONLY === "production";
+(fleetOnly() ? Promise.resolve() : productionBench())
+  .then(() => (fleetOnly() || productionOnly ? undefined : main()))
+  .then(() => (productionOnly ? undefined : fleetBench()))
+  .then(
   () => process.exit(0),
   (error: unknown) => {
     console.error(error);

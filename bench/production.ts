@@ -1,0 +1,144 @@
+import { execFile } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { buildSync } from "esbuild";
+import { parse } from "yaml";
+import { applyObjects } from "../cluster/applyObjects.js";
+import { canonicalJson } from "../lib/gmsa/canonicalJson.js";
+import { clusterManifests } from "../cluster/manifests.js";
+import { loadKubeconfigFile, localWebhookUser, startLocalCluster } from "../host/localCluster.js";
+import { packageApp, packageDir } from "../scripts/package.js";
+import { credSpecFixture } from "../test/support/fixtures.js";
+import { gmsa, pod, review } from "../test/support/reviews.js";
+import { useGrant } from "../test/support/useGrants.js";
+
+/**
+ * The production path: the deployment package as the Functions worker loads and invokes it
+ * (bench/workerDriver.js), beside a minimal Functions app that does the least a webhook does
+ * (bench/minimalApp.js, bundled the same way), each in a process of its own on one core, rounds
+ * alternating. Figures are ratios within this run: CPU per warm invocation, latency with
+ * invocations in flight, the process's memory, and process start to the first admission answered.
+ */
+const root = join(__dirname, "..");
+const core = "1";
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+const invocations = Number(process.env.BENCH_INVOCATIONS ?? 4000);
+const inFlight = 16;
+const credSpecCount = Number(process.env.BENCH_CREDSPECS ?? 1000);
+
+interface DriverResult {
+  readonly startedMs: number;
+  readonly firstAnswerMs: number;
+  readonly codeCache: string;
+  readonly functions: Record<string, { cpuUs: number; p50Ms: number; p99Ms: number }>;
+  readonly rssMiB: number;
+  readonly heapMiB: number;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+/** The minimal app, bundled as the product is, in a package folder of its own. */
+function minimalPackage(): string {
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-bench-minimal-"));
+  mkdirSync(join(dir, "dist"));
+  buildSync({ entryPoints: [join(__dirname, "minimalApp.js")], bundle: true, platform: "node", target: "node22", format: "cjs", outfile: join(dir, "dist", "main.js"), external: ["@azure/functions-core"], minify: true, logLevel: "warning" });
+  copyFileSync(join(root, "host.json"), join(dir, "host.json"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "minimal", version: "1.0.0", main: "dist/main.js" }));
+  return dir;
+}
+
+/** One AdmissionReview per webhook: a pod to mutate, the pod mutate made to validate, a credential spec. */
+function bodies(dir: string): string {
+  const spec = credSpecFixture("payroll-gmsa");
+  const created = pod({ namespace: "apps" });
+  created.spec.containers[0]!.securityContext = gmsa("spec-7");
+  const mutated = pod({ namespace: "apps" });
+  mutated.spec.containers[0]!.securityContext = gmsa("spec-7", canonicalJson(spec.credspec));
+  const credspec = parse(readFileSync(join(root, "examples", "credspecs", "webapp1.yaml"), "utf8")) as Record<string, unknown>;
+  const credspecReview = {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    request: {
+      uid: "0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9",
+      kind: { group: "windows.k8s.io", version: "v1", kind: "GMSACredentialSpec" },
+      resource: { group: "windows.k8s.io", version: "v1", resource: "gmsacredentialspecs" },
+      operation: "CREATE",
+      name: "webapp1-credspec",
+      object: credspec,
+      userInfo: { username: "admin" },
+    },
+  };
+  const file = join(dir, "bodies.json");
+  writeFileSync(file, JSON.stringify({ mutate: JSON.stringify(review("CREATE", created)), validate: JSON.stringify(review("CREATE", mutated)), "validate-credspec": JSON.stringify(credspecReview) }));
+  return file;
+}
+
+async function drive(packageFolder: string, kubeconfig: string, bodiesFile: string): Promise<DriverResult> {
+  const { stdout } = await promisify(execFile)(
+    "taskset",
+    ["-c", core, process.execPath, join(__dirname, "workerDriver.js"), packageFolder, kubeconfig, bodiesFile, String(inFlight), String(invocations)],
+    { env: { PATH: process.env.PATH }, maxBuffer: 1 << 20 },
+  );
+  return JSON.parse(stdout.trim().split("\n").at(-1)!) as DriverResult;
+}
+
+export async function productionBench(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), "gmsa-bench-production-"));
+  console.error("production path: a local control plane and the package…");
+  const local = await startLocalCluster({ log: () => {} });
+  try {
+    const admin = loadKubeconfigFile(local.adminKubeconfig);
+    const spec = credSpecFixture("payroll-gmsa").credspec!;
+    // The CRD and the webhook identity's RBAC, as the wiring installs them; no webhook
+    // configuration: nothing here calls the functions but the driver.
+    const wiring = clusterManifests({ target: { kind: "url", baseUrl: "https://127.0.0.1:1" }, subject: { kind: "User", name: localWebhookUser } }).filter((o) => !o.kind.endsWith("WebhookConfiguration"));
+    await applyObjects(admin, [
+      ...wiring,
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "apps" } },
+      ...useGrant({ name: "use-all", namespace: "apps", group: "system:serviceaccounts:apps" }),
+      ...Array.from({ length: credSpecCount }, (_, i) => ({ apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpec", metadata: { name: `spec-${i}` }, credspec: spec })),
+    ]);
+    await packageApp();
+    const minimal = minimalPackage();
+    const bodiesFile = bodies(work);
+    const product: DriverResult[] = [];
+    const floor: DriverResult[] = [];
+    console.error(`production path: ${rounds} alternated rounds of ${invocations} invocations per webhook, ${inFlight} in flight…`);
+    for (let round = 0; round < rounds; round++) {
+      const productRun = async () => void product.push(await drive(packageDir, local.webhookKubeconfig, bodiesFile));
+      const floorRun = async () => void floor.push(await drive(minimal, local.webhookKubeconfig, bodiesFile));
+      if (round % 2 === 0) await productRun().then(floorRun);
+      else await floorRun().then(productRun);
+    }
+    const rows: string[][] = [["figure", "product", "minimal app", "ratio", "target", ""]];
+    const add = (figure: string, p: number, f: number, unit: string, digits: number, target?: { text: string; met: boolean }) =>
+      rows.push([figure, `${p.toFixed(digits)} ${unit}`, `${f.toFixed(digits)} ${unit}`, `${(p / f).toFixed(2)}×`, target?.text ?? "", target === undefined ? "" : target.met ? "pass" : "FAIL"]);
+    for (const name of Object.keys(product[0]!.functions)) {
+      const cpu = [median(product.map((r) => r.functions[name]!.cpuUs)), median(floor.map((r) => r.functions[name]!.cpuUs))] as const;
+      add(`CPU per warm invocation, ${name}`, cpu[0], cpu[1], "µs", 0, { text: "≤ 1.5× the minimal app", met: cpu[0] <= 1.5 * cpu[1] });
+      add(`p50 with ${inFlight} in flight, ${name}`, median(product.map((r) => r.functions[name]!.p50Ms)), median(floor.map((r) => r.functions[name]!.p50Ms)), "ms", 2);
+      add(`p99 with ${inFlight} in flight, ${name}`, median(product.map((r) => r.functions[name]!.p99Ms)), median(floor.map((r) => r.functions[name]!.p99Ms)), "ms", 2);
+    }
+    const rss = [median(product.map((r) => r.rssMiB)), median(floor.map((r) => r.rssMiB))] as const;
+    add("RSS of the process after the invocations, full GC", rss[0], rss[1], "MiB", 0, { text: "≤ the minimal app's + 30 MiB", met: rss[0] <= rss[1] + 30 });
+    add("heap in use after the invocations, full GC", median(product.map((r) => r.heapMiB)), median(floor.map((r) => r.heapMiB)), "MiB", 1);
+    add("process start → functions registered", median(product.map((r) => r.startedMs)), median(floor.map((r) => r.startedMs)), "ms", 0);
+    const first = [median(product.map((r) => r.firstAnswerMs)), median(floor.map((r) => r.firstAnswerMs))] as const;
+    add("process start → first admission answered (the product asks the API server)", first[0], first[1], "ms", 0, { text: "≤ 1.7× the minimal app's", met: first[0] <= 1.7 * first[1] });
+    const width = (i: number) => Math.max(...rows.map((r) => r[i]!.length));
+    console.log(`\nProduction path: the package under the Functions programming model (bench/workerDriver.js) beside a minimal app, core ${core}, medians of ${rounds} rounds; the package's code cache: ${[...new Set(product.map((r) => r.codeCache))].join(", ")}`);
+    const busy = loadavg()[0]! > cpus().length;
+    if (busy) console.log(`warning: the machine was busy (load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} cores): figures are less comparable`);
+    for (const [i, r] of rows.entries()) {
+      console.log(`| ${r.map((cell, c) => cell.padEnd(width(c))).join(" | ")} |`);
+      if (i === 0) console.log(`|${r.map((_, c) => "-".repeat(width(c) + 2)).join("|")}|`);
+    }
+  } finally {
+    await local.stop();
+  }
+}
