@@ -27,6 +27,11 @@ export const credspecUsage = `usage: npm run credspec -- <command>
 
 export async function runCredspec(args: readonly string[], io: CredspecIo): Promise<number> {
   const [command, ...rest] = args;
+  // Asking for help is no mistake: the usage on stdout, exit 0 (`--help`, `help`, `<command> --help`).
+  if (command === "--help" || command === "-h" || command === "help" || rest.includes("--help") || rest.includes("-h")) {
+    io.stdout(credspecUsage);
+    return exitCodes.ok;
+  }
   try {
     switch (command) {
       case "generate":

@@ -97,6 +97,22 @@ Generate("usage mistakes exit 2 with the usage", async () => {
 
 Generate.run();
 
+const Help = suite("credspec help");
+
+Help("--help, help and <command> --help print the usage on stdout and exit 0; an unknown command still exits 2", async () => {
+  for (const args of [["--help"], ["-h"], ["help"], ["lint", "--help"], ["generate", "--dns-name", "x", "--help"]]) {
+    const result = await run(args);
+    assert.is(result.code, 0, args.join(" "));
+    assert.match(result.stdout, /usage: npm run credspec -- <command>/, args.join(" "));
+    assert.is(result.stderr, "", args.join(" "));
+  }
+  const unknown = await run(["frobnicate"]);
+  assert.is(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command "frobnicate"/);
+});
+
+Help.run();
+
 const Lint = suite("credspec lint");
 
 Lint("well-formed files pass, each spec reported", async () => {
