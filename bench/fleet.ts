@@ -168,7 +168,12 @@ export async function fleetBench(): Promise<FleetRow[]> {
     const settings = readFleetSettings(env);
     const ttlMs = settings.shared.authCacheTtlMs;
 
-    server = await startServer("taskset", ["-c", serverCore, "npm", "start"], { env, output: join(work, "fleet.log"), ready: /^gmsa-admission ready for \d+ clusters/, timeoutMs: 60_000 });
+    server = await startServer("taskset", ["-c", serverCore, "npm", "start"], {
+      env,
+      output: join(work, "fleet.log"),
+      ready: /^gmsa-admission ready for \d+ clusters/,
+      timeoutMs: 60_000,
+    });
     const url = await servingUrl(server.output);
     const pid = descendantRunning(server.child.pid!, "host/start.");
     if (!pid) throw new Error("cannot find the serving process under npm start");
@@ -179,7 +184,11 @@ export async function fleetBench(): Promise<FleetRow[]> {
     };
     const admit = async (member: Member, webhook: "mutate" | "validate", body: string) => {
       const started = performance.now();
-      const reply = await httpsCall(`${url}/clusters/${member.name}/${webhook}`, { ca: tls.caPem, headers: { "content-type": "application/json", [clusterSecretHeader]: member.secret }, body });
+      const reply = await httpsCall(`${url}/clusters/${member.name}/${webhook}`, {
+        ca: tls.caPem,
+        headers: { "content-type": "application/json", [clusterSecretHeader]: member.secret },
+        body,
+      });
       const ms = performance.now() - started;
       if (reply.status !== 200) throw new Error(`${member.name} ${webhook}: HTTP ${reply.status} ${reply.text.slice(0, 300)}`);
       return { ms, answer: decode(AdmissionAnswer, JSON.parse(reply.text), `${webhook} answer`) };
@@ -268,24 +277,58 @@ export async function fleetBench(): Promise<FleetRow[]> {
       { figure: "RSS of the serving process, before any admission", value: `${rssBefore.toFixed(0)} MiB`, target: "" },
       { figure: `RSS after every member's first admission, ${n} × ${specsPerCluster} specs cached`, value: `${rssAfter.at(-1)!.toFixed(0)} MiB`, target: "" },
       { figure: `RSS per member (slope over members 1 → ${n})`, value: `${perMember(rssAfter).toFixed(2)} MiB`, target: "" },
-      { figure: "heap in use after a full GC, before any admission / after every member's first", value: `${heapBefore.toFixed(1)} / ${heapAfter.at(-1)!.toFixed(1)} MiB`, target: "" },
+      {
+        figure: "heap in use after a full GC, before any admission / after every member's first",
+        value: `${heapBefore.toFixed(1)} / ${heapAfter.at(-1)!.toFixed(1)} MiB`,
+        target: "",
+      },
       { figure: `heap per member (slope over members 1 → ${n})`, value: `${perMember(heapAfter).toFixed(2)} MiB`, target: "" },
-      { figure: "the first member's step, RSS / heap (one-off costs included)", value: `${(rssAfter[0]! - rssBefore).toFixed(1)} / ${(heapAfter[0]! - heapBefore).toFixed(1)} MiB`, target: "" },
+      {
+        figure: "the first member's step, RSS / heap (one-off costs included)",
+        value: `${(rssAfter[0]! - rssBefore).toFixed(1)} / ${(heapAfter[0]! - heapBefore).toFixed(1)} MiB`,
+        target: "",
+      },
       { figure: `first admission per member, median / max over ${n} (client)`, value: `${quantile(firstMs, 0.5).toFixed(1)} / ${Math.max(...firstMs).toFixed(1)} ms`, target: "" },
-      { figure: "the same, as the serving process logged it (latencyMs)", value: logged.length === n ? `${quantile(logged, 0.5).toFixed(1)} / ${Math.max(...logged).toFixed(1)} ms` : `${logged.length} lines found`, target: "" },
-      { figure: `first admission → member's ${specsPerCluster} specs listed, median / max`, value: `${quantile(syncMs, 0.5).toFixed(0)} / ${Math.max(...syncMs).toFixed(0)} ms`, target: "" },
+      {
+        figure: "the same, as the serving process logged it (latencyMs)",
+        value: logged.length === n ? `${quantile(logged, 0.5).toFixed(1)} / ${Math.max(...logged).toFixed(1)} ms` : `${logged.length} lines found`,
+        target: "",
+      },
+      {
+        figure: `first admission → member's ${specsPerCluster} specs listed, median / max`,
+        value: `${quantile(syncMs, 0.5).toFixed(0)} / ${Math.max(...syncMs).toFixed(0)} ms`,
+        target: "",
+      },
       { figure: "API calls to bring up one member (mean)", value: describeCalls(scale(started, 1 / n)), target: "" },
       { figure: `steady state: admissions (mutate and validate alternating, ${n} members)`, value: `${steadyAdmissions} in ${phaseSeconds.toFixed(1)} s`, target: "" },
       { figure: "steady state: latency p50 / p99 (client)", value: `${quantile(steadyMs, 0.5).toFixed(1)} / ${quantile(steadyMs, 0.99).toFixed(1)} ms`, target: "" },
       { figure: "`use` decision TTL in force (GMSA_AUTH_CACHE_TTL_SECONDS)", value: `${ttlSeconds} s${process.env.GMSA_AUTH_CACHE_TTL_SECONDS ? "" : " (default)"}`, target: "" },
-      { figure: "steady state: credential spec reads per admission (GET + list + watch)", value: `${(reads / steadyAdmissions).toFixed(4)} (${reads}: ${steady.gets} GETs, ${steady.lists} lists, ${steady.watches} watches)`, target: "≈0" },
-      { figure: "steady state: access reviews per admission", value: `${(steady.reviews / steadyAdmissions).toFixed(4)} (${steady.reviews}; ${ttlMs > 0 ? `about ${reviewsExpected} expected = ${n} members × ${phaseSeconds.toFixed(1)} s / TTL` : "no TTL: one per admission"})`, target: "≈0" },
-      { figure: "steady state: access reviews per member per second", value: `${(steady.reviews / n / phaseSeconds).toFixed(3)} (one principal per member)`, target: ttlMs > 0 ? "≤ 1 / TTL" : "" },
-      { figure: "steady state: API calls per admission as the product counts them", value: `${((metricsAfter.apiCalls - metricsBefore.apiCalls) / steadyAdmissions).toFixed(4)}`, target: "" },
+      {
+        figure: "steady state: credential spec reads per admission (GET + list + watch)",
+        value: `${(reads / steadyAdmissions).toFixed(4)} (${reads}: ${steady.gets} GETs, ${steady.lists} lists, ${steady.watches} watches)`,
+        target: "≈0",
+      },
+      {
+        figure: "steady state: access reviews per admission",
+        value: `${(steady.reviews / steadyAdmissions).toFixed(4)} (${steady.reviews}; ${ttlMs > 0 ? `about ${reviewsExpected} expected = ${n} members × ${phaseSeconds.toFixed(1)} s / TTL` : "no TTL: one per admission"})`,
+        target: "≈0",
+      },
+      {
+        figure: "steady state: access reviews per member per second",
+        value: `${(steady.reviews / n / phaseSeconds).toFixed(3)} (one principal per member)`,
+        target: ttlMs > 0 ? "≤ 1 / TTL" : "",
+      },
+      {
+        figure: "steady state: API calls per admission as the product counts them",
+        value: `${((metricsAfter.apiCalls - metricsBefore.apiCalls) / steadyAdmissions).toFixed(4)}`,
+        target: "",
+      },
       { figure: "RSS / heap after the steady state", value: `${rssEnd.toFixed(0)} / ${heapEnd.toFixed(1)} MiB`, target: "" },
     ];
     if (failures.length > 0 || refused > 0 || steady.other > 0 || restarts > 0 || metricsAfter.watchErrors > 0) {
-      console.error(`fleet: ${failures.length} failed and ${refused} refused admissions, ${steady.other} unexpected API calls, ${restarts} members restarted, ${metricsAfter.watchErrors} watch errors`);
+      console.error(
+        `fleet: ${failures.length} failed and ${refused} refused admissions, ${steady.other} unexpected API calls, ${restarts} members restarted, ${metricsAfter.watchErrors} watch errors`,
+      );
       if (failures[0]) console.error(`fleet: the first failure: ${failures[0]}`);
     }
     console.log(

@@ -41,7 +41,10 @@ async function main() {
     const bodies = { mutate: readFileSync(mutateFile), validate: readFileSync(validateFile) };
     await once(expandCredSpecs, bodies.mutate);
     while (!cluster.cacheStatus()?.synced) await sleep(50);
-    for (const [name, policy] of [["mutate", expandCredSpecs], ["validate", validatePod]]) {
+    for (const [name, policy] of [
+      ["mutate", expandCredSpecs],
+      ["validate", validatePod],
+    ]) {
       // The authorization answer is cached for a few seconds: warm, and keep it warm while timing.
       for (let i = 0; i < warmup; i++) await once(policy, bodies[name]);
       const started = process.cpuUsage();

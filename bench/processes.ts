@@ -14,7 +14,9 @@ export function cpuMs(pid: number): number {
 }
 
 export function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"));
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
 }
 

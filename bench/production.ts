@@ -46,7 +46,17 @@ function median(values: readonly number[]): number {
 function minimalPackage(): string {
   const dir = mkdtempSync(join(tmpdir(), "gmsa-bench-minimal-"));
   mkdirSync(join(dir, "dist"));
-  buildSync({ entryPoints: [join(__dirname, "minimalApp.js")], bundle: true, platform: "node", target: "node22", format: "cjs", outfile: join(dir, "dist", "main.js"), external: ["@azure/functions-core"], minify: true, logLevel: "warning" });
+  buildSync({
+    entryPoints: [join(__dirname, "minimalApp.js")],
+    bundle: true,
+    platform: "node",
+    target: "node22",
+    format: "cjs",
+    outfile: join(dir, "dist", "main.js"),
+    external: ["@azure/functions-core"],
+    minify: true,
+    logLevel: "warning",
+  });
   copyFileSync(join(root, "host.json"), join(dir, "host.json"));
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "minimal", version: "1.0.0", main: "dist/main.js" }));
   return dir;
@@ -74,7 +84,10 @@ function bodies(dir: string): string {
     },
   };
   const file = join(dir, "bodies.json");
-  writeFileSync(file, JSON.stringify({ mutate: JSON.stringify(review("CREATE", created)), validate: JSON.stringify(review("CREATE", mutated)), "validate-credspec": JSON.stringify(credspecReview) }));
+  writeFileSync(
+    file,
+    JSON.stringify({ mutate: JSON.stringify(review("CREATE", created)), validate: JSON.stringify(review("CREATE", mutated)), "validate-credspec": JSON.stringify(credspecReview) }),
+  );
   return file;
 }
 
@@ -96,7 +109,9 @@ export async function productionBench(): Promise<void> {
     const spec = credSpecFixture("payroll-gmsa").credspec!;
     // The CRD and the webhook identity's RBAC, as the wiring installs them; no webhook
     // configuration: nothing here calls the functions but the driver.
-    const wiring = clusterManifests({ target: { kind: "url", baseUrl: "https://127.0.0.1:1" }, subject: { kind: "User", name: localWebhookUser } }).filter((o) => !o.kind.endsWith("WebhookConfiguration"));
+    const wiring = clusterManifests({ target: { kind: "url", baseUrl: "https://127.0.0.1:1" }, subject: { kind: "User", name: localWebhookUser } }).filter(
+      (o) => !o.kind.endsWith("WebhookConfiguration"),
+    );
     await applyObjects(admin, [
       ...wiring,
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "apps" } },
@@ -117,7 +132,14 @@ export async function productionBench(): Promise<void> {
     }
     const rows: string[][] = [["figure", "product", "minimal app", "ratio", "target", ""]];
     const add = (figure: string, p: number, f: number, unit: string, digits: number, target?: { text: string; met: boolean }) =>
-      rows.push([figure, `${p.toFixed(digits)} ${unit}`, `${f.toFixed(digits)} ${unit}`, `${(p / f).toFixed(2)}×`, target?.text ?? "", target === undefined ? "" : target.met ? "pass" : "FAIL"]);
+      rows.push([
+        figure,
+        `${p.toFixed(digits)} ${unit}`,
+        `${f.toFixed(digits)} ${unit}`,
+        `${(p / f).toFixed(2)}×`,
+        target?.text ?? "",
+        target === undefined ? "" : target.met ? "pass" : "FAIL",
+      ]);
     for (const name of Object.keys(product[0]!.functions)) {
       const cpu = [median(product.map((r) => r.functions[name]!.cpuUs)), median(floor.map((r) => r.functions[name]!.cpuUs))] as const;
       add(`CPU per warm invocation, ${name}`, cpu[0], cpu[1], "µs", 0, { text: "≤ 1.5× the minimal app", met: cpu[0] <= 1.5 * cpu[1] });
@@ -129,9 +151,14 @@ export async function productionBench(): Promise<void> {
     add("heap in use after the invocations, full GC", median(product.map((r) => r.heapMiB)), median(floor.map((r) => r.heapMiB)), "MiB", 1);
     add("process start → functions registered", median(product.map((r) => r.startedMs)), median(floor.map((r) => r.startedMs)), "ms", 0);
     const first = [median(product.map((r) => r.firstAnswerMs)), median(floor.map((r) => r.firstAnswerMs))] as const;
-    add("process start → first admission answered (the product asks the API server)", first[0], first[1], "ms", 0, { text: "≤ 1.7× the minimal app's", met: first[0] <= 1.7 * first[1] });
+    add("process start → first admission answered (the product asks the API server)", first[0], first[1], "ms", 0, {
+      text: "≤ 1.7× the minimal app's",
+      met: first[0] <= 1.7 * first[1],
+    });
     const width = (i: number) => Math.max(...rows.map((r) => r[i]!.length));
-    console.log(`\nProduction path: the package under the Functions programming model (bench/workerDriver.js) beside a minimal app, core ${core}, medians of ${rounds} rounds; the package's code cache: ${[...new Set(product.map((r) => r.codeCache))].join(", ")}`);
+    console.log(
+      `\nProduction path: the package under the Functions programming model (bench/workerDriver.js) beside a minimal app, core ${core}, medians of ${rounds} rounds; the package's code cache: ${[...new Set(product.map((r) => r.codeCache))].join(", ")}`,
+    );
     const busy = loadavg()[0]! > cpus().length;
     if (busy) console.log(`warning: the machine was busy (load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} cores): figures are less comparable`);
     for (const [i, r] of rows.entries()) {

@@ -97,7 +97,12 @@ async function prepareCluster(local: LocalCluster, webhookUrl: string, caPem: st
   for (let i = 0; i < credSpecCount; i += 25) {
     await Promise.all(
       Array.from({ length: Math.min(25, credSpecCount - i) }, (_, j) =>
-        api.createClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", body: { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpec", metadata: { name: `spec-${i + j}` }, credspec: spec } }),
+        api.createClusterCustomObject({
+          group: "windows.k8s.io",
+          version: "v1",
+          plural: "gmsacredentialspecs",
+          body: { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpec", metadata: { name: `spec-${i + j}` }, credspec: spec },
+        }),
       ),
     );
   }
@@ -136,7 +141,9 @@ async function waitForSync(url: string, caPem: string): Promise<void> {
  */
 async function handlerCost(kubeconfig: string, bodies: { mutate: string; validate: string }): Promise<Record<"mutate" | "validate", number>> {
   const driver = join(__dirname, "handlerDriver.js");
-  const { stdout } = await promisify(execFile)("taskset", ["-c", serverCore, process.execPath, driver, kubeconfig, bodies.mutate, bodies.validate], { env: { PATH: process.env.PATH } });
+  const { stdout } = await promisify(execFile)("taskset", ["-c", serverCore, process.execPath, driver, kubeconfig, bodies.mutate, bodies.validate], {
+    env: { PATH: process.env.PATH },
+  });
   const figures = JSON.parse(stdout) as { mutate?: unknown; validate?: unknown };
   if (typeof figures.mutate !== "number" || typeof figures.validate !== "number") throw new Error(`the handler driver printed ${stdout.slice(0, 200)}`);
   return { mutate: figures.mutate, validate: figures.validate };
@@ -185,7 +192,10 @@ async function coldStart(kubeconfig: string, mutateBody: string): Promise<{ acce
 function firstAnswer(driver: string, args: string[], kubeconfig: string): Promise<{ ms: number; output: string }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn("taskset", ["-c", serverCore, process.execPath, driver, ...args], { env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig }, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn("taskset", ["-c", serverCore, process.execPath, driver, ...args], {
+      env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => {
       output += chunk.toString();
@@ -237,10 +247,17 @@ async function main(): Promise<void> {
     rmSync(join(root, "dist", "local", ".inputs"), { force: true });
     const buildStarted = performance.now();
     await new Promise<void>((resolve, reject) =>
-      spawn(process.execPath, [join(root, "scripts", "build-host.js")], { stdio: ["ignore", "ignore", "inherit"] }).once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`build-host.js exited with ${code}`)))),
+      spawn(process.execPath, [join(root, "scripts", "build-host.js")], { stdio: ["ignore", "ignore", "inherit"] }).once("exit", (code) =>
+        code === 0 ? resolve() : reject(new Error(`build-host.js exited with ${code}`)),
+      ),
     );
     const buildMs = performance.now() - buildStarted;
-    const product = await startServer("taskset", ["-c", serverCore, "npm", "start"], { env, output: join(work, "product.log"), ready: /^gmsa-admission ready at /, timeoutMs: 120_000 });
+    const product = await startServer("taskset", ["-c", serverCore, "npm", "start"], {
+      env,
+      output: join(work, "product.log"),
+      ready: /^gmsa-admission ready at /,
+      timeoutMs: 120_000,
+    });
     servers.push(product);
     const productUrl = /ready at (https:\/\/[^/]+)\/mutate/.exec(product.line)![1]!;
     const productPid = descendantRunning(product.child.pid!, "host/start.");
@@ -254,7 +271,11 @@ async function main(): Promise<void> {
     await sleep(1000);
     const syncedRss = rssMiB(productPid);
 
-    const floor = await startServer("taskset", ["-c", serverCore, process.execPath, join(__dirname, "floorServer.js"), certFile, keyFile], { env: { PATH: process.env.PATH }, output: join(work, "floor.log"), ready: /^floor ready at / });
+    const floor = await startServer("taskset", ["-c", serverCore, process.execPath, join(__dirname, "floorServer.js"), certFile, keyFile], {
+      env: { PATH: process.env.PATH },
+      output: join(work, "floor.log"),
+      ready: /^floor ready at /,
+    });
     servers.push(floor);
     const floorUrl = /ready at (\S+)/.exec(floor.line)![1]!;
 
@@ -313,7 +334,12 @@ async function main(): Promise<void> {
     // has listed anything, as a new instance's may: it must then cost what the first does (V8's
     // allocation-site pretenuring has kept such a server slower for good; this row shows it).
     console.error("a server whose first admissions arrive together…");
-    const burst = await startServer("taskset", ["-c", serverCore, "npm", "start"], { env, output: join(work, "burst.log"), ready: /^gmsa-admission ready at /, timeoutMs: 120_000 });
+    const burst = await startServer("taskset", ["-c", serverCore, "npm", "start"], {
+      env,
+      output: join(work, "burst.log"),
+      ready: /^gmsa-admission ready at /,
+      timeoutMs: 120_000,
+    });
     servers.push(burst);
     const burstUrl = /ready at (https:\/\/[^/]+)\/mutate/.exec(burst.line)![1]!;
     const burstPid = descendantRunning(burst.child.pid!, "host/start.");
@@ -341,22 +367,53 @@ async function main(): Promise<void> {
     const busy = results["mutate, 64 connections"]!;
     row("CPU per warm admission, mutate, 64 connections", med(busy.product, "cpuPerAnswerMs"), med(busy.floor, "cpuPerAnswerMs"), "ms", "");
     const together = results[burstName]!;
-    row("CPU per warm admission, mutate, 16 connections, a server whose first 16 admissions came at once", med(together.product, "cpuPerAnswerMs"), med(together.floor, "cpuPerAnswerMs"), "ms", "");
+    row(
+      "CPU per warm admission, mutate, 16 connections, a server whose first 16 admissions came at once",
+      med(together.product, "cpuPerAnswerMs"),
+      med(together.floor, "cpuPerAnswerMs"),
+      "ms",
+      "",
+    );
     row("handler alone (no HTTP, CPU time), warm mutate", handler.mutate, undefined, "µs", "≤ 50 µs", 1);
     row("handler alone (no HTTP, CPU time), warm validate", handler.validate, undefined, "µs", "≤ 50 µs", 1);
     row(`RSS of the serving process, idle, ${credSpecCount} specs cached, before any load`, syncedRss, undefined, "MiB", "", 0);
     row(`RSS of the serving process, ${idleSoonMs / 1000} s after the loads above`, soonRss, floorSoonRss, "MiB", "", 0);
     row(`RSS of the serving process, idle, ${credSpecCount} specs cached, ${idleSettledMs / 1000} s after the loads above`, idleRss, floorIdleRss, "MiB", "", 0);
-    row("RSS of the serving process, peak under 64 connections", Math.max(...busy.product.map((r) => r.peakRssMiB)), Math.max(...busy.floor.map((r) => r.peakRssMiB)), "MiB", "", 0);
+    row(
+      "RSS of the serving process, peak under 64 connections",
+      Math.max(...busy.product.map((r) => r.peakRssMiB)),
+      Math.max(...busy.floor.map((r) => r.peakRssMiB)),
+      "MiB",
+      "",
+      0,
+    );
     row(`heap per cached credential spec (${heap.size} cached)`, heap.perSpecKiB, undefined, "KiB", "", 2);
-    row(`cold start of the package, code cache accepted (this machine's Node; on Azure only while its Node 22 is the same release), median of ${coldStarts}`, median(cold.accepted), undefined, "ms", "≤ 150 ms", 0);
-    row(`cold start of the package, code cache rejected (another Node 22 patch release, as Azure's may be), median of ${coldStarts}`, median(cold.rejected), undefined, "ms", "", 0);
+    row(
+      `cold start of the package, code cache accepted (this machine's Node; on Azure only while its Node 22 is the same release), median of ${coldStarts}`,
+      median(cold.accepted),
+      undefined,
+      "ms",
+      "≤ 150 ms",
+      0,
+    );
+    row(
+      `cold start of the package, code cache rejected (another Node 22 patch release, as Azure's may be), median of ${coldStarts}`,
+      median(cold.rejected),
+      undefined,
+      "ms",
+      "",
+      0,
+    );
     row("npm start → ready, build up to date", product.readyMs, undefined, "ms", "≤ 1500 ms", 0);
     row("the local build itself (scripts/build-host.js, sources changed)", buildMs, undefined, "ms", "", 0);
 
-    console.log(`\nNode ${process.version}; servers on core ${serverCore}, autocannon on core 0, ${rounds} alternated runs of ${seconds} s per load (medians below); serving process: ${serving}`);
+    console.log(
+      `\nNode ${process.version}; servers on core ${serverCore}, autocannon on core 0, ${rounds} alternated runs of ${seconds} s per load (medians below); serving process: ${serving}`,
+    );
     for (const [name, { product: p, floor: f }] of Object.entries(results)) {
-      console.log(`${name}, each run: CPU per admission ${p.map((r, i) => `${(r.cpuPerAnswerMs * 1000).toFixed(0)}/${(f[i]!.cpuPerAnswerMs * 1000).toFixed(0)}`).join(", ")} µs (product/floor); p99 ${p.map((r, i) => `${r.p99Ms.toFixed(2)}/${f[i]!.p99Ms.toFixed(2)}`).join(", ")} ms`);
+      console.log(
+        `${name}, each run: CPU per admission ${p.map((r, i) => `${(r.cpuPerAnswerMs * 1000).toFixed(0)}/${(f[i]!.cpuPerAnswerMs * 1000).toFixed(0)}`).join(", ")} µs (product/floor); p99 ${p.map((r, i) => `${r.p99Ms.toFixed(2)}/${f[i]!.p99Ms.toFixed(2)}`).join(", ")} ms`,
+      );
     }
     console.log(`cold starts (ms), code cache accepted: ${cold.accepted.map((c) => c.toFixed(0)).join(", ")}; rejected: ${cold.rejected.map((c) => c.toFixed(0)).join(", ")}\n`);
     printTable();
@@ -373,9 +430,9 @@ const productionOnly = process.env.BENCH_ONLY === "production";
   .then(() => (fleetOnly() || productionOnly ? undefined : main()))
   .then(() => (productionOnly ? undefined : fleetBench()))
   .then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );

@@ -27,17 +27,29 @@ const params: readonly BicepParam[] = [
     name: "kubeConfig",
     type: "string",
     secure: true,
-    description: "Admin kubeconfig of the cluster (base64), e.g. listClusterAdminCredential().kubeconfigs[0].value: the cluster must have local accounts enabled. Clusters without local accounts use the rendered YAML (npm run wire) instead.",
+    description:
+      "Admin kubeconfig of the cluster (base64), e.g. listClusterAdminCredential().kubeconfigs[0].value: the cluster must have local accounts enabled. Clusters without local accounts use the rendered YAML (npm run wire) instead.",
   },
-  { name: "mode", type: "string", allowed: ["url", "relay"], description: "url: the API server calls the function directly (it can reach it). relay: an nginx relay in the cluster forwards to it (standard AKS)." },
+  {
+    name: "mode",
+    type: "string",
+    allowed: ["url", "relay"],
+    description: "url: the API server calls the function directly (it can reach it). relay: an nginx relay in the cluster forwards to it (standard AKS).",
+  },
   { name: "functionHost", type: "string", description: "Host name of the Function App (its default host name)." },
   { name: "identityObjectId", type: "string", description: "Object ID of the function's managed identity: the cluster role is bound to it." },
-  { name: "installCrd", type: "bool", defaultValue: "true", description: "Install the GMSACredentialSpec CRD. False when the cluster already has it (the AKS gMSA add-on installs it)." },
+  {
+    name: "installCrd",
+    type: "bool",
+    defaultValue: "true",
+    description: "Install the GMSACredentialSpec CRD. False when the cluster already has it (the AKS gMSA add-on installs it).",
+  },
   {
     name: "authorizeRequestingUser",
     type: "bool",
     defaultValue: "false",
-    description: "The function runs with GMSA_AUTHORIZE_REQUESTING_USER=true: its cluster role may create SubjectAccessReviews too (otherwise LocalSubjectAccessReviews only, and such a function refuses every GMSA pod).",
+    description:
+      "The function runs with GMSA_AUTHORIZE_REQUESTING_USER=true: its cluster role may create SubjectAccessReviews too (otherwise LocalSubjectAccessReviews only, and such a function refuses every GMSA pod).",
   },
   { name: "functionKey", type: "string", secure: true, defaultValue: "''", description: "relay mode: the function key the relay sends (x-functions-key)." },
   {
@@ -56,8 +68,18 @@ const params: readonly BicepParam[] = [
   },
   { name: "relayNamespace", type: "string", defaultValue: `'${relayDefaultNamespace}'`, description: "relay mode: the relay's own namespace." },
   { name: "relayImage", type: "string", defaultValue: `'${relayDefaultImage}'`, description: "relay mode: the relay's image (nginx, unprivileged)." },
-  { name: "relayCaCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the CA of the relay's serving certificate (npm run wire -- --certificate-out DIR writes ca.crt)." },
-  { name: "relayTlsCertificate", type: "string", defaultValue: "''", description: "relay mode: PEM of the relay's serving certificate, for <relay service>.<relayNamespace>.svc (tls.crt)." },
+  {
+    name: "relayCaCertificate",
+    type: "string",
+    defaultValue: "''",
+    description: "relay mode: PEM of the CA of the relay's serving certificate (npm run wire -- --certificate-out DIR writes ca.crt).",
+  },
+  {
+    name: "relayTlsCertificate",
+    type: "string",
+    defaultValue: "''",
+    description: "relay mode: PEM of the relay's serving certificate, for <relay service>.<relayNamespace>.svc (tls.crt).",
+  },
   { name: "relayTlsKey", type: "string", secure: true, defaultValue: "''", description: "relay mode: PEM of the key of the relay's serving certificate (tls.key)." },
   {
     name: "relayPreviousCaCertificate",
@@ -266,7 +288,9 @@ function mergedValue(relayValue: unknown, urlValue: unknown, indent: string): st
     return `[\n${relayValue.map((item, i) => `${inner}${mergedValue(item, urlValue[i], inner)}`).join("\n")}\n${indent}]`;
   }
   if (isRecord(relayValue) && isRecord(urlValue) && JSON.stringify(Object.keys(relayValue)) === JSON.stringify(Object.keys(urlValue))) {
-    return `{\n${Object.keys(relayValue).map((key) => entry(inner, key, relayValue[key], mergedValue(relayValue[key], urlValue[key], inner))).join("\n")}\n${indent}}`;
+    return `{\n${Object.keys(relayValue)
+      .map((key) => entry(inner, key, relayValue[key], mergedValue(relayValue[key], urlValue[key], inner)))
+      .join("\n")}\n${indent}}`;
   }
   return `relay ? ${relayText} : ${urlText}`;
 }
@@ -322,7 +346,22 @@ function resources(): { list: Resource[]; templateHash: string } {
   const url = templateObjects("url");
   const relay = templateObjects("relay");
   const urlByKey = new Map(url.map((object) => [key(object), object]));
-  const taken = new Set<string>([...params.map((p) => p.name), "relay", "relayChecksum", "relayCaBundle", "relayAllowFromSubnets", "relayAllowFromPeers", "relayIngress", "cidr", "webhookReviewResources", "fleet", "webhookPathPrefix", "relayUpstreamPrefix", "relayClusterSecretIncludeLine", "relayKeyData"]);
+  const taken = new Set<string>([
+    ...params.map((p) => p.name),
+    "relay",
+    "relayChecksum",
+    "relayCaBundle",
+    "relayAllowFromSubnets",
+    "relayAllowFromPeers",
+    "relayIngress",
+    "cidr",
+    "webhookReviewResources",
+    "fleet",
+    "webhookPathPrefix",
+    "relayUpstreamPrefix",
+    "relayClusterSecretIncludeLine",
+    "relayKeyData",
+  ]);
   const list = relay.map((object): Resource => {
     const inUrl = urlByKey.get(key(object));
     const fields = Object.keys(object)
@@ -338,7 +377,10 @@ function resources(): { list: Resource[]; templateHash: string } {
       name: object.metadata.name,
     };
   });
-  const templateHash = createHash("sha256").update(JSON.stringify([url, relay])).digest("hex").slice(0, 16);
+  const templateHash = createHash("sha256")
+    .update(JSON.stringify([url, relay]))
+    .digest("hex")
+    .slice(0, 16);
   return { list, templateHash };
 }
 

@@ -85,9 +85,7 @@ function webhooksOf(configuration: unknown): WebhookLike[] {
 /** A mutating webhook that acts on pod creation and, by its names, on gMSA. */
 function mutatesGmsaPods(configuration: string, webhook: WebhookLike): boolean {
   const onPodCreate = (webhook.rules ?? []).some(
-    (rule) =>
-      (rule.resources ?? []).some((r) => r === "pods" || r === "*" || r === "*/*") &&
-      (rule.operations ?? []).some((op) => op === "CREATE" || op === "*"),
+    (rule) => (rule.resources ?? []).some((r) => r === "pods" || r === "*" || r === "*/*") && (rule.operations ?? []).some((op) => op === "CREATE" || op === "*"),
   );
   const names = [configuration, webhook.name, webhook.clientConfig?.url, webhook.clientConfig?.service?.name, webhook.clientConfig?.service?.namespace];
   return onPodCreate && names.some((name) => typeof name === "string" && /gmsa/i.test(name));
@@ -118,7 +116,11 @@ export async function readClusterState(config: KubeConfig, namespace: string): P
     const mutating = await client.list("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration");
     const otherGmsaWebhooks = mutating
       .filter((item) => item.metadata.name !== webhookConfigurationName)
-      .flatMap((item) => webhooksOf(item).filter((webhook) => mutatesGmsaPods(item.metadata.name, webhook)).map((webhook) => `${item.metadata.name}/${webhook.name}`));
+      .flatMap((item) =>
+        webhooksOf(item)
+          .filter((webhook) => mutatesGmsaPods(item.metadata.name, webhook))
+          .map((webhook) => `${item.metadata.name}/${webhook.name}`),
+      );
     const relayCaBundles: string[] = [];
     const webhookUrls: string[] = [];
     for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {

@@ -229,4 +229,3 @@ async function emit(objects: readonly KubernetesObject[], apply: boolean, io: Cr
   for (const object of objects) io.stdout(`applied ${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ""}${object.metadata.name}\n`);
   return exitCodes.ok;
 }
-

@@ -41,4 +41,3 @@ function decodeText(bytes: Uint8Array): string {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
-

@@ -33,7 +33,11 @@ export async function whoCanUse(args: readonly string[], io: CredspecIo): Promis
       client.list(rbac, "RoleBinding").then((items) => decoded(RbacList(RbacBinding), { items }, "RoleBindings")),
     ]),
   );
-  const found = whoMayUse({ clusterRoles: clusterRoles.items, roles: roles.items, clusterRoleBindings: clusterRoleBindings.items, roleBindings: roleBindings.items }, credSpec, values.namespace);
+  const found = whoMayUse(
+    { clusterRoles: clusterRoles.items, roles: roles.items, clusterRoleBindings: clusterRoleBindings.items, roleBindings: roleBindings.items },
+    credSpec,
+    values.namespace,
+  );
   const authorizer = useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: reviewTimeoutMs });
   const rows = [["KIND", "SUBJECT", "NAMESPACE", "ACCESS REVIEW", "VIA"]];
   const seen = new Set<string>();

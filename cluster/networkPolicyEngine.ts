@@ -22,9 +22,7 @@ export const knownPolicyEngines: ReadonlyArray<{ readonly daemonSet: string; rea
 export const policyEngineNamespaces = ["kube-system", "calico-system"] as const;
 
 export type PolicyEngineFinding =
-  | { readonly kind: "found"; readonly engines: readonly string[] }
-  | { readonly kind: "none" }
-  | { readonly kind: "unknown"; readonly reason: string };
+  { readonly kind: "found"; readonly engines: readonly string[] } | { readonly kind: "none" } | { readonly kind: "unknown"; readonly reason: string };
 
 const DaemonSetList = t.type({ items: t.array(t.type({ metadata: t.type({ name: t.string }) })) });
 

@@ -116,9 +116,7 @@ export function relayObjects(relay: RelayWiring, timeoutSeconds: number) {
     trustedCaFile: paths.systemCaBundle,
     runDir: paths.run,
     accessLog: "/dev/stdout",
-    ...(relay.cluster === undefined
-      ? {}
-      : { cluster: { upstreamPathPrefix: memberPathPrefix(relay.cluster.name), secretFile: relayClusterSecretFile } }),
+    ...(relay.cluster === undefined ? {} : { cluster: { upstreamPathPrefix: memberPathPrefix(relay.cluster.name), secretFile: relayClusterSecretFile } }),
   });
   const tlsData = { [files.cert]: base64(relay.certificate.certPem), [files.key]: base64(relay.certificate.keyPem), [files.ca]: base64(relay.certificate.caPem) };
   const keyData = {
@@ -127,7 +125,11 @@ export function relayObjects(relay: RelayWiring, timeoutSeconds: number) {
   };
   // A new certificate, key, member secret or config restarts the pods: nginx reads them only at
   // start. The rollout keeps old pods serving until new ones are ready (maxUnavailable 0).
-  const checksum = relay.podTemplateChecksum ?? createHash("sha256").update(JSON.stringify([conf, tlsData, keyData])).digest("hex");
+  const checksum =
+    relay.podTemplateChecksum ??
+    createHash("sha256")
+      .update(JSON.stringify([conf, tlsData, keyData]))
+      .digest("hex");
 
   return [
     {

@@ -22,11 +22,7 @@ export async function issueRelayCertificate(namespace: string, validityDays = re
  * The certificate already in the relay's TLS Secret, when it still fits: issued by the CA next to
  * it, for the service's names, with enough time left. Re-running the wiring then changes nothing.
  */
-export async function reusableRelayCertificate(
-  existing: Partial<RelayCertificate>,
-  namespace: string,
-  now = new Date(),
-): Promise<RelayCertificate | undefined> {
+export async function reusableRelayCertificate(existing: Partial<RelayCertificate>, namespace: string, now = new Date()): Promise<RelayCertificate | undefined> {
   const { caPem, certPem, keyPem } = existing;
   if (!caPem || !certPem || !keyPem) return undefined;
   try {

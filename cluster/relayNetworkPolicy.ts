@@ -123,7 +123,13 @@ const StoredPolicy = t.type({
         t.partial({
           from: t.union([
             t.null,
-            t.array(t.partial({ podSelector: t.union([t.null, LabelSelector]), namespaceSelector: t.union([t.null, LabelSelector]), ipBlock: t.union([t.null, t.partial({ cidr: t.string })]) })),
+            t.array(
+              t.partial({
+                podSelector: t.union([t.null, LabelSelector]),
+                namespaceSelector: t.union([t.null, LabelSelector]),
+                ipBlock: t.union([t.null, t.partial({ cidr: t.string })]),
+              }),
+            ),
           ]),
         }),
       ),

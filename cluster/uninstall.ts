@@ -43,7 +43,6 @@ export interface Removal {
   readonly outcome: "deleted" | "absent" | "kept" | "would delete";
 }
 
-
 export async function uninstall(config: KubeConfig, namespace: string, options: { dryRun?: boolean } = {}): Promise<Removal[]> {
   return withKubeObjects(config, async (client) => {
     const removals: Removal[] = [];

@@ -2,9 +2,7 @@
  * What the webhook's own identity may do in the cluster: read credential specs (the cache lists
  * and watches them) and ask access reviews. Nothing else.
  */
-export type WebhookSubject =
-  | { readonly kind: "User"; readonly name: string }
-  | { readonly kind: "ServiceAccount"; readonly name: string; readonly namespace: string };
+export type WebhookSubject = { readonly kind: "User"; readonly name: string } | { readonly kind: "ServiceAccount"; readonly name: string; readonly namespace: string };
 
 export const webhookClusterRoleName = "gmsa-admission-webhook";
 

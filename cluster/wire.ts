@@ -149,7 +149,9 @@ function memberSecretChanges(request: Install, state: ClusterState | undefined):
 async function finishSecretRotation(config: KubeConfig, request: Install, io: WireIo, rolledOver: boolean): Promise<void> {
   const setting = clusterSecretSettingName(request.cluster?.name ?? "");
   if (request.mode === "url") {
-    io.stderr(`cluster secret: the webhooks now call with the new secret (the API server takes up changed configurations within seconds); then ${setting} may hold the new one alone\n`);
+    io.stderr(
+      `cluster secret: the webhooks now call with the new secret (the API server takes up changed configurations within seconds); then ${setting} may hold the new one alone\n`,
+    );
     return;
   }
   if (!rolledOver) {
@@ -184,7 +186,9 @@ function openRelayWarning(request: Install, open: { readonly namespace: string; 
 async function install(request: Install, io: WireIo): Promise<void> {
   for (const notice of request.notices ?? []) io.stderr(notice);
   if (request.caBundleDropped !== undefined && request.caBundleDropped.length > 0) {
-    io.stderr(`--ca-bundle-file: left out ${request.caBundleDropped.length} PEM block(s) that are not certificates (${request.caBundleDropped.join(", ")}); only certificates go into the webhook configurations\n`);
+    io.stderr(
+      `--ca-bundle-file: left out ${request.caBundleDropped.length} PEM block(s) that are not certificates (${request.caBundleDropped.join(", ")}); only certificates go into the webhook configurations\n`,
+    );
   }
   const config = request.apply ? io.kubeConfig() : undefined;
   const state = config ? await readClusterState(config, request.namespace) : undefined;
@@ -201,7 +205,9 @@ async function install(request: Install, io: WireIo): Promise<void> {
     throw new ForeignNamespaceError(request.namespace);
   }
   if (config && request.mode === "relay") {
-    const warning = await withKubeObjects(config, async (client) => policyEngineWarning(await findPolicyEngine(async (namespace) => ({ items: await client.list("apps/v1", "DaemonSet", namespace) }))));
+    const warning = await withKubeObjects(config, async (client) =>
+      policyEngineWarning(await findPolicyEngine(async (namespace) => ({ items: await client.list("apps/v1", "DaemonSet", namespace) }))),
+    );
     if (warning !== "") io.stderr(warning);
   }
   const certificate = request.mode === "relay" ? await relayCertificate(request, state, io) : undefined;
@@ -228,9 +234,14 @@ async function install(request: Install, io: WireIo): Promise<void> {
   if (!config) return;
 
   if (request.dryRun) {
-    if (previousCas !== "") io.stderr("relay certificate: would roll over in two steps (the webhooks trust the old and the new CA until the relay's pods all serve the new one); the plan shows the end state\n");
+    if (previousCas !== "")
+      io.stderr(
+        "relay certificate: would roll over in two steps (the webhooks trust the old and the new CA until the relay's pods all serve the new one); the plan shows the end state\n",
+      );
     if (secretChanges) {
-      io.stderr(`cluster secret: would be replaced; ${clusterSecretSettingName(request.cluster?.name ?? "")} must accept the new and the old one ("new,old") until the wiring says the old may go\n`);
+      io.stderr(
+        `cluster secret: would be replaced; ${clusterSecretSettingName(request.cluster?.name ?? "")} must accept the new and the old one ("new,old") until the wiring says the old may go\n`,
+      );
     }
     for (const change of await planChanges(config, objects)) io.stdout(`${describeChange(change)}\n`);
     return;

@@ -185,7 +185,8 @@ export function parseFunctionUrl(raw: string, mode: "url" | "relay"): { url: str
     throw new UsageError(`--function-url: not a URL: ${raw}`);
   }
   if (url.protocol !== "https:") throw new UsageError(`--function-url must be https (Kubernetes calls webhooks over TLS only), got ${url.protocol.replace(/:$/, "")}`);
-  if (url.search !== "" || raw.includes("?")) throw new UsageError("--function-url must have no query string: Kubernetes forbids one in a webhook URL (so a key cannot ride in ?code=)");
+  if (url.search !== "" || raw.includes("?"))
+    throw new UsageError("--function-url must have no query string: Kubernetes forbids one in a webhook URL (so a key cannot ride in ?code=)");
   if (url.hash !== "" || raw.includes("#")) throw new UsageError("--function-url must have no fragment: Kubernetes forbids one in a webhook URL");
   if (url.username !== "" || url.password !== "") throw new UsageError("--function-url must carry no user or password");
   if (url.pathname !== "/") throw new UsageError(`--function-url is the base URL, without a path (the webhooks are its /mutate and /validate), got ${url.pathname}`);
@@ -213,10 +214,12 @@ function fleetMember(name: string | undefined, secretFile: string | undefined, e
   const fromEnv = env.GMSA_CLUSTER_SECRET;
   if (name === undefined) {
     if (secretFile !== undefined) throw new UsageError("--cluster-secret-file goes with --cluster NAME (the fleet member this cluster is)");
-    if (fromEnv !== undefined && fromEnv !== "") notices.push("GMSA_CLUSTER_SECRET is set but --cluster is not: wiring for a single-cluster Function App (today's paths, no cluster secret)\n");
+    if (fromEnv !== undefined && fromEnv !== "")
+      notices.push("GMSA_CLUSTER_SECRET is set but --cluster is not: wiring for a single-cluster Function App (today's paths, no cluster secret)\n");
     return undefined;
   }
-  if (!memberNamePattern.test(name)) throw new UsageError(`--cluster: ${JSON.stringify(name)} is not a member name (a DNS label: 1 to 63 of a-z 0-9 -, starting and ending with a letter or digit)`);
+  if (!memberNamePattern.test(name))
+    throw new UsageError(`--cluster: ${JSON.stringify(name)} is not a member name (a DNS label: 1 to 63 of a-z 0-9 -, starting and ending with a letter or digit)`);
   const setting = clusterSecretSettingName(name);
   if (secretFile !== undefined && fromEnv !== undefined && fromEnv !== "") throw new UsageError("give the cluster secret once: --cluster-secret-file or GMSA_CLUSTER_SECRET");
   const secret = secretFile !== undefined ? readText(secretFile, "--cluster-secret-file").trim() : (fromEnv ?? "").trim();
@@ -256,7 +259,9 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
   if (values["dry-run"] && !values.apply) throw new UsageError("--dry-run goes with --apply: without --apply nothing is applied anyway");
 
   if (values.uninstall) {
-    const extra = (["function-url", "mode", "identity", "function-key", "function-key-file", "cluster", "cluster-secret-file", "out", "certificate-out"] as const).filter((name) => values[name] !== undefined);
+    const extra = (["function-url", "mode", "identity", "function-key", "function-key-file", "cluster", "cluster-secret-file", "out", "certificate-out"] as const).filter(
+      (name) => values[name] !== undefined,
+    );
     if (extra.length > 0) throw new UsageError(`--uninstall takes only --namespace, --apply and --dry-run, not --${extra.join(", --")}`);
     if (!values.apply) throw new UsageError("--uninstall changes the cluster: add --apply (and --dry-run to see what it would delete)");
     return { action: "uninstall", namespace, dryRun: Boolean(values["dry-run"]) };
@@ -275,7 +280,8 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
   const keySource = values["function-key"] ?? (values["function-key-file"] === undefined ? undefined : readText(values["function-key-file"], "--function-key-file").trim());
   let functionKey: string | undefined;
   if (mode === "relay") {
-    if (keySource === undefined || keySource === "") throw new UsageError("relay mode needs the function key: --function-key or --function-key-file (the relay sends it as x-functions-key)");
+    if (keySource === undefined || keySource === "")
+      throw new UsageError("relay mode needs the function key: --function-key or --function-key-file (the relay sends it as x-functions-key)");
     if (!functionKeyPattern.test(keySource)) throw new UsageError("the function key must be 16 to 512 characters of A-Z a-z 0-9 + / = _ . - (as Azure issues them)");
     functionKey = keySource;
   } else if (keySource !== undefined) {
@@ -311,7 +317,9 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
   const cluster = fleetMember(values.cluster, values["cluster-secret-file"], env, notices);
   if (cluster !== undefined && mode === "url") notices.push(urlWiringWarning(cluster.name));
   if (cluster !== undefined && !values.apply && values.out === undefined) {
-    throw new UsageError(`--cluster ${cluster.name}: the objects carry the cluster secret, so they are not printed: write them with --out DIR (readable by their owner only) or --apply`);
+    throw new UsageError(
+      `--cluster ${cluster.name}: the objects carry the cluster secret, so they are not printed: write them with --out DIR (readable by their owner only) or --apply`,
+    );
   }
 
   return {

@@ -3,7 +3,17 @@ import { performance } from "node:perf_hooks";
 import { fleetRouter, type FleetRouter } from "../lib/fleet/fleetRouter.js";
 import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../lib/fleet/memberClient.js";
 import { keptClusterAccess, loadKubeConfig, localKubeConfig, type ClusterLog, type ClusterPorts, type KeptClusterAccess, type SharedAccess } from "../lib/kube/clusterClient.js";
-import { apiServerTarget, defaultMemberName, readFleetSettings, sameTargetProblem, type AdmissionSettings, type FleetMemberSettings, type FleetSettings, type SharedAdmissionSettings, type UnavailableMember } from "../lib/settings.js";
+import {
+  apiServerTarget,
+  defaultMemberName,
+  readFleetSettings,
+  sameTargetProblem,
+  type AdmissionSettings,
+  type FleetMemberSettings,
+  type FleetSettings,
+  type SharedAdmissionSettings,
+  type UnavailableMember,
+} from "../lib/settings.js";
 
 /**
  * What one instance of the app keeps between requests: its settings and one cluster client per
@@ -93,7 +103,8 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
       const problem = twice.get(member.name);
       if (problem !== undefined) unavailable.push({ name: member.name, reason: problem, secrets: member.secrets });
     }
-    for (const member of unavailable) log("warn", JSON.stringify({ event: "gmsa.clusterUnavailable", cluster: member.name, reason: `cluster "${member.name}" is not served: ${member.reason}` }));
+    for (const member of unavailable)
+      log("warn", JSON.stringify({ event: "gmsa.clusterUnavailable", cluster: member.name, reason: `cluster "${member.name}" is not served: ${member.reason}` }));
   }
   const startMember = options.startMember ?? defaultStart();
   const members = new Map<string, MemberClient>();

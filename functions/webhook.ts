@@ -71,7 +71,11 @@ const topLevel: MemberAddress = { kind: "top" };
 export type WebhookAddressing = MemberAddress["kind"];
 
 /** The member address of a request, from its route's parameters and the secret header. */
-export function memberAddress(addressing: WebhookAddressing, params: { readonly cluster?: string | undefined; readonly secret?: string | undefined }, secretHeader: string | null): MemberAddress {
+export function memberAddress(
+  addressing: WebhookAddressing,
+  params: { readonly cluster?: string | undefined; readonly secret?: string | undefined },
+  secretHeader: string | null,
+): MemberAddress {
   if (addressing === "top") return topLevel;
   const cluster = params.cluster ?? "";
   return addressing === "header" ? { kind: "header", cluster, secret: secretHeader } : { kind: "path", cluster, secret: params.secret ?? "" };
@@ -93,7 +97,13 @@ export async function serveWebhook(
     readBody: (limit) => readBodyUpTo(request.body, limit),
   };
   const address = memberAddress(addressing, request.params, addressing === "header" ? request.headers.get(clusterSecretHeader) : null);
-  const reply = await serveAdmission(webhook, policy, call, { info: (line) => context.info(line), warn: (line) => context.warn(line), error: (line) => context.error(line) }, address);
+  const reply = await serveAdmission(
+    webhook,
+    policy,
+    call,
+    { info: (line) => context.info(line), warn: (line) => context.warn(line), error: (line) => context.error(line) },
+    address,
+  );
   return { status: reply.status, headers: reply.headers, body: reply.body };
 }
 
@@ -121,8 +131,18 @@ export const webhookRoutes = new Map<string, WebhookRoute>();
 export function registerWebhook(name: string, policy: ReviewPolicy, handler: (request: HttpRequest, context: InvocationContext) => Promise<HttpResponseInit>): void {
   const authLevel = webhookAuthLevel();
   app.http(name, { route: name, methods: [...allMethods], authLevel, handler });
-  app.http(`cluster-${name}`, { route: `clusters/{cluster}/${name}`, methods: [...allMethods], authLevel, handler: (request, context) => serveWebhook(name, policy, request, context, "header") });
-  app.http(`cluster-secret-${name}`, { route: `clusters/{cluster}/{secret}/${name}`, methods: [...allMethods], authLevel, handler: (request, context) => serveWebhook(name, policy, request, context, "path") });
+  app.http(`cluster-${name}`, {
+    route: `clusters/{cluster}/${name}`,
+    methods: [...allMethods],
+    authLevel,
+    handler: (request, context) => serveWebhook(name, policy, request, context, "header"),
+  });
+  app.http(`cluster-secret-${name}`, {
+    route: `clusters/{cluster}/{secret}/${name}`,
+    methods: [...allMethods],
+    authLevel,
+    handler: (request, context) => serveWebhook(name, policy, request, context, "path"),
+  });
   webhookRoutes.set(name, { webhook: name, policy, addressing: "top" });
   webhookRoutes.set(`cluster-${name}`, { webhook: name, policy, addressing: "header" });
   webhookRoutes.set(`cluster-secret-${name}`, { webhook: name, policy, addressing: "path" });

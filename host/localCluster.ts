@@ -25,7 +25,9 @@ export interface LocalCluster {
 export const localWebhookUser = "gmsa-admission-webhook";
 const examplesDir = join(__dirname, "..", "examples");
 
-export async function startLocalCluster(options: { users?: ReadonlyArray<{ name: string; groups: string[] }>; dataDir?: string; log?: (line: string) => void } = {}): Promise<LocalCluster> {
+export async function startLocalCluster(
+  options: { users?: ReadonlyArray<{ name: string; groups: string[] }>; dataDir?: string; log?: (line: string) => void } = {},
+): Promise<LocalCluster> {
   const identities = [{ name: localWebhookUser, groups: [] as string[] }, ...(options.users ?? [])].map((u, i) => ({
     ...u,
     token: randomBytes(24).toString("hex"),
@@ -90,11 +92,7 @@ export function exampleCredSpecs(): KubernetesObject[] {
  * standing for an object created before the credential spec webhook was wired, which pod
  * admission must still refuse to use.
  */
-export async function wireLocalCluster(
-  cluster: Pick<LocalCluster, "adminKubeconfig">,
-  webhook: LocalWebhookWiring,
-  extra: readonly KubernetesObject[] = [],
-): Promise<void> {
+export async function wireLocalCluster(cluster: Pick<LocalCluster, "adminKubeconfig">, webhook: LocalWebhookWiring, extra: readonly KubernetesObject[] = []): Promise<void> {
   await applyObjects(loadKubeconfigFile(cluster.adminKubeconfig), localWiring(webhook, extra));
 }
 

@@ -49,10 +49,11 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     url,
     port,
     server,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -128,7 +129,13 @@ async function serveAdmissionLocally(
   const address = memberAddress(route.addressing, params, route.addressing === "header" ? header(req.headers[clusterSecretHeader]) : null);
   // The levels an invocation context logs with, so that both paths write the same lines.
   const { log } = serving.options;
-  const reply = await serveAdmission(route.webhook, route.policy, call, { info: (line) => log("information", line), warn: (line) => log("warning", line), error: (line) => log("error", line) }, address);
+  const reply = await serveAdmission(
+    route.webhook,
+    route.policy,
+    call,
+    { info: (line) => log("information", line), warn: (line) => log("warning", line), error: (line) => log("error", line) },
+    address,
+  );
   if (!bodyRead && !req.complete) {
     // A body nobody will read is not drained either: the connection goes once the answer is out.
     res.setHeader("connection", "close");

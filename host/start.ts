@@ -56,7 +56,9 @@ async function main(): Promise<void> {
     } else if (fleet) {
       const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
       // The paths only: the secrets stay in the settings they came from.
-      const lines = [...runtime.members.keys()].map((name) => `  ${name}: ${server!.url}/clusters/${name}/{mutate,validate,validate-credspec} (secret in ${clusterSecretHeader}) or ${server!.url}/clusters/${name}/<secret>/…`);
+      const lines = [...runtime.members.keys()].map(
+        (name) => `  ${name}: ${server!.url}/clusters/${name}/{mutate,validate,validate-credspec} (secret in ${clusterSecretHeader}) or ${server!.url}/clusters/${name}/<secret>/…`,
+      );
       // Kept out of service by their own settings: the warning lines above say why.
       for (const name of runtime.unavailable.keys()) lines.push(`  ${name}: not served (answers 503): its settings are wrong, see the gmsa.clusterUnavailable line above`);
       const served = runtime.members.size;

@@ -114,24 +114,24 @@ export interface AdmissionSettings {
 
 /** How one cluster's API server is reached. */
 export type ClusterAccessSettings =
-    | {
-        readonly access: "kubeconfig";
-        readonly kubeconfig: string;
-        /** The kubeconfig context to use instead of its current one (fleet members only). */
-        readonly context?: string;
-      }
-    | { readonly access: "in-cluster" }
-    | {
-        readonly access: "entra";
-        /** The AKS cluster's resource ID: its URL and CA come from ARM. */
-        readonly resourceId?: string;
-        /** Or the API server's URL (and CA) directly. */
-        readonly server?: string;
-        readonly caPem?: string;
-        readonly armEndpoint?: string;
-        /** The user-assigned managed identity to sign in with. */
-        readonly clientId?: string;
-      };
+  | {
+      readonly access: "kubeconfig";
+      readonly kubeconfig: string;
+      /** The kubeconfig context to use instead of its current one (fleet members only). */
+      readonly context?: string;
+    }
+  | { readonly access: "in-cluster" }
+  | {
+      readonly access: "entra";
+      /** The AKS cluster's resource ID: its URL and CA come from ARM. */
+      readonly resourceId?: string;
+      /** Or the API server's URL (and CA) directly. */
+      readonly server?: string;
+      readonly caPem?: string;
+      readonly armEndpoint?: string;
+      /** The user-assigned managed identity to sign in with. */
+      readonly clientId?: string;
+    };
 
 export class SettingsError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -146,7 +146,19 @@ function emptyAsUnset(env: NodeJS.ProcessEnv, names: readonly string[]): Record<
 
 export function decodeWith<A>(codec: t.Decoder<unknown, A>, env: Record<string, string | undefined>): A {
   const decoded = codec.decode(env);
-  if (isLeft(decoded)) throw new SettingsError([...new Set(decoded.left.map((e) => e.message ?? `${e.context.map((c) => c.key).filter(Boolean).join(".")} is invalid`))]);
+  if (isLeft(decoded))
+    throw new SettingsError([
+      ...new Set(
+        decoded.left.map(
+          (e) =>
+            e.message ??
+            `${e.context
+              .map((c) => c.key)
+              .filter(Boolean)
+              .join(".")} is invalid`,
+        ),
+      ),
+    ]);
   return decoded.right;
 }
 
@@ -200,16 +212,12 @@ export function readEndpointProtection(env: NodeJS.ProcessEnv = process.env): En
   }
   // A public endpoint without keys would let anyone on the internet ask for credential specs.
   if (raw.GMSA_NETWORK_MODE === "public" && !raw.GMSA_REQUIRE_FUNCTION_KEY) {
-    throw new SettingsError([
-      "GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true: the webhooks are never served anonymously on a public endpoint",
-    ]);
+    throw new SettingsError(["GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true: the webhooks are never served anonymously on a public endpoint"]);
   }
   const deployed = onAzure || inPod || raw.GMSA_NETWORK_MODE !== undefined || raw.GMSA_WIRING_MODE !== undefined;
   if (deployed) {
     if (raw.GMSA_NETWORK_MODE === undefined || raw.GMSA_WIRING_MODE === undefined) {
-      throw new SettingsError([
-        "GMSA_NETWORK_MODE (public or private) and GMSA_WIRING_MODE (url or relay) go together: a deployment says both; the Bicep in infra/ sets them",
-      ]);
+      throw new SettingsError(["GMSA_NETWORK_MODE (public or private) and GMSA_WIRING_MODE (url or relay) go together: a deployment says both; the Bicep in infra/ sets them"]);
     }
     if (raw.GMSA_NETWORK_MODE === "public" && raw.GMSA_WIRING_MODE === "url") {
       throw new SettingsError(["GMSA_WIRING_MODE=url needs GMSA_NETWORK_MODE=private: a public app is reached through the relay, which sends the function key"]);
@@ -285,14 +293,16 @@ function decodeAdmissionEnvironment(env: NodeJS.ProcessEnv): { raw: AdmissionEnv
 export function readAdmissionSettings(env: NodeJS.ProcessEnv = process.env): AdmissionSettings {
   const { raw, shared, problems } = decodeAdmissionEnvironment(env);
   const entraGiven = Boolean(raw.GMSA_AKS_RESOURCE_ID || raw.GMSA_API_SERVER_URL);
-  const access =
-    raw.GMSA_CLUSTER_ACCESS ?? (raw.KUBECONFIG ? "kubeconfig" : entraGiven ? "entra" : raw.KUBERNETES_SERVICE_HOST ? "in-cluster" : undefined);
+  const access = raw.GMSA_CLUSTER_ACCESS ?? (raw.KUBECONFIG ? "kubeconfig" : entraGiven ? "entra" : raw.KUBERNETES_SERVICE_HOST ? "in-cluster" : undefined);
   if (access === undefined) {
-    problems.push("no cluster to talk to: set KUBECONFIG, GMSA_AKS_RESOURCE_ID or GMSA_API_SERVER_URL, run inside a cluster, or set GMSA_CLUSTER_ACCESS (or GMSA_CLUSTERS for a fleet)");
+    problems.push(
+      "no cluster to talk to: set KUBECONFIG, GMSA_AKS_RESOURCE_ID or GMSA_API_SERVER_URL, run inside a cluster, or set GMSA_CLUSTER_ACCESS (or GMSA_CLUSTERS for a fleet)",
+    );
   } else if (access === "entra") {
     if (raw.GMSA_AKS_RESOURCE_ID && raw.GMSA_API_SERVER_URL) problems.push("GMSA_AKS_RESOURCE_ID and GMSA_API_SERVER_URL name the cluster twice: set one");
     else if (!entraGiven) problems.push("GMSA_CLUSTER_ACCESS=entra needs GMSA_AKS_RESOURCE_ID, or GMSA_API_SERVER_URL (and GMSA_API_SERVER_CA)");
-    if (raw.GMSA_API_SERVER_URL && !raw.GMSA_API_SERVER_URL.startsWith("https://")) problems.push(`GMSA_API_SERVER_URL must be an https URL, got ${JSON.stringify(raw.GMSA_API_SERVER_URL)}`);
+    if (raw.GMSA_API_SERVER_URL && !raw.GMSA_API_SERVER_URL.startsWith("https://"))
+      problems.push(`GMSA_API_SERVER_URL must be an https URL, got ${JSON.stringify(raw.GMSA_API_SERVER_URL)}`);
     else if (raw.GMSA_API_SERVER_URL) {
       try {
         checkTokenHost(apiServerUrl(raw.GMSA_API_SERVER_URL, "GMSA_API_SERVER_URL"), "GMSA_API_SERVER_URL");
@@ -467,9 +477,7 @@ const allAccessFields = accessKinds.flatMap((kind) => Object.keys(accessFields[k
 
 /** One member's access: exactly one of the three kinds, and no field that is not one of its own. */
 type MemberAccess =
-  | { readonly kubeconfig: string; readonly context?: string }
-  | { readonly aksResourceId: string }
-  | { readonly apiServerUrl: string; readonly apiServerCa?: string };
+  { readonly kubeconfig: string; readonly context?: string } | { readonly aksResourceId: string } | { readonly apiServerUrl: string; readonly apiServerCa?: string };
 
 const MemberAccess = new t.Type<MemberAccess, unknown, unknown>(
   "MemberAccess",
@@ -521,7 +529,11 @@ const ClusterName = new t.Type<string, string, unknown>(
   (u, c) =>
     typeof u === "string" && memberNamePattern.test(u)
       ? t.success(u)
-      : t.failure(u, c, `GMSA_CLUSTERS: ${JSON.stringify(String(u).slice(0, 80))} is not a cluster name (a DNS label: 1 to 63 of a-z, 0-9 and -, starting and ending with a letter or digit)`),
+      : t.failure(
+          u,
+          c,
+          `GMSA_CLUSTERS: ${JSON.stringify(String(u).slice(0, 80))} is not a cluster name (a DNS label: 1 to 63 of a-z, 0-9 and -, starting and ending with a letter or digit)`,
+        ),
   String,
 );
 

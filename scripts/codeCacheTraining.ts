@@ -103,21 +103,24 @@ function writeReview(dir: string, name: string): string {
     spec: { containers: [{ name: "app", image: "mcr.microsoft.com/windows/servercore/iis", securityContext: { windowsOptions: { gmsaCredentialSpecName: name } } }] },
   };
   const file = join(dir, "mutate-review.json");
-  writeFileSync(file, JSON.stringify({
-    apiVersion: "admission.k8s.io/v1",
-    kind: "AdmissionReview",
-    request: {
-      uid: randomUUID(),
-      kind: { group: "", version: "v1", kind: "Pod" },
-      resource: { group: "", version: "v1", resource: "pods" },
-      requestKind: { group: "", version: "v1", kind: "Pod" },
-      name: pod.metadata.name,
-      namespace: pod.metadata.namespace,
-      operation: "CREATE",
-      userInfo: { username: "training", groups: ["system:authenticated"] },
-      object: pod,
-      dryRun: false,
-    },
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: "admission.k8s.io/v1",
+      kind: "AdmissionReview",
+      request: {
+        uid: randomUUID(),
+        kind: { group: "", version: "v1", kind: "Pod" },
+        resource: { group: "", version: "v1", resource: "pods" },
+        requestKind: { group: "", version: "v1", kind: "Pod" },
+        name: pod.metadata.name,
+        namespace: pod.metadata.namespace,
+        operation: "CREATE",
+        userInfo: { username: "training", groups: ["system:authenticated"] },
+        object: pod,
+        dryRun: false,
+      },
+    }),
+  );
   return file;
 }

@@ -117,7 +117,9 @@ export function assertAscii(bundle: Buffer): void {
   const at = bundle.findIndex((byte) => byte > 0x7f);
   if (at < 0) return;
   const context = bundle.subarray(Math.max(0, at - 60), at + 20).toString("utf8");
-  throw new Error(`the bundle has a character that is not ASCII at byte ${at}, in …${context}…: write it as an escape (\\uXXXX) in our sources, or keep the module that has it out of the bundle`);
+  throw new Error(
+    `the bundle has a character that is not ASCII at byte ${at}, in …${context}…: write it as an escape (\\uXXXX) in our sources, or keep the module that has it out of the bundle`,
+  );
 }
 
 if (require.main === module) {

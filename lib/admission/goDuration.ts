@@ -2,7 +2,7 @@
  * The API server tells a webhook how long it will wait as `?timeout=<Go duration>` ("10s",
  * "1m0s", "500ms"). Returns milliseconds, or undefined for anything else.
  */
-const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };
+const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, µs: 0.001, ns: 0.000001 };
 
 // An API server sends the same timeout with every review: the last answer is kept.
 let last: { readonly text: string; readonly ms: number | undefined } | undefined;

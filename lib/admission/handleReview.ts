@@ -50,12 +50,7 @@ export const answerMarginMs = 250;
  * with that UID, so the API server reports the reason instead of a failed call. `body` is what
  * JSON.parse made of the request body (the decodes rely on it: see `checkedDecode`).
  */
-export async function handleReview(
-  body: unknown,
-  policy: ReviewPolicy,
-  deps: ReviewDependencies,
-  apiServerTimeoutMs?: number,
-): Promise<ReviewOutcome> {
+export async function handleReview(body: unknown, policy: ReviewPolicy, deps: ReviewDependencies, apiServerTimeoutMs?: number): Promise<ReviewOutcome> {
   const envelope = checkedDecode(AdmissionReviewEnvelope, body);
   if (isLeft(envelope)) return { kind: "badRequest", message: `the body is not an AdmissionReview: ${describeDecodeErrors(envelope.left)}` };
   const { apiVersion } = envelope.right;
@@ -68,12 +63,10 @@ export async function handleReview(
   const deadline = admissionDeadline(budget);
   // Every call this admission makes, through either port, counts under its namespace.
   if (request?.namespace) markAdmissionNamespace(deadline.signal, request.namespace);
-  const { result: answer, counters } = await withRequestCounters(
-    deadline.signal,
-    async (): Promise<Answer> =>
-      isLeft(decoded)
-        ? { response: responseFor(uid, denied(400, `the admission request is malformed: ${describeDecodeErrors(decoded.left)}`)) }
-        : respond(decoded.right, policy, { ...deps, signal: deadline.signal }, deadline, budget),
+  const { result: answer, counters } = await withRequestCounters(deadline.signal, async (): Promise<Answer> =>
+    isLeft(decoded)
+      ? { response: responseFor(uid, denied(400, `the admission request is malformed: ${describeDecodeErrors(decoded.left)}`)) }
+      : respond(decoded.right, policy, { ...deps, signal: deadline.signal }, deadline, budget),
   ).finally(() => deadline.finish());
   const { response, failure } = answer;
   const code = response.status?.code ?? 200;
@@ -107,13 +100,7 @@ interface Answer {
   readonly failure?: FailureDetail;
 }
 
-async function respond(
-  request: AdmissionRequest,
-  policy: ReviewPolicy,
-  deps: PolicyDependencies,
-  deadline: Deadline,
-  budgetMs: number,
-): Promise<Answer> {
+async function respond(request: AdmissionRequest, policy: ReviewPolicy, deps: PolicyDependencies, deadline: Deadline, budgetMs: number): Promise<Answer> {
   try {
     if (typeof policy !== "function") return { response: responseFor(request.uid, await Promise.race([policy.judgeRequest(request, deps), deadline.expired()])) };
     const admission = admissionOf(request);
@@ -235,4 +222,3 @@ function decodePod(value: unknown, field: string): { pod: Pod } | { problem: str
   if (isLeft(decoded)) return { problem: `the request ${field} is not a Pod: ${describeDecodeErrors(decoded.left)}` };
   return { pod: decoded.right };
 }
-

@@ -42,12 +42,7 @@ export function plainReply(status: number, message: string, headers: Record<stri
   return { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers }, body: `${message}\n` };
 }
 
-
-export async function exchangeAdmission(
-  call: HttpCall,
-  policy: ReviewPolicy,
-  deps: ReviewDependencies,
-): Promise<{ reply: HttpReply; record?: ExchangeRecord }> {
+export async function exchangeAdmission(call: HttpCall, policy: ReviewPolicy, deps: ReviewDependencies): Promise<{ reply: HttpReply; record?: ExchangeRecord }> {
   if (call.method.toUpperCase() !== "POST") return { reply: plainReply(405, "admission reviews are POSTed", { allow: "POST" }) };
   if (!isJsonMediaType(call.contentType)) {
     return { reply: plainReply(415, `expected Content-Type application/json, got ${call.contentType ? JSON.stringify(call.contentType.slice(0, 100)) : "none"}`) };

@@ -89,7 +89,8 @@ function suspicions(spec: WindowsCredSpec, root: string): Finding[] {
   }
   const scopes = new Set(names.map((account) => withoutTrailingDot(account.Scope).toLowerCase()));
   if (!scopes.has(dnsName)) warn(accounts, "no entry has DomainJoinConfig.DnsName as its Scope; list the account once for the DNS name and once for the NetBIOS name");
-  if (!scopes.has(NetBiosName.toLowerCase())) warn(accounts, "no entry has DomainJoinConfig.NetBiosName as its Scope; list the account once for the DNS name and once for the NetBIOS name");
+  if (!scopes.has(NetBiosName.toLowerCase()))
+    warn(accounts, "no entry has DomainJoinConfig.NetBiosName as its Scope; list the account once for the DNS name and once for the NetBIOS name");
   if (NetBiosName !== netBios) warn(`${join}.NetBiosName`, "is not upper case, as Active Directory writes NetBIOS domain names");
   const firstLabel = dnsName.split(".")[0]!.toUpperCase();
   if (!firstLabel.startsWith(netBios) && !netBios.startsWith(firstLabel)) {
@@ -102,10 +103,16 @@ function suspicions(spec: WindowsCredSpec, root: string): Finding[] {
   if (host) {
     const hostPath = `${root}.ActiveDirectoryConfig.HostAccountConfig`;
     if (!isKnownCcgPlugin(host.PluginGUID)) {
-      warn(`${hostPath}.PluginGUID`, `is none of the documented plug-ins (${knownCcgPlugins.map((p) => `${p.guid} ${p.description}`).join("; ")}); a mistyped GUID fails only on the node`);
+      warn(
+        `${hostPath}.PluginGUID`,
+        `is none of the documented plug-ins (${knownCcgPlugins.map((p) => `${p.guid} ${p.description}`).join("; ")}); a mistyped GUID fails only on the node`,
+      );
     }
     if (carriesPassword(host.PluginInput)) {
-      warn(`${hostPath}.PluginInput`, "appears to carry a password inline; anyone who may get credential specs can read it: keep it in the plug-in's secret store and pass only a reference");
+      warn(
+        `${hostPath}.PluginInput`,
+        "appears to carry a password inline; anyone who may get credential specs can read it: keep it in the plug-in's secret store and pass only a reference",
+      );
     }
   }
   return found;

@@ -17,7 +17,8 @@ function patterned(name: string, pattern: RegExp) {
   );
 }
 
-const subAuthority = "(?:[0-9]|[1-9][0-9]{1,8}|[1-3][0-9]{9}|4[0-1][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[0-1][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])";
+const subAuthority =
+  "(?:[0-9]|[1-9][0-9]{1,8}|[1-3][0-9]{9}|4[0-1][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[0-1][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])";
 
 /** S-1-5-21 and three sub-authorities; a fourth (an account's RID) is legal here and warned about. */
 export const domainSidPattern = new RegExp(`^S-1-5-21-${subAuthority}-${subAuthority}-${subAuthority}(-${subAuthority})?$`, "i");
@@ -36,7 +37,7 @@ export const DomainSid = patterned("a domain SID (S-1-5-21- followed by three su
 export const DomainGuid = patterned("a GUID without braces (8-4-4-4-12 hexadecimal digits)", guidPattern);
 export const PluginGuid = patterned("a GUID in braces ({8-4-4-4-12 hexadecimal digits})", bracedGuidPattern);
 export const DnsName = patterned("a DNS name (dot-separated labels of letters, digits and hyphens)", dnsNamePattern);
-export const NetBiosName = patterned("a NetBIOS name (1 to 15 characters, no spaces or \\ / : * ? \" < > |)", netBiosNamePattern);
+export const NetBiosName = patterned('a NetBIOS name (1 to 15 characters, no spaces or \\ / : * ? " < > |)', netBiosNamePattern);
 
 /** The plug-in list the runtime reads: it must name the Active Directory plug-in. */
 export const CmsPlugins = t.refinement(t.array(t.string), (plugins) => plugins.includes("ActiveDirectory"), 'a list of strings that contains "ActiveDirectory"');
@@ -61,10 +62,7 @@ export const HostAccountConfig = t.type({
   PluginInput: t.string,
 });
 
-export const ActiveDirectoryConfig = t.intersection([
-  t.type({ GroupManagedServiceAccounts }),
-  t.partial({ HostAccountConfig }),
-]);
+export const ActiveDirectoryConfig = t.intersection([t.type({ GroupManagedServiceAccounts }), t.partial({ HostAccountConfig })]);
 
 export const WindowsCredSpec = t.type({
   CmsPlugins,

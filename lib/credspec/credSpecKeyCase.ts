@@ -9,10 +9,7 @@ import type { Finding } from "./credSpecFindings.js";
  * a reader that ignores case takes one of the two copies, and which one is not ours to know, so
  * the copy the checks did not judge could be the one a Windows host uses.
  */
-export function withDocumentedKeyCase(
-  value: unknown,
-  root: string,
-): { readonly value: unknown; readonly warnings: readonly Finding[]; readonly errors: readonly Finding[] } {
+export function withDocumentedKeyCase(value: unknown, root: string): { readonly value: unknown; readonly warnings: readonly Finding[]; readonly errors: readonly Finding[] } {
   const warnings: Finding[] = [];
   const errors: Finding[] = [];
   return { value: respell(value, "", root, { warnings, errors }), warnings, errors };

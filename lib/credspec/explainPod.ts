@@ -32,7 +32,9 @@ export async function explainPod(document: unknown, deps: PolicyDependencies, op
   const settings = gmsaSettings(pod, admission.name);
   const lines: string[] = [];
   if (settings.length === 0) return { lines: ["no GMSA settings: neither webhook is called for this pod"], admitted: true };
-  lines.push(`GMSA settings: ${settings.map((s) => `${s.owner} names ${s.name === undefined ? "no credential spec" : `"${s.name}"`}${s.contents === undefined ? "" : " and carries contents"}`).join("; ")}`);
+  lines.push(
+    `GMSA settings: ${settings.map((s) => `${s.owner} names ${s.name === undefined ? "no credential spec" : `"${s.name}"`}${s.contents === undefined ? "" : " and carries contents"}`).join("; ")}`,
+  );
 
   const mutation = await expandCredSpecs(admission, deps);
   lines.push(`mutate: ${describeMutation(mutation)}`);

@@ -16,8 +16,7 @@ export interface GenerateRequest {
 }
 
 export type PluginChoice =
-  | { readonly kind: "akv"; readonly secretUri: string; readonly objectId: string }
-  | { readonly kind: "raw"; readonly guid: string; readonly input: string };
+  { readonly kind: "akv"; readonly secretUri: string; readonly objectId: string } | { readonly kind: "raw"; readonly guid: string; readonly input: string };
 
 export type CredSpecDocument = {
   apiVersion: "windows.k8s.io/v1";

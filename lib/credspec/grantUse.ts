@@ -24,7 +24,11 @@ export function grantUse(request: GrantRequest) {
   const binding = {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "RoleBinding",
-    metadata: { name: useBindingName(request.credSpec, { kind: "ServiceAccount", namespace: request.namespace, name: request.serviceAccount }), namespace: request.namespace, labels },
+    metadata: {
+      name: useBindingName(request.credSpec, { kind: "ServiceAccount", namespace: request.namespace, name: request.serviceAccount }),
+      namespace: request.namespace,
+      labels,
+    },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: role.kind, name: roleName },
     subjects: [{ kind: "ServiceAccount", name: request.serviceAccount, namespace: request.namespace }],
   };

@@ -69,12 +69,18 @@ export function whoMayUse(rbac: RbacObjects, credSpec: string, namespace?: strin
     const bindingNamespace = binding.metadata.namespace ?? "";
     if (namespace !== undefined && bindingNamespace !== namespace) continue;
     const grants =
-      binding.roleRef.kind === "ClusterRole" ? clusterRoleGrants.has(binding.roleRef.name) : binding.roleRef.kind === "Role" && roleGrants.has(`${bindingNamespace}/${binding.roleRef.name}`);
+      binding.roleRef.kind === "ClusterRole"
+        ? clusterRoleGrants.has(binding.roleRef.name)
+        : binding.roleRef.kind === "Role" && roleGrants.has(`${bindingNamespace}/${binding.roleRef.name}`);
     if (!grants) continue;
     for (const subject of binding.subjects ?? []) {
       // A service account subject of a RoleBinding without a namespace is the binding's own.
       const resolved = subject.kind === "ServiceAccount" && !subject.namespace ? { ...subject, namespace: bindingNamespace } : subject;
-      found.push({ subject: resolved, namespace: bindingNamespace, via: `RoleBinding ${bindingNamespace}/${binding.metadata.name} -> ${binding.roleRef.kind} ${binding.roleRef.name}` });
+      found.push({
+        subject: resolved,
+        namespace: bindingNamespace,
+        via: `RoleBinding ${bindingNamespace}/${binding.metadata.name} -> ${binding.roleRef.kind} ${binding.roleRef.name}`,
+      });
     }
   }
   return found;

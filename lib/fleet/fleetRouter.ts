@@ -37,8 +37,7 @@ export interface FleetRouter<M> {
 
 /** A member to route to, or one kept out of service by its own settings (`unavailable`: why, for the log only). */
 export type RoutedMember<M> =
-  | { readonly name: string; readonly secrets: readonly string[]; readonly member: M }
-  | { readonly name: string; readonly secrets: readonly string[]; readonly unavailable: string };
+  { readonly name: string; readonly secrets: readonly string[]; readonly member: M } | { readonly name: string; readonly secrets: readonly string[]; readonly unavailable: string };
 
 interface Entry<M> {
   readonly name: string;
@@ -70,7 +69,11 @@ export function fleetRouter<M>(mode: "single" | "fleet", members: readonly Route
   if (mode === "single" && (members.length !== 1 || only === undefined || !("member" in only))) throw new RangeError("a single-cluster app has exactly one member");
   if (mode === "fleet" && members.some((m) => "member" in m && m.secrets.length === 0)) throw new RangeError("every fleet member needs a secret");
   const single: MemberRoute<M> | undefined = only && "member" in only ? { ok: true, member: only.member } : undefined;
-  const notServed: MemberRoute<M> = { ok: false, status: 404, message: single ? "this app serves one cluster, on /mutate, /validate and /validate-credspec" : "this app serves a fleet: use /clusters/{name}/..." };
+  const notServed: MemberRoute<M> = {
+    ok: false,
+    status: 404,
+    message: single ? "this app serves one cluster, on /mutate, /validate and /validate-credspec" : "this app serves a fleet: use /clusters/{name}/...",
+  };
   const unknown: MemberRoute<M> = { ok: false, status: 404, message: "no such cluster" };
 
   return {
@@ -85,7 +88,12 @@ export function fleetRouter<M>(mode: "single" | "fleet", members: readonly Route
       // nothing it could learn; it is answered without its body being read.
       if (!entry.accepted.ok && entry.digests.length === 0) return outOfService(entry.name, webhook, entry.accepted.reason);
       if (address.secret === null || address.secret === "") {
-        return { ok: false, status: 401, message: "a cluster secret is required", warning: refusal(entry.name, webhook, `no cluster secret (${address.kind === "header" ? `header ${clusterSecretHeader}` : "path"})`) };
+        return {
+          ok: false,
+          status: 401,
+          message: "a cluster secret is required",
+          warning: refusal(entry.name, webhook, `no cluster secret (${address.kind === "header" ? `header ${clusterSecretHeader}` : "path"})`),
+        };
       }
       const given = digest(address.secret);
       if (matchesAny(given, entry.digests)) return entry.accepted.ok ? entry.accepted : outOfService(entry.name, webhook, entry.accepted.reason);

@@ -112,7 +112,12 @@ export function memberClient(options: MemberClientOptions): MemberClient {
       giveUp(new ClusterUnavailableError(`the client of cluster "${name}" did not start within ${duration(startTimeoutMs)} and was given up`, "timeout"));
       log("warn", `cluster "${name}": its client did not start within ${duration(startTimeoutMs)}; the next admission starts it afresh`);
       // Should it finish after all, nobody is left to use it.
-      run.then((late) => late.stop(), () => {}).catch(() => {});
+      run
+        .then(
+          (late) => late.stop(),
+          () => {},
+        )
+        .catch(() => {});
     }, startTimeoutMs);
     const attempt: Promise<MemberPorts> = Promise.race([run, abandoned])
       .finally(() => timers.clear(abandonTimer))

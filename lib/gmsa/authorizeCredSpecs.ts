@@ -16,11 +16,7 @@ import { allowed, denied, type Verdict } from "./verdict.js";
  * refused name costs the API server no read. Names are judged in order and judging stops at
  * the first refusal, so the denial names the first refused setting.
  */
-export async function authorizeCredSpecs(
-  admission: PodAdmission,
-  settings: readonly GmsaSetting[],
-  deps: PolicyDependencies,
-): Promise<Verdict> {
+export async function authorizeCredSpecs(admission: PodAdmission, settings: readonly GmsaSetting[], deps: PolicyDependencies): Promise<Verdict> {
   const problem = shapeProblem(settings, { requireNames: true, maxCredSpecs: deps.settings.maxCredSpecsPerPod, maxPlaces: deps.settings.maxPlacesPerPod });
   if (problem) return problem;
   const names = namesOf(settings);

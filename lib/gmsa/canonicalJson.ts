@@ -67,7 +67,13 @@ function encode(root: unknown): string {
       } else if (typeof value === "object" && value !== null) {
         out.push("{");
         const record = value as Record<string, unknown>;
-        stack.push({ items: Object.keys(record).sort(byUtf8).map((key) => [key, record[key]] as const), next: 0, close: "}" });
+        stack.push({
+          items: Object.keys(record)
+            .sort(byUtf8)
+            .map((key) => [key, record[key]] as const),
+          next: 0,
+          close: "}",
+        });
       } else {
         out.push(encodeScalar(value));
       }

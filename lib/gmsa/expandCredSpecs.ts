@@ -43,10 +43,14 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
     const contents = canonicalContents(lookup.credspec);
     inlinedBytes += contents.length;
     if (inlinedBytes > maxInlinedBytes) {
-      return denied(422, `${setting.pod}: inlining its GMSA credential specs would add more than ${maxInlinedBytes / 1024} KiB to the pod; name fewer places, or keep the credential spec small`, {
-        warnings,
-        credSpecs: names,
-      });
+      return denied(
+        422,
+        `${setting.pod}: inlining its GMSA credential specs would add more than ${maxInlinedBytes / 1024} KiB to the pod; name fewer places, or keep the credential spec small`,
+        {
+          warnings,
+          credSpecs: names,
+        },
+      );
     }
     patch.push(addOperation(setting.contentsPath, contents));
   }
@@ -119,9 +123,7 @@ function fewWarnings(warnings: string[]): string[] {
 }
 
 function deprecationWarning(setting: GmsaSetting): string[] {
-  return (setting.deprecatedAnnotations ?? []).map(
-    ({ annotation, replacedBy }) => `${setting.owner}: annotation ${annotation} is deprecated; use ${replacedBy} instead`,
-  );
+  return (setting.deprecatedAnnotations ?? []).map(({ annotation, replacedBy }) => `${setting.owner}: annotation ${annotation} is deprecated; use ${replacedBy} instead`);
 }
 
 // A NetBIOS computer name is at most 15 characters; start with a letter so it is also a valid

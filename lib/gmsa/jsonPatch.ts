@@ -1,7 +1,5 @@
 /** RFC 6902 operations, the only shape of change the webhook hands back to the API server. */
-export type PatchOperation =
-  | { op: "add"; path: string; value: unknown }
-  | { op: "replace"; path: string; value: unknown };
+export type PatchOperation = { op: "add"; path: string; value: unknown } | { op: "replace"; path: string; value: unknown };
 
 /** RFC 6901: `~` and `/` inside a segment are written `~0` and `~1`, in that order. */
 export function jsonPointer(segments: ReadonlyArray<string | number>): string {

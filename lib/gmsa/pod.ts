@@ -15,10 +15,7 @@ export const WindowsOptions = t.partial({
 
 const SecurityContext = t.partial({ windowsOptions: optional(WindowsOptions) });
 
-export const Container = t.intersection([
-  t.type({ name: t.string }),
-  t.partial({ securityContext: optional(SecurityContext) }),
-]);
+export const Container = t.intersection([t.type({ name: t.string }), t.partial({ securityContext: optional(SecurityContext) })]);
 export type Container = t.TypeOf<typeof Container>;
 
 export const Pod = t.intersection([

@@ -3,10 +3,7 @@
  * lib/kube implements these; tests hand in fakes.
  */
 
-export type CredSpecLookup =
-  | { readonly kind: "found"; readonly credspec: Readonly<Record<string, unknown>> }
-  | { readonly kind: "notFound" }
-  | { readonly kind: "noCredspec" };
+export type CredSpecLookup = { readonly kind: "found"; readonly credspec: Readonly<Record<string, unknown>> } | { readonly kind: "notFound" } | { readonly kind: "noCredspec" };
 
 export interface CredSpecSource {
   /** Reads the named GMSACredentialSpec. Throws ClusterUnavailableError when the cluster cannot answer. */
@@ -65,7 +62,9 @@ export function sharedPrincipal(principal: Principal): Principal {
     user: principal.user,
     groups: Object.freeze([...principal.groups]),
     ...(principal.uid !== undefined ? { uid: principal.uid } : {}),
-    ...(principal.extra !== undefined ? { extra: Object.freeze(Object.fromEntries(Object.entries(principal.extra).map(([key, values]) => [key, Object.freeze([...values])]))) } : {}),
+    ...(principal.extra !== undefined
+      ? { extra: Object.freeze(Object.fromEntries(Object.entries(principal.extra).map(([key, values]) => [key, Object.freeze([...values])]))) }
+      : {}),
     ...(principal.serviceAccount !== undefined ? { serviceAccount: Object.freeze({ namespace: principal.serviceAccount.namespace, name: principal.serviceAccount.name }) } : {}),
   });
   sharedPrincipals.add(shared);

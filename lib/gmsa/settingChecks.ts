@@ -28,18 +28,12 @@ export function shapeProblem(
   }
   const names = namesOf(settings);
   if (names.length > options.maxCredSpecs) {
-    return denied(
-      422,
-      `${settings[0]!.pod}: names ${names.length} distinct GMSA credential specs; at most ${options.maxCredSpecs} are allowed in one pod`,
-    );
+    return denied(422, `${settings[0]!.pod}: names ${names.length} distinct GMSA credential specs; at most ${options.maxCredSpecs} are allowed in one pod`);
   }
   for (const setting of settings) {
     if (setting.name === undefined) {
       if (options.requireNames && setting.contents !== undefined) {
-        return denied(
-          422,
-          `${setting.owner}: GMSA credential spec contents are set without a credential spec name; set ${setting.nameField} instead`,
-        );
+        return denied(422, `${setting.owner}: GMSA credential spec contents are set without a credential spec name; set ${setting.nameField} instead`);
       }
       continue;
     }

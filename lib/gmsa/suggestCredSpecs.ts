@@ -10,7 +10,13 @@ import { denied, type Verdict } from "./verdict.js";
  * principals may not use is never shown. Suggestions are a courtesy: when the names are not
  * known without a list call, or a review fails, the denial goes out without them.
  */
-export async function withSuggestions(denial: Verdict & { kind: "denied" }, name: string, principals: readonly UsePrincipal[], namespace: string, deps: PolicyDependencies): Promise<Verdict> {
+export async function withSuggestions(
+  denial: Verdict & { kind: "denied" },
+  name: string,
+  principals: readonly UsePrincipal[],
+  namespace: string,
+  deps: PolicyDependencies,
+): Promise<Verdict> {
   const known = deps.credSpecs.knownNames?.();
   if (!known) return denial;
   const candidates = similarNames(name, known);

@@ -102,7 +102,7 @@ const laterBatchSize = 4;
 
 function inBatches(names: readonly string[]): string[][] {
   const batches: string[][] = [];
-  for (let start = 0; start < names.length; ) {
+  for (let start = 0; start < names.length;) {
     const size = start === 0 ? firstBatchSize : laterBatchSize;
     batches.push(names.slice(start, start + size));
     start += size;
@@ -115,12 +115,7 @@ function inBatches(names: readonly string[]): string[][] {
  * absent. Every name is asked about at once: only for a short list (suggestions); a pod's names
  * go through firstRefusal.
  */
-export async function refusedUse(
-  names: readonly string[],
-  principals: readonly UsePrincipal[],
-  namespace: string,
-  deps: PolicyDependencies,
-): Promise<Map<string, UsePrincipal>> {
+export async function refusedUse(names: readonly string[], principals: readonly UsePrincipal[], namespace: string, deps: PolicyDependencies): Promise<Map<string, UsePrincipal>> {
   const decisions = await Promise.all(names.map((name) => Promise.all(principals.map((p) => deps.authorizer.mayUse(p.principal, namespace, name, deps.signal)))));
   const refused = new Map<string, UsePrincipal>();
   names.forEach((name, i) => {

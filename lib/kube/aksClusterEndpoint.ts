@@ -205,7 +205,16 @@ export function endpointFromCredentialResults(body: unknown, what: string): ApiS
 
 /** Where decoding failed, as paths only: the values may be secrets. */
 function decodeFailure(errors: t.Errors): string {
-  const found = [...new Set(errors.map((e) => e.context.map((c) => c.key).filter((k) => k !== "" && !/^\d+$/.test(k)).join(".")))];
+  const found = [
+    ...new Set(
+      errors.map((e) =>
+        e.context
+          .map((c) => c.key)
+          .filter((k) => k !== "" && !/^\d+$/.test(k))
+          .join("."),
+      ),
+    ),
+  ];
   if (found.includes("")) return "is not an object";
   return `has no valid ${found.slice(0, 3).join(", ")}${found.length > 3 ? ` (and ${found.length - 3} more)` : ""}`;
 }

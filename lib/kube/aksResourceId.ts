@@ -31,7 +31,16 @@ export function parseAksResourceId(value: string): AksResourceId {
   if (!trimmed.startsWith("/")) throw fail("it must start with /subscriptions/");
   const parts = trimmed.replace(/\/+$/, "").slice(1).split("/");
   if (parts.length !== 8) throw fail(`it has ${parts.length} path segments, not 8`);
-  const [subscriptions, subscriptionId, resourceGroups, resourceGroup, providers, namespace, type, clusterName] = parts as [string, string, string, string, string, string, string, string];
+  const [subscriptions, subscriptionId, resourceGroups, resourceGroup, providers, namespace, type, clusterName] = parts as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const keywords: Array<[string, string]> = [
     [subscriptions, "subscriptions"],
     [resourceGroups, "resourceGroups"],

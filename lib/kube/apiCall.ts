@@ -34,12 +34,7 @@ const firstRetryDelayMs = 100;
  * or the server's Retry-After, but only while the admission's signal allows: the budget, not the
  * retry count, is what bounds an admission.
  */
-export async function callApi<T>(
-  description: string,
-  signal: AbortSignal,
-  bounds: ApiCallOptions,
-  call: (options: ConfigurationOptions) => Promise<T>,
-): Promise<ApiOutcome<T>> {
+export async function callApi<T>(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: (options: ConfigurationOptions) => Promise<T>): Promise<ApiOutcome<T>> {
   // Refused at once when too many admissions already wait on this server; counted until it settles, retries included.
   const leave = bounds.slots?.hold(signal);
   try {
@@ -49,12 +44,7 @@ export async function callApi<T>(
   }
 }
 
-async function callWithRetries<T>(
-  description: string,
-  signal: AbortSignal,
-  bounds: ApiCallOptions,
-  call: (options: ConfigurationOptions) => Promise<T>,
-): Promise<ApiOutcome<T>> {
+async function callWithRetries<T>(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: (options: ConfigurationOptions) => Promise<T>): Promise<ApiOutcome<T>> {
   let reauthenticated = false;
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
@@ -70,8 +60,7 @@ async function callWithRetries<T>(
       if (error instanceof ClusterUnavailableError && error.failure === "unreachable") bounds.onUnreachable?.();
       // A call that ran out its own timeout may be tried again while the admission has time left.
       const transient =
-        error instanceof ClusterUnavailableError &&
-        (error.failure === "serverError" || error.failure === "unreachable" || (error.failure === "timeout" && !signal.aborted));
+        error instanceof ClusterUnavailableError && (error.failure === "serverError" || error.failure === "unreachable" || (error.failure === "timeout" && !signal.aborted));
       if (!transient || attempt >= maxAttempts || signal.aborted) throw error;
       // The admission began no later than this call, so this is the most time it can have left.
       const left = bounds.budgetMs === undefined ? undefined : Math.max(0, bounds.budgetMs - (Date.now() - started));
@@ -105,12 +94,7 @@ function pause(ms: number, signal: AbortSignal, failure: ClusterUnavailableError
   });
 }
 
-async function callOnce<T>(
-  description: string,
-  signal: AbortSignal,
-  bounds: ApiCallOptions,
-  call: (options: ConfigurationOptions) => Promise<T>,
-): Promise<ApiOutcome<T>> {
+async function callOnce<T>(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: (options: ConfigurationOptions) => Promise<T>): Promise<ApiOutcome<T>> {
   const release = await takeSlot(description, signal, bounds.slots);
   let outcome: ApiOutcome<T>;
   try {
@@ -141,12 +125,7 @@ async function takeSlot(description: string, signal: AbortSignal, slots: ApiSlot
   }
 }
 
-async function callInSlot<T>(
-  description: string,
-  signal: AbortSignal,
-  timeoutMs: number,
-  call: (options: ConfigurationOptions) => Promise<T>,
-): Promise<ApiOutcome<T>> {
+async function callInSlot<T>(description: string, signal: AbortSignal, timeoutMs: number, call: (options: ConfigurationOptions) => Promise<T>): Promise<ApiOutcome<T>> {
   const callSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
   const bound: ObservableMiddleware = {
     pre: (context) => {

@@ -192,8 +192,7 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
         if (Number.isFinite(slowOfNamespace) && namespace !== undefined && ofNamespace >= slowOfNamespace) {
           for (const other of holders.values()) if (other.namespace === namespace && at - other.since >= slowAfterMs) slow += 1;
         }
-        const roomInAll =
-          holders.size < maxHeldAtAll && (holders.size < maxHeldInAll || (namespace !== undefined && ofNamespace === 0 && holders.size < 2 * maxHeldInAll));
+        const roomInAll = holders.size < maxHeldAtAll && (holders.size < maxHeldInAll || (namespace !== undefined && ofNamespace === 0 && holders.size < 2 * maxHeldInAll));
         if (ofNamespace >= maxHeld || slow >= slowOfNamespace || !roomInAll) {
           const who =
             ofNamespace >= maxHeld

@@ -72,7 +72,8 @@ export function localKubeConfig(cluster: Exclude<AdmissionSettings["cluster"], {
   if (!current) throw new Error(`the kubeconfig names no current cluster (${cluster.access})`);
   // Refused here, so that the instance never reports healthy and then fails every admission.
   const problem = plainHttpProblem(current.server);
-  if (problem) throw new Error(cluster.access === "kubeconfig" ? `KUBECONFIG (${cluster.kubeconfig}) cannot be used: ${problem}` : `the in-cluster configuration cannot be used: ${problem}`);
+  if (problem)
+    throw new Error(cluster.access === "kubeconfig" ? `KUBECONFIG (${cluster.kubeconfig}) cannot be used: ${problem}` : `the in-cluster configuration cannot be used: ${problem}`);
   return config;
 }
 
@@ -160,7 +161,10 @@ function portsOver(config: KubeConfig, connections: SharedConnections, settings:
     : undefined;
   return {
     credSpecs: cache ?? rememberingNotFound(direct, notFoundMemory(), () => unwatchedNotFoundTtlMs),
-    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), { ttlMs: settings.authCacheTtlMs, hold: (signal, namespace) => slots.hold(signal, namespace) }),
+    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), {
+      ttlMs: settings.authCacheTtlMs,
+      hold: (signal, namespace) => slots.hold(signal, namespace),
+    }),
     server: config.getCurrentCluster()?.server ?? "",
     cacheStatus: () => cache?.status(),
     stop: async () => {

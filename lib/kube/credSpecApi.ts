@@ -23,9 +23,7 @@ export function lookupFromObject(object: unknown): CredSpecLookup {
 export function credSpecApi(api: CustomObjectsApi, bounds: ApiCallOptions): CredSpecSource {
   return {
     async lookup(name, signal) {
-      const outcome = await callApi(`GET gmsacredentialspecs/${name}`, signal, bounds, (options) =>
-        api.getClusterCustomObject({ ...credSpecResource, name }, options),
-      );
+      const outcome = await callApi(`GET gmsacredentialspecs/${name}`, signal, bounds, (options) => api.getClusterCustomObject({ ...credSpecResource, name }, options));
       if (outcome.ok) return lookupFromObject(outcome.value);
       if (outcome.status === 404) return { kind: "notFound" };
       throw new ClusterUnavailableError(

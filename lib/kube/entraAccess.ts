@@ -1,7 +1,15 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { DefaultAzureCredential } from "@azure/identity";
 import { checkAksApiServer, isLoopbackOrigin } from "./aksApiServerHost.js";
-import { aksArmApiVersion, armEndpointOrigin, defaultArmEndpoint, fetchAksEndpoint, fetchManagedClusterHostNames, type ArmFetch, type AksEndpointRequest } from "./aksClusterEndpoint.js";
+import {
+  aksArmApiVersion,
+  armEndpointOrigin,
+  defaultArmEndpoint,
+  fetchAksEndpoint,
+  fetchManagedClusterHostNames,
+  type ArmFetch,
+  type AksEndpointRequest,
+} from "./aksClusterEndpoint.js";
 import { parseAksResourceId } from "./aksResourceId.js";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
 import { entraTokenCache } from "./entraTokenCache.js";

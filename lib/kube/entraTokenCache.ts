@@ -83,8 +83,7 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
     const lifetime = Math.max(0, expiresOn - requestedAt);
     const usableUntil = expiresOn - Math.min(maxExpirySkewMs, lifetime / 4);
     const suggested = access.refreshAfterTimestamp;
-    const refreshAt =
-      suggested !== undefined && Number.isFinite(suggested) ? suggested : expiresOn - Math.min(refreshMarginMs, lifetime / 2);
+    const refreshAt = suggested !== undefined && Number.isFinite(suggested) ? suggested : expiresOn - Math.min(refreshMarginMs, lifetime / 2);
     return { token: access.token, expiresOn, usableUntil, refreshAt: Math.min(refreshAt, usableUntil) };
   }
 
@@ -165,9 +164,7 @@ export function entraTokenCache(credential: TokenCredential, scope: string, opti
       needFresh = true;
     },
     status() {
-      return held
-        ? { cached: true, expiresOnTimestamp: held.expiresOn, refreshAtTimestamp: held.refreshAt, fetches, freshFetches }
-        : { cached: false, fetches, freshFetches };
+      return held ? { cached: true, expiresOnTimestamp: held.expiresOn, refreshAtTimestamp: held.refreshAt, fetches, freshFetches } : { cached: false, fetches, freshFetches };
     },
   };
 }

@@ -17,13 +17,20 @@ import { podNaming, review } from "../support/reviews.js";
 const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
 
-
 const Findings = suite("attack: fleet findings");
 
 // Careless operator: a copy-pasted access makes one member answer from another member's cluster.
 Findings("F1 end to end: beta's wiring, pointed by a copy-paste at alpha's kubeconfig, gets alpha's credential spec contents", async () => {
   const alpha = await startFakeApiServer();
-  alpha.state.credSpecs = new Map([[specName, { ...credSpecFixture(specName), credspec: { ...credSpecFixture(specName).credspec, DomainJoinConfig: { DnsName: "alpha-only.contoso.com" } } } as unknown as Record<string, unknown>]]);
+  alpha.state.credSpecs = new Map([
+    [
+      specName,
+      { ...credSpecFixture(specName), credspec: { ...credSpecFixture(specName).credspec, DomainJoinConfig: { DnsName: "alpha-only.contoso.com" } } } as unknown as Record<
+        string,
+        unknown
+      >,
+    ],
+  ]);
   alpha.state.grants = new Set([`system:serviceaccount:apps:default|${specName}`]);
   const webhook = await startLocalFleetWebhook({
     GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: alpha.kubeconfig }, beta: { kubeconfig: alpha.kubeconfig } }),
@@ -32,7 +39,11 @@ Findings("F1 end to end: beta's wiring, pointed by a copy-paste at alpha's kubec
     GMSA_CREDSPEC_CACHE: "false",
   });
   try {
-    const reply = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
+    const reply = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, {
+      ca: webhook.caPem,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(review("CREATE", podNaming(specName))),
+    });
     const patch = reply.status === 200 ? (JSON.parse(reply.text).response.patch as string | undefined) : undefined;
     const decoded = patch ? Buffer.from(patch, "base64").toString() : "";
     assert.not.match(decoded, "alpha-only.contoso.com", "a review for beta was answered with alpha's credential spec");
@@ -84,7 +95,11 @@ Findings("F3 a url-wired path with a typo is answered 404 without echoing the se
   const alpha = await startFakeApiServer();
   const webhook = await startLocalFleetWebhook({ GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: alpha.kubeconfig } }), GMSA_CLUSTER_SECRET_ALPHA: secrets.alpha });
   try {
-    const reply = await httpsCall(`${webhook.server.url}/clusters/alpha/${secrets.alpha}/mutatee`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: "{}" });
+    const reply = await httpsCall(`${webhook.server.url}/clusters/alpha/${secrets.alpha}/mutatee`, {
+      ca: webhook.caPem,
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     assert.is(reply.status, 404);
     assert.not.match(reply.text, secrets.alpha, `the 404 body: ${reply.text}`);
   } finally {
@@ -102,7 +117,14 @@ Findings("F5 one member's credential spec cache is bounded (what one cluster hol
   beta.state.credSpecs = new Map(
     Array.from({ length: count }, (_, i) => {
       const name = `bulk-${i}`;
-      return [name, { ...fixture, metadata: { name }, credspec: { ...fixture.credspec, ActiveDirectoryConfig: { GroupManagedServiceAccounts: [{ Name: padding + i, Scope: "contoso" }] } } } as unknown as Record<string, unknown>];
+      return [
+        name,
+        {
+          ...fixture,
+          metadata: { name },
+          credspec: { ...fixture.credspec, ActiveDirectoryConfig: { GroupManagedServiceAccounts: [{ Name: padding + i, Scope: "contoso" }] } },
+        } as unknown as Record<string, unknown>,
+      ];
     }),
   );
   beta.state.credSpecs.set(specName, fixture as unknown as Record<string, unknown>);
@@ -113,7 +135,11 @@ Findings("F5 one member's credential spec cache is bounded (what one cluster hol
     const before = process.memoryUsage().heapUsed;
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
-    const first = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/validate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
+    const first = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/validate`, {
+      ca: webhook.caPem,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(review("CREATE", podNaming(specName))),
+    });
     const member = webhook.runtime.members.get("beta")!;
     const deadline = Date.now() + 15_000;
     const settled = () => member.status().credSpecCache?.synced || member.status().credSpecCache?.overflow;
@@ -123,11 +149,17 @@ Findings("F5 one member's credential spec cache is bounded (what one cluster hol
     const held = process.memoryUsage().heapUsed - before;
     const status = member.status().credSpecCache;
     const size = status?.size ?? 0;
-    console.log(`    beta's cache holds ${size} specs of ~100 kB (overflow: ${status?.overflow}); heap grew by ${(held / 1e6).toFixed(0)} MB (64 members may each do this); the event loop every member shares stalled up to ${(loop.max / 1e6).toFixed(0)} ms`);
+    console.log(
+      `    beta's cache holds ${size} specs of ~100 kB (overflow: ${status?.overflow}); heap grew by ${(held / 1e6).toFixed(0)} MB (64 members may each do this); the event loop every member shares stalled up to ${(loop.max / 1e6).toFixed(0)} ms`,
+    );
     assert.ok(settled(), "the cache neither synced nor stopped: the test proves nothing");
     assert.ok(size < count, `beta's cache took all ${size} specs (~${(held / 1e6).toFixed(0)} MB); no setting bounds it`);
     // Bounded, and still correct: the pod is judged from direct reads, before and after.
-    const after = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/validate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
+    const after = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/validate`, {
+      ca: webhook.caPem,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(review("CREATE", podNaming(specName))),
+    });
     for (const reply of [first, after]) assert.is(JSON.parse(reply.text).response.allowed, true, reply.text);
   } finally {
     await webhook.close();

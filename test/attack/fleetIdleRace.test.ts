@@ -15,17 +15,26 @@ const Idle = suite("attack: an idle stop racing a slow list");
 const secret = "alpha-secret-".padEnd(40, "a");
 const specName = "webapp1-credspec";
 
-
 Idle("the member stopped while its list hangs leaves no request open on its API server", async () => {
   const alpha = await startFakeApiServer();
   alpha.state.credSpecs = new Map([[specName, credSpecFixture(specName) as unknown as Record<string, unknown>]]);
   alpha.state.grants = new Set([`system:serviceaccount:apps:default|${specName}`]);
   const webhook = await startLocalFleetWebhook(
-    { GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: alpha.kubeconfig } }), GMSA_CLUSTER_SECRET_ALPHA: secret, GMSA_ADMISSION_BUDGET_MS: "1000", GMSA_API_TIMEOUT_MS: "1000" },
+    {
+      GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: alpha.kubeconfig } }),
+      GMSA_CLUSTER_SECRET_ALPHA: secret,
+      GMSA_ADMISSION_BUDGET_MS: "1000",
+      GMSA_API_TIMEOUT_MS: "1000",
+    },
     { idleMs: 300 },
   );
   const member = webhook.runtime.members.get("alpha")!;
-  const post = () => httpsCall(`${webhook.server.url}/clusters/alpha/${secret}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
+  const post = () =>
+    httpsCall(`${webhook.server.url}/clusters/alpha/${secret}/mutate`, {
+      ca: webhook.caPem,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(review("CREATE", podNaming(specName))),
+    });
   try {
     alpha.state.delayMs = 4000;
     alpha.state.delayPath = /gmsacredentialspecs/;

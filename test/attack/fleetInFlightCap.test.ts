@@ -18,7 +18,6 @@ const Cap = suite("attack: admissions in flight for one hung member");
 const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-0123456789".padEnd(40, "b") };
 const specName = "webapp1-credspec";
 
-
 Cap("a hung member's excess admissions are shed at once instead of each holding an invocation for the whole budget, and a healthy member's are untouched", async () => {
   const alpha = await startFakeApiServer();
   const beta = await startFakeApiServer();
@@ -55,11 +54,17 @@ Cap("a hung member's excess admissions are shed at once instead of each holding 
       ),
     );
     // While alpha's admissions are held and shed, beta's are answered as ever.
-    const healthy = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", podNaming(specName))) });
+    const healthy = await httpsCall(`${webhook.server.url}/clusters/beta/${secrets.beta}/mutate`, {
+      ca: webhook.caPem,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(review("CREATE", podNaming(specName))),
+    });
     const healthyMs = performance.now() - started;
     const answers = await replies;
     const fast = answers.filter((a) => a.ms < budgetMs / 2);
-    console.log(`    ${n} admissions for hung alpha (${slots} API slots, ${waiting} may wait): ${fast.length} answered within ${budgetMs / 2} ms, the slowest after ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms; beta answered after ${healthyMs.toFixed(0)} ms`);
+    console.log(
+      `    ${n} admissions for hung alpha (${slots} API slots, ${waiting} may wait): ${fast.length} answered within ${budgetMs / 2} ms, the slowest after ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms; beta answered after ${healthyMs.toFixed(0)} ms`,
+    );
     assert.ok(fast.length >= n - slots - waiting, `only ${fast.length} of ${n} admissions for alpha were answered early; the rest were held for about the budget`);
     for (const { response } of answers) {
       // Shed or timed out, every one is refused: nothing is admitted unchecked.
@@ -67,7 +72,10 @@ Cap("a hung member's excess admissions are shed at once instead of each holding 
     }
     for (const { response } of fast) {
       assert.is(response.status?.code, 503);
-      assert.match(response.status?.message ?? "", /too many admissions are already waiting for the Kubernetes API server; the pod was not admitted \(correlation ID [0-9a-f-]{36}\)/);
+      assert.match(
+        response.status?.message ?? "",
+        /too many admissions are already waiting for the Kubernetes API server; the pod was not admitted \(correlation ID [0-9a-f-]{36}\)/,
+      );
       const id = /correlation ID ([0-9a-f-]{36})/.exec(response.status?.message ?? "")![1]!;
       const line = webhook.logs.find((l) => l.includes(id));
       assert.ok(line?.includes("the cluster's API calls are backed up"), `the log line for ${id} gives the reason: ${line}`);

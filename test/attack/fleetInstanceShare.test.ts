@@ -75,7 +75,9 @@ Share("a hung member holds at most its share of an instance's invocations, from 
     const answers = await replies;
     const held = answers.filter((a) => a.ms >= budgetMs / 2);
     const shed = answers.filter((a) => a.ms < budgetMs / 2);
-    console.log(`    ${answers.length} admissions for hung alpha from ${namespaces.length} namespaces, share ${share} of ${instanceConcurrency}: ${held.length} held, ${shed.length} shed at once; beta answered in ${betaMs.toFixed(0)} ms`);
+    console.log(
+      `    ${answers.length} admissions for hung alpha from ${namespaces.length} namespaces, share ${share} of ${instanceConcurrency}: ${held.length} held, ${shed.length} shed at once; beta answered in ${betaMs.toFixed(0)} ms`,
+    );
     assert.is(held.length, share, "alpha held exactly its share of the instance");
     for (const { response } of answers) assert.is(response.allowed, false, "nothing is admitted unchecked");
     for (const { response } of shed) {

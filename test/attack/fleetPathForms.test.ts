@@ -44,7 +44,6 @@ Paths.after(async (context) => {
   await context.beta.close();
 });
 
-
 const a = secrets.alpha;
 const b = secrets.beta;
 // [raw path, header secret or undefined]; every one is for a member without its own secret, or
@@ -77,20 +76,23 @@ const forms: Array<[string, string | undefined]> = [
 ];
 
 for (const [path, header] of forms) {
-  Paths(`${path} ${header === undefined ? "(no header)" : `(header ${header === a ? "alpha's" : header === b ? "beta's" : JSON.stringify(header.slice(0, 8))})`} reaches no cluster`, async (context) => {
-    context.alpha.calls.length = 0;
-    context.beta.calls.length = 0;
-    const reply = await httpsCall(context.webhook.server.url, {
-      ca: context.webhook.caPem,
-      rawPath: path,
-      headers: { "content-type": "application/json", ...(header === undefined ? {} : { "x-gmsa-cluster-secret": header }) },
-      body: JSON.stringify(review("CREATE", podNaming(specName))),
-    });
-    // A path that normalises to beta's own route with beta's secret may reach beta, never alpha.
-    assert.is(context.alpha.calls.length, 0, `alpha was asked: ${reply.status} ${reply.text}`);
-    if (reply.status === 200) assert.ok(context.beta.calls.length > 0 && !reply.text.includes("alpha"), reply.text);
-    else assert.is(context.beta.calls.length, 0);
-  });
+  Paths(
+    `${path} ${header === undefined ? "(no header)" : `(header ${header === a ? "alpha's" : header === b ? "beta's" : JSON.stringify(header.slice(0, 8))})`} reaches no cluster`,
+    async (context) => {
+      context.alpha.calls.length = 0;
+      context.beta.calls.length = 0;
+      const reply = await httpsCall(context.webhook.server.url, {
+        ca: context.webhook.caPem,
+        rawPath: path,
+        headers: { "content-type": "application/json", ...(header === undefined ? {} : { "x-gmsa-cluster-secret": header }) },
+        body: JSON.stringify(review("CREATE", podNaming(specName))),
+      });
+      // A path that normalises to beta's own route with beta's secret may reach beta, never alpha.
+      assert.is(context.alpha.calls.length, 0, `alpha was asked: ${reply.status} ${reply.text}`);
+      if (reply.status === 200) assert.ok(context.beta.calls.length > 0 && !reply.text.includes("alpha"), reply.text);
+      else assert.is(context.beta.calls.length, 0);
+    },
+  );
 }
 
 Paths("the control: alpha's path with alpha's secret does reach alpha", async (context) => {

@@ -26,20 +26,31 @@ function usable(env: Record<string, string>): { members: FleetSettings["members"
   }
 }
 
-for (const host of ["https://partner-api.example.net", "https://10.20.30.40", "https://prod-eu-dns.hcp.westeurope.azmk8s.io.partner.example", "https://prod-eu-dns.hcp.westeurope.azmk8s.io:8443"]) {
+for (const host of [
+  "https://partner-api.example.net",
+  "https://10.20.30.40",
+  "https://prod-eu-dns.hcp.westeurope.azmk8s.io.partner.example",
+  "https://prod-eu-dns.hcp.westeurope.azmk8s.io:8443",
+]) {
   Token(`an apiServerUrl member at ${host} never gets a client, so never the token (scope ${aksServerScope})`, () => {
     const { members, refused } = usable({
       GMSA_CLUSTERS: JSON.stringify({ "prod-eu": { aksResourceId: prodEu }, partner: { apiServerUrl: host } }),
       GMSA_CLUSTER_SECRET_PROD_EU: "prod-eu-secret-0123456789".padEnd(40, "e"),
       GMSA_CLUSTER_SECRET_PARTNER: "partner-secret-0123456789".padEnd(40, "p"),
     });
-    assert.not.ok(members.some((m) => m.name === "partner"), `partner at ${host} would be started with the managed identity's AKS token`);
+    assert.not.ok(
+      members.some((m) => m.name === "partner"),
+      `partner at ${host} would be started with the managed identity's AKS token`,
+    );
     if (refused) assert.match(refused, "GMSA_CLUSTERS.partner.apiServerUrl");
   });
 }
 
 Token("nor a single cluster's GMSA_API_SERVER_URL outside the AKS domains", () => {
-  assert.throws(() => readAdmissionSettings({ GMSA_API_SERVER_URL: "https://partner-api.example.net" }), (error: unknown) => error instanceof SettingsError && /GMSA_API_SERVER_URL must name an AKS API server/.test(error.message));
+  assert.throws(
+    () => readAdmissionSettings({ GMSA_API_SERVER_URL: "https://partner-api.example.net" }),
+    (error: unknown) => error instanceof SettingsError && /GMSA_API_SERVER_URL must name an AKS API server/.test(error.message),
+  );
 });
 
 Token.run();

@@ -23,7 +23,10 @@ function gmsaReview(): Buffer {
 for (const how of ["fails", "hangs"] as const) {
   Start(`a start that ${how} is refused in plain words, without the internal reason`, async () => {
     const fleet = readFleetSettings({
-      GMSA_CLUSTERS: JSON.stringify({ alpha: { apiServerUrl: "https://alpha-dns.privatelink.westeurope.azmk8s.io" }, beta: { apiServerUrl: "https://beta-dns.privatelink.westeurope.azmk8s.io" } }),
+      GMSA_CLUSTERS: JSON.stringify({
+        alpha: { apiServerUrl: "https://alpha-dns.privatelink.westeurope.azmk8s.io" },
+        beta: { apiServerUrl: "https://beta-dns.privatelink.westeurope.azmk8s.io" },
+      }),
       GMSA_CLUSTER_SECRET_ALPHA: secret,
       GMSA_CLUSTER_SECRET_BETA: "beta-secret-0123456789".padEnd(40, "b"),
       GMSA_ADMISSION_BUDGET_MS: "500",
@@ -45,7 +48,13 @@ for (const how of ["fails", "hangs"] as const) {
       for (let i = 0; i < 3; i++) {
         const body = gmsaReview();
         replies.push(
-          await serveAdmission("mutate", expandCredSpecs, { method: "POST", contentType: "application/json", contentLength: String(body.length), timeout: null, readBody: async () => body }, { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) }, { kind: "path", cluster: "alpha", secret }),
+          await serveAdmission(
+            "mutate",
+            expandCredSpecs,
+            { method: "POST", contentType: "application/json", contentLength: String(body.length), timeout: null, readBody: async () => body },
+            { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
+            { kind: "path", cluster: "alpha", secret },
+          ),
         );
       }
       for (const reply of replies) {
@@ -54,7 +63,9 @@ for (const how of ["fails", "hangs"] as const) {
         assert.is(response.allowed, false, text);
         for (const internal of ["alpha.internal.example", "11111111", "ARM said", "beta"]) assert.not.match(text, internal);
       }
-      console.log(`    ${how}: starts ${starts}, first answer ${JSON.parse(Buffer.from(replies[0]!.body).toString()).response.status.code} "${JSON.parse(Buffer.from(replies[0]!.body).toString()).response.status.message}"`);
+      console.log(
+        `    ${how}: starts ${starts}, first answer ${JSON.parse(Buffer.from(replies[0]!.body).toString()).response.status.code} "${JSON.parse(Buffer.from(replies[0]!.body).toString()).response.status.message}"`,
+      );
       assert.is(runtime.members.get("beta")!.status().starts, 0);
     } finally {
       await stopAdmissionRuntime();

@@ -116,7 +116,11 @@ Bypass("NSB-3: one namespace within its share, its pods naming many specs while 
     markAdmissionNamespace(controller.signal, namespace);
     return controller.signal;
   };
-  const outcome = (p: Promise<unknown>) => p.then(() => "answered", (error: unknown) => `refused: ${error instanceof Error ? error.message : String(error)}`);
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => "answered",
+      (error: unknown) => `refused: ${error instanceof Error ? error.message : String(error)}`,
+    );
   try {
     // Two admissions of team-a, its share, each naming four specs: eight reviews under way.
     const teamA = [admission("team-a"), admission("team-a")].flatMap((signal, a) =>
@@ -157,7 +161,11 @@ Bypass("NSB-4: one namespace within its share, its pods naming many specs while 
     return { authorizer, signal: controller.signal } as unknown as PolicyDependencies;
   };
   const serviceAccount = (namespace: string): UsePrincipal[] => [
-    { principal: serviceAccountPrincipal(namespace, "default"), description: `service account ${namespace}/default`, grantee: { kind: "ServiceAccount", namespace, name: "default" } },
+    {
+      principal: serviceAccountPrincipal(namespace, "default"),
+      description: `service account ${namespace}/default`,
+      grantee: { kind: "ServiceAccount", namespace, name: "default" },
+    },
   ];
   const outcome = (p: Promise<{ refused?: unknown }>) =>
     p.then(

@@ -59,7 +59,13 @@ async function setUp(context: { local: LocalCluster }): Promise<void> {
   await applyObjects(admin, [
     ...manifests.filter((object) => !isWebhookConfiguration(object)),
     { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "dev-edit", namespace: ns }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" }, subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "dev" }] },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "dev-edit", namespace: ns },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "dev" }],
+    },
     ...manifests.filter(isWebhookConfiguration),
   ]);
 }
@@ -101,7 +107,10 @@ Leak("whoever may only read events in the namespace is not shown the member secr
   }
   assert.ok(messages.length > 0, "no FailedCreate event: the test proves nothing");
   console.log(`    FailedCreate event: ${messages[0]!.replace(secret, "<SECRET>").slice(0, 240)}`);
-  assert.not.ok(messages.some((m) => m.includes(secret)), "the namespace's events carry alpha's member secret");
+  assert.not.ok(
+    messages.some((m) => m.includes(secret)),
+    "the namespace's events carry alpha's member secret",
+  );
 });
 
 Leak.run();

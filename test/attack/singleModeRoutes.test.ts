@@ -18,7 +18,11 @@ Single("every /clusters/… form answers 404 and asks no cluster", async () => {
   try {
     const secret = "s".repeat(40);
     for (const path of ["/clusters/default/mutate", `/clusters/default/${secret}/mutate`, "/clusters/default/validate-credspec", "/clusters/x/y/validate"]) {
-      const reply = await httpsCall(`${webhook.server.url}${path}`, { ca: webhook.caPem, headers: { "content-type": "application/json", "x-gmsa-cluster-secret": secret }, body: "{}" });
+      const reply = await httpsCall(`${webhook.server.url}${path}`, {
+        ca: webhook.caPem,
+        headers: { "content-type": "application/json", "x-gmsa-cluster-secret": secret },
+        body: "{}",
+      });
       assert.is(reply.status, 404, `${path}: ${reply.text}`);
     }
     assert.is(api.calls.length, 0);
@@ -32,7 +36,7 @@ Single("every /clusters/… form answers 404 and asks no cluster", async () => {
 Single("each webhook's fleet routes are registered with today's path's authorization level", async () => {
   const { registrations } = await loadFunctionsApp();
   for (const webhook of ["mutate", "validate", "validate-credspec"]) {
-    const levels = registrations.filter((r) => r.route === webhook || r.route.startsWith("clusters/") && r.route.endsWith(`/${webhook}`)).map((r) => `${r.route}:${r.authLevel}`);
+    const levels = registrations.filter((r) => r.route === webhook || (r.route.startsWith("clusters/") && r.route.endsWith(`/${webhook}`))).map((r) => `${r.route}:${r.authLevel}`);
     assert.is(levels.length, 3, levels.join(" "));
     assert.is(new Set(levels.map((l) => l.split(":")[1])).size, 1, levels.join(" "));
   }

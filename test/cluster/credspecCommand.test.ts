@@ -53,7 +53,20 @@ Generate("writes a GMSACredentialSpec with every account under both names, which
 });
 
 Generate("--plugin akv writes the Key Vault plug-in's GUID and input", async () => {
-  const result = await run(["generate", ...domain, "--account", "WebApp1", "--name", "web", "--plugin", "akv", "--secret-uri", "https://kv1.vault.azure.net/secrets/gmsa", "--object-id", "0b6f3c1e-1111-4222-8333-444455556666"]);
+  const result = await run([
+    "generate",
+    ...domain,
+    "--account",
+    "WebApp1",
+    "--name",
+    "web",
+    "--plugin",
+    "akv",
+    "--secret-uri",
+    "https://kv1.vault.azure.net/secrets/gmsa",
+    "--object-id",
+    "0b6f3c1e-1111-4222-8333-444455556666",
+  ]);
   assert.is(result.code, 0, result.stderr);
   assert.equal(parse(result.stdout).credspec.ActiveDirectoryConfig.HostAccountConfig, {
     PortableCcgVersion: "1",
@@ -147,7 +160,10 @@ Lint("bare credential spec JSON is checked from its root", async () => {
 
 Lint("an unreadable file, duplicate keys, or a file with no credential spec fail", async () => {
   const duplicate = readFileSync(fixturePath("domain-joined.yaml"), "utf8").replace("    Sid:", "    DnsName: evil.example\n    Sid:");
-  for (const [name, content] of [["dup.yaml", duplicate], ["pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"]] as const) {
+  for (const [name, content] of [
+    ["dup.yaml", duplicate],
+    ["pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"],
+  ] as const) {
     const result = await run(["lint", name], { [name]: content });
     assert.is(result.code, 1, name);
   }
@@ -161,7 +177,10 @@ Lint("a spec whose keys exist only under __proto__ fails, naming the reserved ke
   const { CmsPlugins, ...rest } = credspec;
   const hidden = `{"CmsPlugins": ${JSON.stringify(CmsPlugins)}, "__proto__": ${JSON.stringify(rest)}}`;
   const yaml = `apiVersion: windows.k8s.io/v1\nkind: GMSACredentialSpec\nmetadata: {name: hidden}\ncredspec:\n  __proto__: ${JSON.stringify(credspec)}\n`;
-  for (const [name, content, path] of [["spec.json", hidden, "__proto__"], ["spec.yaml", yaml, "credspec\\.__proto__"]] as const) {
+  for (const [name, content, path] of [
+    ["spec.json", hidden, "__proto__"],
+    ["spec.yaml", yaml, "credspec\\.__proto__"],
+  ] as const) {
     const result = await run(["lint", name], { [name]: content });
     assert.is(result.code, 1, `${name}: ${result.stdout}`);
     assert.match(result.stderr, new RegExp(`${path}: is a reserved key`), name);
@@ -197,7 +216,12 @@ Grant("--cluster-wide makes the role a ClusterRole, still bound in the account's
 });
 
 Grant("refuses a bad name or account before printing anything", async () => {
-  for (const args of [["grant", "Web App", "--service-account", "apps/web"], ["grant", "webapp1", "--service-account", "web"], ["grant", "webapp1", "--service-account", "Apps/web"], ["grant", "webapp1"]]) {
+  for (const args of [
+    ["grant", "Web App", "--service-account", "apps/web"],
+    ["grant", "webapp1", "--service-account", "web"],
+    ["grant", "webapp1", "--service-account", "Apps/web"],
+    ["grant", "webapp1"],
+  ]) {
     const result = await run(args);
     assert.is(result.code, 2, args.join(" "));
     assert.is(result.stdout, "");

@@ -56,7 +56,12 @@ const refused: ReadonlyArray<readonly [string, readonly string[], Record<string,
   ["a secret that could break out of the URL path", [...url, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: `${"a".repeat(32)}/../validate` }, /32 to 128 characters/],
   ["a secret of one repeated character", [...relay, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: "a".repeat(32) }, /at least 10 of them different/],
   ["a secret of two alternating characters", [...url, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: "ab".repeat(20) }, /at least 10 of them different/],
-  ["the rotation pair", [...url, "--cluster", "alpha", "--out", dir], { GMSA_CLUSTER_SECRET: `${secret},${otherSecret}` }, /is one secret: while rotating, GMSA_CLUSTER_SECRET_ALPHA holds "new,old"/],
+  [
+    "the rotation pair",
+    [...url, "--cluster", "alpha", "--out", dir],
+    { GMSA_CLUSTER_SECRET: `${secret},${otherSecret}` },
+    /is one secret: while rotating, GMSA_CLUSTER_SECRET_ALPHA holds "new,old"/,
+  ],
   ["a missing secret file", [...relay, "--cluster", "alpha", "--cluster-secret-file", join(dir, "nope"), "--out", dir], {}, /--cluster-secret-file: cannot read/],
   ["a secret file without --cluster", [...relay, "--cluster-secret-file", secretFile], {}, /--cluster-secret-file goes with --cluster NAME/],
   ["rendering to stdout", [...relay, ...member], {}, /--cluster alpha: the objects carry the cluster secret, so they are not printed: write them with --out DIR .* or --apply/],
@@ -84,7 +89,9 @@ Args("without --cluster nothing changes: no member, whatever GMSA_CLUSTER_SECRET
   assert.ok(plain.action === "install" && plain.cluster === undefined && plain.notices === undefined);
   const withEnv = parseWireArguments(relay, { GMSA_CLUSTER_SECRET: secret });
   assert.ok(withEnv.action === "install" && withEnv.cluster === undefined);
-  assert.equal(withEnv.action === "install" && withEnv.notices, ["GMSA_CLUSTER_SECRET is set but --cluster is not: wiring for a single-cluster Function App (today's paths, no cluster secret)\n"]);
+  assert.equal(withEnv.action === "install" && withEnv.notices, [
+    "GMSA_CLUSTER_SECRET is set but --cluster is not: wiring for a single-cluster Function App (today's paths, no cluster secret)\n",
+  ]);
 });
 
 Args("the setting name is the member's name upper-cased with - as _", () => {
@@ -146,7 +153,9 @@ Relay("a new secret or another member restarts the relay's pods; the same one do
 
 Relay("the webhook configurations still address the relay's service on today's paths", () => {
   const objects = render({ name: "alpha", secret });
-  const paths = ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"].flatMap((kind) => find(objects, kind, "gmsa-admission").webhooks.map((w: any) => w.clientConfig.service.path));
+  const paths = ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"].flatMap((kind) =>
+    find(objects, kind, "gmsa-admission").webhooks.map((w: any) => w.clientConfig.service.path),
+  );
   assert.equal(paths, ["/mutate", "/validate", "/validate-credspec"]);
 });
 
@@ -188,20 +197,26 @@ Command("url mode: every webhook calls /clusters/NAME/SECRET/<path>; those files
   }
 });
 
-Command("url mode with --cluster warns that the API server shows the secret to the cluster's users when a call fails, and recommends relay wiring; relay mode does not", async () => {
-  const out = join(mkdtempSync(join(tmpdir(), "gmsa-fleet-out-")), "objects");
-  const urlRun = await wire([...url, ...member, "--out", out]);
-  assert.is(urlRun.code, exitCodes.ok, urlRun.stderr);
-  assert.match(urlRun.stderr, /warning: url wiring puts the secret of cluster "alpha" in its webhook URLs, and the API server quotes those URLs, secret included, in the error it returns to whoever creates a pod and in FailedCreate events/);
-  assert.match(urlRun.stderr, /For a fleet whose members do not trust each other, wire every member with --mode relay/);
-  assert.match(urlRun.stderr, /After any outage of the function, rotate this member's secret/);
-  assert.not.ok(urlRun.stderr.includes(secret), "the warning names the member, not its secret");
-  const relayRun = await wire([...relay, ...member, "--out", join(mkdtempSync(join(tmpdir(), "gmsa-fleet-out-")), "objects")]);
-  assert.is(relayRun.code, exitCodes.ok, relayRun.stderr);
-  assert.not.match(relayRun.stderr, /url wiring puts the secret/);
-  const single = await wire(url);
-  assert.not.match(single.stderr, /url wiring puts the secret/, "a single cluster's url wiring carries no secret");
-});
+Command(
+  "url mode with --cluster warns that the API server shows the secret to the cluster's users when a call fails, and recommends relay wiring; relay mode does not",
+  async () => {
+    const out = join(mkdtempSync(join(tmpdir(), "gmsa-fleet-out-")), "objects");
+    const urlRun = await wire([...url, ...member, "--out", out]);
+    assert.is(urlRun.code, exitCodes.ok, urlRun.stderr);
+    assert.match(
+      urlRun.stderr,
+      /warning: url wiring puts the secret of cluster "alpha" in its webhook URLs, and the API server quotes those URLs, secret included, in the error it returns to whoever creates a pod and in FailedCreate events/,
+    );
+    assert.match(urlRun.stderr, /For a fleet whose members do not trust each other, wire every member with --mode relay/);
+    assert.match(urlRun.stderr, /After any outage of the function, rotate this member's secret/);
+    assert.not.ok(urlRun.stderr.includes(secret), "the warning names the member, not its secret");
+    const relayRun = await wire([...relay, ...member, "--out", join(mkdtempSync(join(tmpdir(), "gmsa-fleet-out-")), "objects")]);
+    assert.is(relayRun.code, exitCodes.ok, relayRun.stderr);
+    assert.not.match(relayRun.stderr, /url wiring puts the secret/);
+    const single = await wire(url);
+    assert.not.match(single.stderr, /url wiring puts the secret/, "a single cluster's url wiring carries no secret");
+  },
+);
 
 Command("url mode without --cluster: today's URLs, byte for byte the same objects whatever GMSA_CLUSTER_SECRET holds", async () => {
   const plain = await wire(url);

@@ -218,14 +218,20 @@ Relay("the NetworkPolicy admits only the konnectivity agents, on the https port,
       ports: [{ protocol: "TCP", port: "https" }],
     },
   ]);
-  assert.ok(deployment.spec.template.spec.containers[0].ports.some((p: any) => p.name === "https"), "the port the policy names is the container's");
+  assert.ok(
+    deployment.spec.template.spec.containers[0].ports.some((p: any) => p.name === "https"),
+    "the port the policy names is the container's",
+  );
   const kinds = objects.map((o) => o.kind);
   assert.ok(kinds.indexOf("NetworkPolicy") < kinds.indexOf("Deployment"), "in force before the pods start");
 });
 
 Relay("the NetworkPolicy admits the API server's subnet when asked, with or without konnectivity", () => {
   const policy = find(render({ allowFrom: [{ kind: "cidr", cidr: "10.224.0.0/28" }, { kind: "konnectivity" }, { kind: "cidr", cidr: "fd00::/64" }] }), "NetworkPolicy");
-  assert.equal(policy.spec.ingress[0].from.map((peer: any) => peer.ipBlock?.cidr ?? peer.podSelector.matchLabels.app), ["10.224.0.0/28", "konnectivity-agent", "fd00::/64"]);
+  assert.equal(
+    policy.spec.ingress[0].from.map((peer: any) => peer.ipBlock?.cidr ?? peer.podSelector.matchLabels.app),
+    ["10.224.0.0/28", "konnectivity-agent", "fd00::/64"],
+  );
   const onlySubnet = find(render({ allowFrom: [{ kind: "cidr", cidr: "10.224.0.0/28" }] }), "NetworkPolicy");
   assert.equal(onlySubnet.spec.ingress[0].from, [{ ipBlock: { cidr: "10.224.0.0/28" } }]);
 });

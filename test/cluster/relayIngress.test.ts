@@ -29,18 +29,34 @@ Ingress("the policy the wiring renders closes the relay, with either kind of sou
 });
 
 const open: Array<[string, unknown[], RegExp]> = [
-  ["an ingress rule without from (what the serializer stored)", [policy("gmsa-admission-relay", { podSelector: relaySelector, policyTypes: ["Ingress"], ingress: [{ ports: [{ port: "https" }] }] })], /without sources/],
+  [
+    "an ingress rule without from (what the serializer stored)",
+    [policy("gmsa-admission-relay", { podSelector: relaySelector, policyTypes: ["Ingress"], ingress: [{ ports: [{ port: "https" }] }] })],
+    /without sources/,
+  ],
   ["an empty from", [policy("p", { podSelector: relaySelector, ingress: [{ from: [] }] })], /without sources/],
-  ["a second policy beside the guarded one that admits everyone", [guarded, policy("allow-all", { podSelector: {}, policyTypes: ["Ingress"], ingress: [{}] })], /networkpolicy\/allow-all has an ingress rule without sources/],
+  [
+    "a second policy beside the guarded one that admits everyone",
+    [guarded, policy("allow-all", { podSelector: {}, policyTypes: ["Ingress"], ingress: [{}] })],
+    /networkpolicy\/allow-all has an ingress rule without sources/,
+  ],
   ["every pod of every namespace", [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ namespaceSelector: {} }] }] })], /every pod of every namespace/],
-  ["every pod of every namespace, spelled with both selectors empty", [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ namespaceSelector: {}, podSelector: {} }] }] })], /every pod of every namespace/],
+  [
+    "every pod of every namespace, spelled with both selectors empty",
+    [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ namespaceSelector: {}, podSelector: {} }] }] })],
+    /every pod of every namespace/,
+  ],
   ["half of all addresses", [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ ipBlock: { cidr: "0.0.0.0/1" } }] }] })], /admits 0\.0\.0\.0\/1/],
   ["a whole VNet", [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }] }] })], /wider than any API server subnet/],
   ["an IPv6 block wider than /64", [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ ipBlock: { cidr: "fd00::/48" } }] }] })], /fd00::\/48/],
   ["no policy at all", [], /no NetworkPolicy selects its pods/],
   ["policies for other pods only", [policy("other", { podSelector: { matchLabels: { app: "web" } }, ingress: [{ from: [konnectivity] }] })], /no NetworkPolicy selects/],
   ["an egress-only policy", [policy("egress", { podSelector: relaySelector, policyTypes: ["Egress"], egress: [{}] })], /no NetworkPolicy selects/],
-  ["an open policy selecting by expression", [guarded, policy("expr", { podSelector: { matchExpressions: [{ key: "app.kubernetes.io/part-of", operator: "In", values: ["gmsa-admission"] }] }, ingress: [{}] })], /networkpolicy\/expr/],
+  [
+    "an open policy selecting by expression",
+    [guarded, policy("expr", { podSelector: { matchExpressions: [{ key: "app.kubernetes.io/part-of", operator: "In", values: ["gmsa-admission"] }] }, ingress: [{}] })],
+    /networkpolicy\/expr/,
+  ],
 ];
 
 for (const [what, policies, why] of open) {
@@ -51,13 +67,21 @@ for (const [what, policies, why] of open) {
 
 Ingress("closed: an open policy for other pods, a specific pod in any namespace, a subnet", () => {
   const others = policy("web", { podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "NotIn", values: ["gmsa-admission-relay"] }] }, ingress: [{}] });
-  const specificPods = policy("agents", { podSelector: relaySelector, ingress: [{ from: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: "konnectivity-agent" } } }] }] });
+  const specificPods = policy("agents", {
+    podSelector: relaySelector,
+    ingress: [{ from: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: "konnectivity-agent" } } }] }],
+  });
   const subnet = policy("subnet", { podSelector: relaySelector, ingress: [{ from: [{ ipBlock: { cidr: "10.224.0.0/28" } }] }] });
   assert.is(relayIngressProblem([guarded, others, specificPods, subnet], relayPodLabels), undefined);
 });
 
 Ingress("--relay-allow-from refuses blocks wider than a subnet, and takes a subnet", () => {
-  for (const cidr of ["10.0.0.0/8", "0.0.0.0/1", "10.0.0.0/15", "fd00::/48"]) assert.throws(() => parseCidr(cidr), (error: unknown) => error instanceof AllowFromError && /wider than/.test((error as Error).message), cidr);
+  for (const cidr of ["10.0.0.0/8", "0.0.0.0/1", "10.0.0.0/15", "fd00::/48"])
+    assert.throws(
+      () => parseCidr(cidr),
+      (error: unknown) => error instanceof AllowFromError && /wider than/.test((error as Error).message),
+      cidr,
+    );
   assert.is(parseCidr("10.1.0.0/16"), "10.1.0.0/16");
   assert.is(parseCidr("10.224.0.0/28"), "10.224.0.0/28");
   assert.is(parseCidr("fd00:1:2:3::/64"), "fd00:1:2:3::/64");

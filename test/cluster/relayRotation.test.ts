@@ -45,7 +45,13 @@ for (const [name, live, done] of rollouts) {
 
 Rotation("a rollout past its progress deadline is stuck", () => {
   const state = rolloutState(
-    deployment(2, { observedGeneration: 2, replicas: 3, updatedReplicas: 1, availableReplicas: 2, conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded" }] }),
+    deployment(2, {
+      observedGeneration: 2,
+      replicas: 3,
+      updatedReplicas: 1,
+      availableReplicas: 2,
+      conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded" }],
+    }),
   );
   assert.ok(!state.done && state.stuck);
 });

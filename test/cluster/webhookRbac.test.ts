@@ -22,7 +22,11 @@ Role("every rule only creates reviews or reads credential specs", () => {
   for (const options of [{}, { authorizeRequestingUser: true }]) {
     for (const rule of webhookClusterRole(options).rules) {
       if (rule.apiGroups.includes("authorization.k8s.io")) assert.equal(rule.verbs, ["create"]);
-      else assert.equal({ groups: rule.apiGroups, resources: rule.resources, verbs: rule.verbs }, { groups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["get", "list", "watch"] });
+      else
+        assert.equal(
+          { groups: rule.apiGroups, resources: rule.resources, verbs: rule.verbs },
+          { groups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["get", "list", "watch"] },
+        );
     }
   }
 });

@@ -145,12 +145,18 @@ Args("a CA bundle file that also holds a private key: only the certificate is ke
 
   let stdout = "";
   let stderr = "";
-  const code = await runWire([...urlMode, "--ca-bundle-file", certAndKeyFile], { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), kubeConfig: () => assert.unreachable() as never });
+  const code = await runWire([...urlMode, "--ca-bundle-file", certAndKeyFile], {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    kubeConfig: () => assert.unreachable() as never,
+  });
   assert.is(code, exitCodes.ok, stderr);
   assert.match(stderr, /--ca-bundle-file: left out 1 PEM block\(s\) that are not certificates \(PRIVATE KEY\)/);
   const keyBody = keyPem.split("\n")[1]!;
   assert.not.ok(stdout.includes(keyBody) || stdout.includes(Buffer.from(keyPem).toString("base64").slice(0, 40)), "no part of the key in the objects");
-  const webhooks = parseAllDocuments(stdout).map((d) => d.toJS()).filter((o) => o.kind.endsWith("WebhookConfiguration"));
+  const webhooks = parseAllDocuments(stdout)
+    .map((d) => d.toJS())
+    .filter((o) => o.kind.endsWith("WebhookConfiguration"));
   assert.is(webhooks.length, 2);
   for (const webhook of webhooks) {
     const bundle = Buffer.from(webhook.webhooks[0].clientConfig.caBundle, "base64").toString();

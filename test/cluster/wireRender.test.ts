@@ -7,7 +7,16 @@ import { parse, parseAllDocuments } from "yaml";
 import { exitCodes, runWire } from "../../cluster/wire.js";
 
 /** Rendering without --apply: plain YAML, no cluster contacted. */
-const relay = ["--function-url", "https://func-gmsa.azurewebsites.net", "--mode", "relay", "--identity", "11111111-2222-3333-4444-555555555555", "--function-key", "AbCdEfGhIjKlMnOp0123=="];
+const relay = [
+  "--function-url",
+  "https://func-gmsa.azurewebsites.net",
+  "--mode",
+  "relay",
+  "--identity",
+  "11111111-2222-3333-4444-555555555555",
+  "--function-key",
+  "AbCdEfGhIjKlMnOp0123==",
+];
 
 async function wire(argv: string[]) {
   let stdout = "";
@@ -22,10 +31,28 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
   const run = await wire(relay);
   assert.is(run.code, exitCodes.ok, run.stderr);
   const objects = parseAllDocuments(run.stdout).map((d) => d.toJS());
-  assert.equal(objects.map((o) => o.kind), [
-    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PriorityLevelConfiguration", "FlowSchema", "PriorityClass", "Namespace", "ServiceAccount", "ConfigMap", "Secret", "Secret",
-    "Service", "NetworkPolicy", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-  ]);
+  assert.equal(
+    objects.map((o) => o.kind),
+    [
+      "CustomResourceDefinition",
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "PriorityLevelConfiguration",
+      "FlowSchema",
+      "PriorityClass",
+      "Namespace",
+      "ServiceAccount",
+      "ConfigMap",
+      "Secret",
+      "Secret",
+      "Service",
+      "NetworkPolicy",
+      "Deployment",
+      "PodDisruptionBudget",
+      "MutatingWebhookConfiguration",
+      "ValidatingWebhookConfiguration",
+    ],
+  );
   const conf: string = objects.find((o) => o.kind === "ConfigMap").data["nginx.conf"];
   assert.match(conf, /proxy_ssl_name func-gmsa\.azurewebsites\.net;/);
   const expression: string = objects.find((o) => o.kind === "MutatingWebhookConfiguration").webhooks[0].matchConditions[0].expression;
@@ -34,14 +61,19 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
 
 Render("--no-crd leaves the CRD out; url mode has no relay", async () => {
   const run = await wire(["--function-url", "https://func.example.com", "--mode", "url", "--identity", "x", "--no-crd"]);
-  assert.equal(parseAllDocuments(run.stdout).map((d) => d.toJS().kind), ["ClusterRole", "ClusterRoleBinding", "PriorityLevelConfiguration", "FlowSchema", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
+  assert.equal(
+    parseAllDocuments(run.stdout).map((d) => d.toJS().kind),
+    ["ClusterRole", "ClusterRoleBinding", "PriorityLevelConfiguration", "FlowSchema", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"],
+  );
 });
 
 Render("--authorize-requesting-user lets the function's identity create SubjectAccessReviews; without it LocalSubjectAccessReviews only", async () => {
   const reviews = async (extra: string[]) => {
     const run = await wire(["--function-url", "https://func.example.com", "--mode", "url", "--identity", "x", ...extra]);
     assert.is(run.code, exitCodes.ok, run.stderr);
-    const role = parseAllDocuments(run.stdout).map((d) => d.toJS()).find((o) => o.kind === "ClusterRole");
+    const role = parseAllDocuments(run.stdout)
+      .map((d) => d.toJS())
+      .find((o) => o.kind === "ClusterRole");
     return role.rules.find((rule: { apiGroups: string[] }) => rule.apiGroups.includes("authorization.k8s.io")).resources;
   };
   assert.equal(await reviews([]), ["localsubjectaccessreviews"]);
@@ -77,7 +109,9 @@ Render("--certificate-out writes the relay certificate that the Secret and the c
 
 Render("both webhook configurations carry the AKS Admissions Enforcer opt-out and exclude only kube-system and opted-out namespaces", async () => {
   for (const argv of [relay, ["--function-url", "https://func.example.com", "--mode", "url", "--identity", "x"]]) {
-    const webhooks = parseAllDocuments((await wire(argv)).stdout).map((d) => d.toJS()).filter((o) => o.kind.endsWith("WebhookConfiguration"));
+    const webhooks = parseAllDocuments((await wire(argv)).stdout)
+      .map((d) => d.toJS())
+      .filter((o) => o.kind.endsWith("WebhookConfiguration"));
     assert.is(webhooks.length, 2);
     for (const configuration of webhooks) {
       assert.is(configuration.metadata.annotations["admissions.enforcer/disabled"], "true");
@@ -103,9 +137,13 @@ Render("the validating webhook receives Binding creations (both endpoints); the 
 Render("the credential spec webhook: GMSACredentialSpec CREATE and UPDATE only, both versions, failing closed, at /validate-credspec", async () => {
   const run = await wire(["--function-url", "https://func-gmsa.azurewebsites.net", "--mode", "url", "--identity", "11111111-2222-3333-4444-555555555555"]);
   assert.is(run.code, exitCodes.ok, run.stderr);
-  const validating = parseAllDocuments(run.stdout).map((d) => d.toJS()).find((o) => o.kind === "ValidatingWebhookConfiguration");
+  const validating = parseAllDocuments(run.stdout)
+    .map((d) => d.toJS())
+    .find((o) => o.kind === "ValidatingWebhookConfiguration");
   const webhook = validating.webhooks.find((w: { name: string }) => w.name === "credspec.gmsa-admission.windows.k8s.io");
-  assert.equal(webhook.rules, [{ apiGroups: ["windows.k8s.io"], apiVersions: ["v1", "v1alpha1"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"], scope: "Cluster" }]);
+  assert.equal(webhook.rules, [
+    { apiGroups: ["windows.k8s.io"], apiVersions: ["v1", "v1alpha1"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"], scope: "Cluster" },
+  ]);
   assert.equal(webhook.clientConfig, { url: "https://func-gmsa.azurewebsites.net/validate-credspec" });
   assert.is(webhook.failurePolicy, "Fail");
   assert.is(webhook.sideEffects, "None");

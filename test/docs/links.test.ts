@@ -8,7 +8,12 @@ import * as assert from "uvu/assert";
  * a file that exists, and every #anchor to a heading of that file (GitHub's heading slugs).
  */
 const root = join(__dirname, "..", "..");
-const pages = ["README.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => join("docs", f))];
+const pages = [
+  "README.md",
+  ...readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => join("docs", f)),
+];
 
 /** GitHub's slug of a heading: lower case, punctuation dropped, spaces to hyphens. */
 export function slug(heading: string): string {

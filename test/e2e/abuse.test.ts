@@ -74,9 +74,7 @@ function windowsPod(edit: (p: PodSpec) => void = () => {}): PodSpec {
  */
 function podNaming3000Specs(): PodSpec {
   return windowsPod((p) => {
-    p.metadata.annotations = Object.fromEntries(
-      Array.from({ length: 3000 }, (_, i) => [`c${i}.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name`, `s${i}`]),
-    );
+    p.metadata.annotations = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`c${i}.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name`, `s${i}`]));
   });
 }
 
@@ -109,11 +107,24 @@ Abuse("a pod naming 3 000 specs costs the API server no access review and no rea
 
 Abuse("while a pod naming 3 000 specs is refused, a legitimate GMSA pod is admitted at once", async ({ cluster }) => {
   // Warm the connection and the caches as a running cluster has them.
-  assert.is((await createAsAlice(cluster, windowsPod((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))))).status, 201);
+  assert.is(
+    (
+      await createAsAlice(
+        cluster,
+        windowsPod((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+      )
+    ).status,
+    201,
+  );
 
   const big = timed(createAsAlice(cluster, podNaming3000Specs()));
   await new Promise((r) => setTimeout(r, 20));
-  const legitimate = timed(createAsAlice(cluster, windowsPod((p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec")))));
+  const legitimate = timed(
+    createAsAlice(
+      cluster,
+      windowsPod((p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec"))),
+    ),
+  );
   const [refused, admitted] = await Promise.all([big, legitimate]);
 
   assert.is(admitted.status, 201, JSON.stringify(admitted.body).slice(0, 500));
@@ -127,15 +138,32 @@ Abuse("while a pod naming 3 000 specs is refused, a legitimate GMSA pod is admit
 });
 
 Abuse("a dozen pods of 2 000 containers naming one usable spec are refused before any patch, while another pod is admitted within its budget", async ({ cluster }) => {
-  assert.is((await createAsAlice(cluster, windowsPod((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))))).status, 201);
+  assert.is(
+    (
+      await createAsAlice(
+        cluster,
+        windowsPod((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+      )
+    ).status,
+    201,
+  );
   // Each would have been a patch of 2 000 copies of the spec; the pod itself is about 200 KB.
   const wide = () =>
     windowsPod((p) => {
-      p.spec.containers = Array.from({ length: 2000 }, (_, i) => ({ name: `c${i}`, image: "mcr.microsoft.com/windows/nanoserver:ltsc2022", securityContext: gmsa("webapp1-credspec") }));
+      p.spec.containers = Array.from({ length: 2000 }, (_, i) => ({
+        name: `c${i}`,
+        image: "mcr.microsoft.com/windows/nanoserver:ltsc2022",
+        securityContext: gmsa("webapp1-credspec"),
+      }));
     });
   const floods = Array.from({ length: 12 }, () => timed(createAsAlice(cluster, wide())));
   await new Promise((r) => setTimeout(r, 20));
-  const legitimate = await timed(createAsAlice(cluster, windowsPod((p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec")))));
+  const legitimate = await timed(
+    createAsAlice(
+      cluster,
+      windowsPod((p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec"))),
+    ),
+  );
   const refused = await Promise.all(floods);
   assert.is(legitimate.status, 201, JSON.stringify(legitimate.body).slice(0, 500));
   assert.ok(legitimate.ms < budgetMs, `the other pod took ${legitimate.ms.toFixed(0)} ms`);
@@ -143,7 +171,9 @@ Abuse("a dozen pods of 2 000 containers naming one usable spec are refused befor
     assert.is(reply.status, 422, JSON.stringify(reply.body).slice(0, 300));
     assert.match(reply.body.message, /sets GMSA credential specs in 2000 places .*at most 64 are allowed in one pod/);
   }
-  console.log(`  other pod admitted in ${legitimate.ms.toFixed(0)} ms while 12 pods of 2 000 places were refused, the slowest in ${Math.max(...refused.map((r) => r.ms)).toFixed(0)} ms`);
+  console.log(
+    `  other pod admitted in ${legitimate.ms.toFixed(0)} ms while 12 pods of 2 000 places were refused, the slowest in ${Math.max(...refused.map((r) => r.ms)).toFixed(0)} ms`,
+  );
 });
 
 Abuse("more distinct names than the cap, on containers the pod has, are refused before any lookup", async ({ cluster }) => {
@@ -180,7 +210,9 @@ Abuse("a flood of pods naming 16 made-up specs each costs about one review a pod
   const refused = await Promise.all(floodReplies);
   const reviews = (await servedFor(cluster, "localsubjectaccessreviews")) - reviewsBefore;
   const slowest = Math.max(...refused.map((r) => r.ms));
-  console.log(`  ${flood} pods × 16 made-up names: ${reviews} access reviews, slowest refusal ${slowest.toFixed(0)} ms; other team's pod ${legitimate.status} in ${legitimate.ms.toFixed(0)} ms`);
+  console.log(
+    `  ${flood} pods × 16 made-up names: ${reviews} access reviews, slowest refusal ${slowest.toFixed(0)} ms; other team's pod ${legitimate.status} in ${legitimate.ms.toFixed(0)} ms`,
+  );
 
   assert.is(legitimate.status, 201, JSON.stringify(legitimate.body).slice(0, 500));
   assert.is(legitimate.body.spec.securityContext.windowsOptions.gmsaCredentialSpec, webapp);
@@ -244,7 +276,10 @@ Abuse("a binding that would copy GMSA annotations onto a pod is refused; other b
     assert.is((await kubeRequest(cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods`, victim)).status, 201);
     const refused = await kubeRequest(cluster.admin, "POST", path(victim.metadata.name!), binding(victim.metadata.name!, { ...gmsaAnnotation, team: "web" }));
     assert.is(refused.status, 403, JSON.stringify(refused.body).slice(0, 500));
-    assert.match(refused.body.message, /binding of pod "pod-\d+": GMSA settings cannot be changed on an existing pod \(the binding would set the annotation pod\.alpha\.windows\.kubernetes\.io\/gmsa-credential-spec-name\)/);
+    assert.match(
+      refused.body.message,
+      /binding of pod "pod-\d+": GMSA settings cannot be changed on an existing pod \(the binding would set the annotation pod\.alpha\.windows\.kubernetes\.io\/gmsa-credential-spec-name\)/,
+    );
     const after = await kubeRequest(cluster.admin, "GET", `/api/v1/namespaces/${ns}/pods/${victim.metadata.name}`);
     assert.is(after.body.metadata.annotations?.["pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name"], undefined);
     assert.is(after.body.spec.nodeName, undefined);

@@ -75,7 +75,10 @@ function refusal(reply: KubeReply, code: number, message: RegExp): void {
 }
 
 E2e("expands a pod-level name with the byte-exact contents", async ({ cluster }) => {
-  const pod = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  const pod = await created(
+    cluster,
+    windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+  );
   assert.is(pod.spec.securityContext.windowsOptions.gmsaCredentialSpec, webapp);
 });
 
@@ -95,36 +98,77 @@ E2e("expands container, init container and several containers, each with its own
 
 E2e("keeps pre-set contents that match, as they were written", async ({ cluster }) => {
   const pretty = JSON.stringify(credSpecFixture("webapp1-credspec").credspec, null, 2);
-  const pod = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec", pretty))));
+  const pod = await created(
+    cluster,
+    windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec", pretty))),
+  );
   assert.is(pod.spec.securityContext.windowsOptions.gmsaCredentialSpec, pretty);
 });
 
 E2e("refuses an unknown credential spec", async ({ cluster }) => {
-  refusal(await create(cluster, windowsPod("payroll", (p) => (p.spec.securityContext = gmsa("no-such-spec")))), 422, /GMSACredentialSpec "no-such-spec" does not exist/);
+  refusal(
+    await create(
+      cluster,
+      windowsPod("payroll", (p) => (p.spec.securityContext = gmsa("no-such-spec"))),
+    ),
+    422,
+    /GMSACredentialSpec "no-such-spec" does not exist/,
+  );
 });
 
 E2e("tells a service account that may not use a spec nothing about whether it exists", async ({ cluster }) => {
-  refusal(await create(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("no-such-spec")))), 403, /is not authorized to use GMSACredentialSpec "no-such-spec"/);
+  refusal(
+    await create(
+      cluster,
+      windowsPod("web", (p) => (p.spec.securityContext = gmsa("no-such-spec"))),
+    ),
+    403,
+    /is not authorized to use GMSACredentialSpec "no-such-spec"/,
+  );
 });
 
 E2e("refuses a credential spec without contents", async ({ cluster }) => {
-  refusal(await create(cluster, windowsPod("payroll", (p) => (p.spec.securityContext = gmsa("empty-credspec")))), 422, /has no credspec object/);
+  refusal(
+    await create(
+      cluster,
+      windowsPod("payroll", (p) => (p.spec.securityContext = gmsa("empty-credspec"))),
+    ),
+    422,
+    /has no credspec object/,
+  );
 });
 
 E2e("refuses a service account that may not use the credential spec", async ({ cluster }) => {
   refusal(
-    await create(cluster, windowsPod("web", (p) => (p.spec.containers[0]!.securityContext = gmsa("payroll-gmsa")))),
+    await create(
+      cluster,
+      windowsPod("web", (p) => (p.spec.containers[0]!.securityContext = gmsa("payroll-gmsa"))),
+    ),
     403,
     /container "app" of pod "pod-\d+": service account "web" in namespace "e2e" is not authorized to use GMSACredentialSpec "payroll-gmsa"/,
   );
 });
 
 E2e("refuses contents without a name", async ({ cluster }) => {
-  refusal(await create(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa(undefined, webapp)))), 422, /contents are set without a credential spec name/);
+  refusal(
+    await create(
+      cluster,
+      windowsPod("web", (p) => (p.spec.securityContext = gmsa(undefined, webapp))),
+    ),
+    422,
+    /contents are set without a credential spec name/,
+  );
 });
 
 E2e("refuses contents that do not match the named spec", async ({ cluster }) => {
-  refusal(await create(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec", payroll)))), 422, /do not match GMSACredentialSpec "webapp1-credspec"/);
+  refusal(
+    await create(
+      cluster,
+      windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec", payroll))),
+    ),
+    422,
+    /do not match GMSACredentialSpec "webapp1-credspec"/,
+  );
 });
 
 E2e("expands the legacy annotations and warns the client", async ({ cluster }) => {
@@ -135,7 +179,11 @@ E2e("expands the legacy annotations and warns the client", async ({ cluster }) =
   assert.is(reply.status, 201, JSON.stringify(reply.body));
   assert.is(reply.body.metadata.annotations["app.container.alpha.windows.kubernetes.io/gmsa-credential-spec"], webapp);
   assert.ok(
-    reply.warnings.some((w) => /annotation app\.container\.alpha\.windows\.kubernetes\.io\/gmsa-credential-spec-name is deprecated; use spec\.containers\[0\]\.securityContext\.windowsOptions\.gmsaCredentialSpecName/.test(w)),
+    reply.warnings.some((w) =>
+      /annotation app\.container\.alpha\.windows\.kubernetes\.io\/gmsa-credential-spec-name is deprecated; use spec\.containers\[0\]\.securityContext\.windowsOptions\.gmsaCredentialSpecName/.test(
+        w,
+      ),
+    ),
     JSON.stringify(reply.warnings),
   );
 });
@@ -175,7 +223,10 @@ E2e("GMSA settings cannot change on update, other updates pass", async ({ cluste
 });
 
 E2e("an ephemeral container naming a spec the service account may not use is refused", async ({ cluster }) => {
-  const pod = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  const pod = await created(
+    cluster,
+    windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+  );
   const path = `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/ephemeralcontainers`;
   const debug = (name: string, spec: string) => ({
     spec: { ephemeralContainers: [{ name, image: "mcr.microsoft.com/windows/nanoserver:ltsc2022", securityContext: gmsa(spec) }] },
@@ -193,25 +244,39 @@ E2e("a namespace labelled control-plane gets the same checks as any other", asyn
     return p;
   };
   refusal(
-    await create(cluster, inOperatorNamespace((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))),
+    await create(
+      cluster,
+      inOperatorNamespace((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    ),
     403,
     /service account "manager" in namespace "operator-system" is not authorized to use GMSACredentialSpec "webapp1-credspec"/,
   );
   refusal(
-    await create(cluster, inOperatorNamespace((p) => (p.metadata.annotations = { "app.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa" }))),
+    await create(
+      cluster,
+      inOperatorNamespace((p) => (p.metadata.annotations = { "app.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa" })),
+    ),
     403,
     /is not authorized to use GMSACredentialSpec "payroll-gmsa"/,
   );
 });
 
 function binding(podName: string, annotations?: Record<string, string>) {
-  return { apiVersion: "v1", kind: "Binding", metadata: { name: podName, ...(annotations ? { annotations } : {}) }, target: { apiVersion: "v1", kind: "Node", name: "windows-node-1" } };
+  return {
+    apiVersion: "v1",
+    kind: "Binding",
+    metadata: { name: podName, ...(annotations ? { annotations } : {}) },
+    target: { apiVersion: "v1", kind: "Node", name: "windows-node-1" },
+  };
 }
 
 const admissionLines = (cluster: E2eCluster) => cluster.webhook.logs.filter((l) => l.includes("gmsa.admission")).length;
 
 E2e("a Binding that carries a GMSA annotation goes to the validating webhook and is refused; the pod keeps its settings", async ({ cluster }) => {
-  const pod = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  const pod = await created(
+    cluster,
+    windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+  );
   const before = admissionLines(cluster);
   const reply = await kubeRequest(
     cluster.admin,
@@ -250,10 +315,16 @@ E2e("a Binding that carries a GMSA annotation is refused as a change of GMSA set
 });
 
 E2e("a Binding without GMSA annotations — every scheduling — never reaches the webhook", async ({ cluster }) => {
-  const gmsaPod = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  const gmsaPod = await created(
+    cluster,
+    windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+  );
   const plainPod = await created(cluster, windowsPod("web"));
   const before = admissionLines(cluster);
-  for (const [pod, annotations] of [[gmsaPod, { "scheduler.example/zone": "a" }], [plainPod, undefined]] as const) {
+  for (const [pod, annotations] of [
+    [gmsaPod, { "scheduler.example/zone": "a" }],
+    [plainPod, undefined],
+  ] as const) {
     const reply = await kubeRequest(cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/binding`, binding(pod.metadata.name, annotations));
     assert.is(reply.status, 201, JSON.stringify(reply.body));
   }
@@ -265,10 +336,20 @@ E2e("a Binding without GMSA annotations — every scheduling — never reaches t
 E2e("a pod without GMSA settings never reaches the webhook", async ({ cluster }) => {
   cluster.webhook.logs.length = 0;
   const plain = await created(cluster, windowsPod("web"));
-  const opted = await created(cluster, { ...windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))), metadata: { name: "skipped", namespace: "opted-out" }, spec: { containers: [{ name: "a", image: "x", securityContext: gmsa("webapp1-credspec") }] } });
+  const opted = await created(cluster, {
+    ...windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    metadata: { name: "skipped", namespace: "opted-out" },
+    spec: { containers: [{ name: "a", image: "x", securityContext: gmsa("webapp1-credspec") }] },
+  });
   assert.ok(plain.metadata.uid && opted.metadata.uid);
-  assert.equal(cluster.webhook.logs.filter((l) => l.includes("gmsa.admission")), []);
-  const gmsaPod = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  assert.equal(
+    cluster.webhook.logs.filter((l) => l.includes("gmsa.admission")),
+    [],
+  );
+  const gmsaPod = await created(
+    cluster,
+    windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+  );
   assert.ok(gmsaPod);
   assert.is(cluster.webhook.logs.filter((l) => l.includes("gmsa.admission")).length, 2, "mutate and validate saw the GMSA pod");
 });
@@ -306,7 +387,10 @@ E2e("v1alpha1 and v1 credential specs are the same objects in both versions", as
     credspec: credSpecFixture("webapp1-credspec").credspec,
   });
   assert.is(created.status, 201, JSON.stringify(created.body));
-  assert.ok(created.warnings.some((w) => /deprecated/.test(w)), "clients of v1alpha1 are warned");
+  assert.ok(
+    created.warnings.some((w) => /deprecated/.test(w)),
+    "clients of v1alpha1 are warned",
+  );
   const asV1 = await kubeRequest(cluster.admin, "GET", "/apis/windows.k8s.io/v1/gmsacredentialspecs/legacy-alpha");
   assert.is(asV1.body.apiVersion, "windows.k8s.io/v1");
   const asAlpha = await kubeRequest(cluster.admin, "GET", "/apis/windows.k8s.io/v1alpha1/gmsacredentialspecs/webapp1-credspec");
@@ -315,7 +399,10 @@ E2e("v1alpha1 and v1 credential specs are the same objects in both versions", as
 });
 
 E2e("with the webhook down, GMSA pods are refused and other pods are unaffected", async ({ cluster }) => {
-  const running = await created(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  const running = await created(
+    cluster,
+    windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+  );
   await cluster.webhook.close();
   try {
     // Labels, finalizers and status of running GMSA pods do not wait on the webhook.
@@ -327,7 +414,10 @@ E2e("with the webhook down, GMSA pods are refused and other pods are unaffected"
       "application/merge-patch+json",
     );
     assert.is(relabel.status, 200, JSON.stringify(relabel.body));
-    const refused = await create(cluster, windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+    const refused = await create(
+      cluster,
+      windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    );
     assert.is(refused.status, 500, JSON.stringify(refused.body));
     assert.match(refused.body.message, /failed calling webhook "mutate\.gmsa-admission\.windows\.k8s\.io"/);
     const unscheduled = await created(cluster, windowsPod("web"));

@@ -54,7 +54,10 @@ Cache("after warm-up, 1 000 mutate and 1 000 validate requests cost a handful of
   await new Promise((r) => setTimeout(r, 500)); // let the first list arrive
   const before = { specs: await servedFor(cluster, "gmsacredentialspecs"), reviews: await servedFor(cluster, "localsubjectaccessreviews"), calls: instanceCounters.apiCalls };
   const started = Date.now();
-  const bodies = Array.from({ length: 2000 }, (_, i) => ({ path: i % 2 === 0 ? ("/mutate" as const) : ("/validate" as const), body: gmsaReview(specs[i % 2]!, accounts[(i >> 1) % 2]!) }));
+  const bodies = Array.from({ length: 2000 }, (_, i) => ({
+    path: i % 2 === 0 ? ("/mutate" as const) : ("/validate" as const),
+    body: gmsaReview(specs[i % 2]!, accounts[(i >> 1) % 2]!),
+  }));
   for (let i = 0; i < bodies.length; i += 20) {
     const answers = await Promise.all(bodies.slice(i, i + 20).map((b) => admit(cluster, b.path, b.body)));
     for (const answer of answers) assert.is(answer.allowed, true, JSON.stringify(answer.status));
@@ -63,7 +66,9 @@ Cache("after warm-up, 1 000 mutate and 1 000 validate requests cost a handful of
   const after = { specs: await servedFor(cluster, "gmsacredentialspecs"), reviews: await servedFor(cluster, "localsubjectaccessreviews"), calls: instanceCounters.apiCalls };
   const specCalls = after.specs - before.specs;
   const reviewCalls = after.reviews - before.reviews;
-  console.log(`  2000 admissions in ${elapsed} ms: ${specCalls} credential spec requests and ${reviewCalls} access reviews at the API server, ${after.calls - before.calls} API calls counted by the webhook`);
+  console.log(
+    `  2000 admissions in ${elapsed} ms: ${specCalls} credential spec requests and ${reviewCalls} access reviews at the API server, ${after.calls - before.calls} API calls counted by the webhook`,
+  );
   // Each (account, spec) answer is asked again once per TTL (5 s) at most.
   const ttlWindows = Math.ceil(elapsed / 5000) + 1;
   assert.ok(specCalls <= 2, `credential spec requests: ${specCalls}`);
@@ -139,8 +144,7 @@ Cache("a name called unknown is accepted as soon as a spec of that name is creat
 Cache("when the watch breaks, the cache keeps serving what it knows and says it is stale", async ({ cluster }) => {
   await admit(cluster, "/mutate", gmsaReview("webapp1-credspec", "web"));
   await cluster.local.stop();
-  const health = async () =>
-    JSON.parse((await httpsCall(`${cluster.webhook.server.url}/metrics`, { ca: cluster.webhook.caPem, method: "GET" })).text).credSpecCache;
+  const health = async () => JSON.parse((await httpsCall(`${cluster.webhook.server.url}/metrics`, { ca: cluster.webhook.caPem, method: "GET" })).text).credSpecCache;
   const started = Date.now();
   while (!(await health()).stale && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 100));
   assert.is((await health()).stale, true, "the cache says it is stale");

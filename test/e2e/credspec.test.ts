@@ -71,7 +71,13 @@ E2e("a suspicious credential spec is created, and the client is shown each warni
 });
 
 E2e("a change that breaks an existing credential spec is refused; a label on a broken old one is not", async ({ cluster }) => {
-  const broken = await kubeRequest(cluster.admin, "PATCH", `${collection()}/webapp1-credspec`, { credspec: { DomainJoinConfig: { Guid: "{244818ae-87ca-4fcd-92ec-e79e5252348a}" } } }, "application/merge-patch+json");
+  const broken = await kubeRequest(
+    cluster.admin,
+    "PATCH",
+    `${collection()}/webapp1-credspec`,
+    { credspec: { DomainJoinConfig: { Guid: "{244818ae-87ca-4fcd-92ec-e79e5252348a}" } } },
+    "application/merge-patch+json",
+  );
   assert.is(broken.status, 422, JSON.stringify(broken.body));
   assert.match(broken.body.message, /credspec\.DomainJoinConfig\.Guid: must be a GUID without braces/);
   const labelled = await kubeRequest(cluster.admin, "PATCH", `${collection()}/empty-credspec`, { metadata: { labels: { team: "payroll" } } }, "application/merge-patch+json");
@@ -124,7 +130,7 @@ E2e("from generate to a running pod: the spec applied, the pod refused with the 
   assert.is(granted.code, 0, granted.stderr);
   // A refusal is remembered briefly (a fifth of the authorization cache's TTL): retry as a user would.
   let admitted = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/shop/pods", pod);
-  for (const started = Date.now(); admitted.status === 403 && Date.now() - started < 5000; ) {
+  for (const started = Date.now(); admitted.status === 403 && Date.now() - started < 5000;) {
     await new Promise((resolve) => setTimeout(resolve, 200));
     admitted = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/shop/pods", pod);
   }
@@ -164,14 +170,35 @@ E2e("who-can-use lists, from RBAC, the service accounts that access reviews allo
   await cluster.apply([
     ...["team-a", "team-b", "team-c"].map((name) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } })),
     ...accounts.map(([namespace, name]) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace } })),
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "use-webapp1", namespace: "team-a" }, rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["webapp1-credspec"] }] },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "use-payroll", namespace: "team-a" }, rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["payroll-gmsa"] }] },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "use-webapp1", namespace: "team-a" },
+      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["webapp1-credspec"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "use-payroll", namespace: "team-a" },
+      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["payroll-gmsa"] }],
+    },
     binding("team-a", "direct", "Role", "use-webapp1"),
     binding("team-a", "other-spec", "Role", "use-payroll"),
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "e2e-every-gmsa" }, rules: [{ apiGroups: ["*"], resources: ["*"], verbs: ["use"] }] },
     binding("team-b", "wildcard", "ClusterRole", "e2e-every-gmsa"),
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "e2e-gmsa-aggregate" }, aggregationRule: { clusterRoleSelectors: [{ matchLabels: aggregateLabel }] }, rules: [] },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "e2e-gmsa-part", labels: aggregateLabel }, rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["webapp1-credspec"] }] },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "e2e-gmsa-aggregate" },
+      aggregationRule: { clusterRoleSelectors: [{ matchLabels: aggregateLabel }] },
+      rules: [],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "e2e-gmsa-part", labels: aggregateLabel },
+      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], verbs: ["use"], resourceNames: ["webapp1-credspec"] }],
+    },
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
@@ -182,7 +209,7 @@ E2e("who-can-use lists, from RBAC, the service accounts that access reviews allo
   ]);
   // The controller manager fills in the aggregated role's rules shortly after.
   let listed = await credspecCommand(cluster, ["who-can-use", "webapp1-credspec"]);
-  for (const started = Date.now(); !listed.stdout.includes("team-c/aggregated") && Date.now() - started < 10_000; ) {
+  for (const started = Date.now(); !listed.stdout.includes("team-c/aggregated") && Date.now() - started < 10_000;) {
     await new Promise((resolve) => setTimeout(resolve, 250));
     listed = await credspecCommand(cluster, ["who-can-use", "webapp1-credspec"]);
   }
@@ -216,7 +243,10 @@ E2e("a missing name's 422 suggests similar names the account may use, and an acc
   // team-b/wildcard may use every credential spec (the wildcard ClusterRole above).
   const suggested = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/team-b/pods", pod("team-b", "wildcard"));
   assert.is(suggested.status, 422, JSON.stringify(suggested.body));
-  assert.match(suggested.body.message, /GMSACredentialSpec "webapp1-credspex" does not exist; existing credential specs with similar names that service account "wildcard" in namespace "team-b" may use: "webapp1-credspec"/);
+  assert.match(
+    suggested.body.message,
+    /GMSACredentialSpec "webapp1-credspex" does not exist; existing credential specs with similar names that service account "wildcard" in namespace "team-b" may use: "webapp1-credspec"/,
+  );
   // team-a/direct may use webapp1-credspec only: the mistyped name is refused before existence is judged.
   const refused = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/team-a/pods", pod("team-a", "direct"));
   assert.is(refused.status, 403, JSON.stringify(refused.body));

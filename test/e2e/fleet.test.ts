@@ -43,7 +43,12 @@ function specIn(cluster: Name): KubernetesObject & { credspec: Record<string, un
   const fixture = credSpecFixture(specName);
   const credspec = fixture.credspec ?? {};
   const domain = typeof credspec.DomainJoinConfig === "object" ? credspec.DomainJoinConfig : {};
-  return { apiVersion: fixture.apiVersion, kind: fixture.kind, metadata: { name: specName }, credspec: { ...credspec, DomainJoinConfig: { ...domain, DnsName: `${cluster}.contoso.com` } } };
+  return {
+    apiVersion: fixture.apiVersion,
+    kind: fixture.kind,
+    metadata: { name: specName },
+    credspec: { ...credspec, DomainJoinConfig: { ...domain, DnsName: `${cluster}.contoso.com` } },
+  };
 }
 
 /**
@@ -84,7 +89,11 @@ Fleet.before(async (context) => {
     for (const name of names) {
       const member = context.members[name];
       // url wiring: the member's path, its secret a segment of it.
-      await wireLocalCluster(member.local, { url: `${context.webhook.server.url}/clusters/${name}/${member.secret}`, caPem: context.webhook.caPem, authorizeRequestingUser: false }, [specIn(name)]);
+      await wireLocalCluster(
+        member.local,
+        { url: `${context.webhook.server.url}/clusters/${name}/${member.secret}`, caPem: context.webhook.caPem, authorizeRequestingUser: false },
+        [specIn(name)],
+      );
       await applyObjects(member.admin, [
         { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
         ...["web", "payroll"].map((sa) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sa, namespace: ns } })),
@@ -123,7 +132,8 @@ async function credSpecWatches(member: Member): Promise<number> {
   const metrics = (await kubeRequest(member.admin, "GET", "/metrics")).body as string;
   let open = 0;
   for (const line of metrics.split("\n")) {
-    if (line.startsWith("apiserver_longrunning_requests{") && line.includes('resource="gmsacredentialspecs"') && line.includes('verb="WATCH"')) open += Number(line.split(" ").pop());
+    if (line.startsWith("apiserver_longrunning_requests{") && line.includes('resource="gmsacredentialspecs"') && line.includes('verb="WATCH"'))
+      open += Number(line.split(" ").pop());
   }
   return open;
 }
@@ -155,10 +165,17 @@ Fleet("one cluster's RBAC never answers for the other", async ({ members }) => {
 Fleet("a request for alpha carrying beta's secret is refused, and the log says whose it was", async ({ members, webhook }) => {
   webhook.logs.length = 0;
   const body = JSON.stringify(review("CREATE", windowsPod("web", specName)));
-  const reply = await httpsCall(`${webhook.server.url}/clusters/alpha/${members.beta.secret}/validate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body });
+  const reply = await httpsCall(`${webhook.server.url}/clusters/alpha/${members.beta.secret}/validate`, {
+    ca: webhook.caPem,
+    headers: { "content-type": "application/json" },
+    body,
+  });
   assert.is(reply.status, 401);
   assert.match(reply.text, "the cluster secret does not match");
-  assert.ok(webhook.logs.some((l) => l.startsWith("warning") && l.includes(`request for \\"alpha\\" carried \\"beta\\"'s secret`)), webhook.logs.join("\n"));
+  assert.ok(
+    webhook.logs.some((l) => l.startsWith("warning") && l.includes(`request for \\"alpha\\" carried \\"beta\\"'s secret`)),
+    webhook.logs.join("\n"),
+  );
   assert.not.match(webhook.logs.join("\n"), members.beta.secret);
   // The same through beta's secret on its own path is answered.
   const own = await httpsCall(`${webhook.server.url}/clusters/beta/${members.beta.secret}/validate`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body });
@@ -227,7 +244,9 @@ Fleet("alpha's API server stopped: alpha fails closed, beta's admissions go on",
       assert.ok([503, 504].includes(response.status.code), JSON.stringify(response.status));
     }
     console.log(`    beta pod creation, alpha up:      ${describe(before)}`);
-    console.log(`    beta pod creation, alpha stopped: ${describe(during)} (alpha's ${alphaAnswers.length} reviews failed closed with ${[...new Set(alphaAnswers.map((a) => JSON.parse(a.text).response.status.code))].join("/")})`);
+    console.log(
+      `    beta pod creation, alpha stopped: ${describe(during)} (alpha's ${alphaAnswers.length} reviews failed closed with ${[...new Set(alphaAnswers.map((a) => JSON.parse(a.text).response.status.code))].join("/")})`,
+    );
   } finally {
     process.kill(apiServer.pid, "SIGCONT");
   }

@@ -77,10 +77,11 @@ function startRecorder(certPem: string, keyPem: string): Promise<Recorder> {
       resolve({
         port: typeof address === "object" && address !== null ? address.port : 0,
         requests,
-        close: () => new Promise<void>((done) => {
-          server.closeAllConnections();
-          server.close(() => done());
-        }),
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
       });
     });
   });
@@ -168,13 +169,26 @@ Relay("a GMSA pod is expanded byte-exact through the relay", async (context) => 
   assert.is(admissions(context).filter((line) => line.includes(`"${expanded.metadata.name}"`)).length, 2, "the function admitted it twice: mutate, validate");
   await settledAccessLog(context.relay);
   const handled = context.relay.accessLog().slice(before);
-  assert.ok(handled.some((line) => /"POST \/mutate" 200 /.test(line)), handled.join("\n"));
-  assert.ok(handled.some((line) => /"POST \/validate" 200 /.test(line)), handled.join("\n"));
-  if (followsDns) assert.ok(context.dns.queries.some((query) => query.startsWith(`${functionHostName} `)), "the relay resolved the function's name");
+  assert.ok(
+    handled.some((line) => /"POST \/mutate" 200 /.test(line)),
+    handled.join("\n"),
+  );
+  assert.ok(
+    handled.some((line) => /"POST \/validate" 200 /.test(line)),
+    handled.join("\n"),
+  );
+  if (followsDns)
+    assert.ok(
+      context.dns.queries.some((query) => query.startsWith(`${functionHostName} `)),
+      "the relay resolved the function's name",
+    );
 });
 
 Relay("a service account that may not use the credential spec is refused with 403 through the relay", async (context) => {
-  const reply = await create(context, windowsPod("nobody", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))));
+  const reply = await create(
+    context,
+    windowsPod("nobody", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+  );
   assert.is(reply.status, 403, JSON.stringify(reply.body));
   assert.match(reply.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
   assert.match(reply.body.message, /service account "nobody" in namespace "relayed" is not authorized to use GMSACredentialSpec "webapp1-credspec"/);
@@ -190,7 +204,10 @@ Relay("a broken credential spec is refused through the relay's /validate-credspe
   assert.match(reply.body.message, /admission webhook "credspec\.gmsa-admission\.windows\.k8s\.io" denied the request: .*credspec\.CmsPlugins/);
   await settledAccessLog(context.relay);
   const handled = context.relay.accessLog().slice(before);
-  assert.ok(handled.some((line) => /"POST \/validate-credspec" 200 /.test(line)), handled.join("\n"));
+  assert.ok(
+    handled.some((line) => /"POST \/validate-credspec" 200 /.test(line)),
+    handled.join("\n"),
+  );
 });
 
 Relay("a pod without GMSA settings never reaches the relay", async (context) => {
@@ -199,7 +216,10 @@ Relay("a pod without GMSA settings never reaches the relay", async (context) => 
   const reply = await create(context, plain);
   assert.is(reply.status, 201, JSON.stringify(reply.body));
   assert.is(await settledAccessLog(context.relay), relayed);
-  assert.not.ok(admissions(context).some((line) => line.includes(`"${plain.metadata.name}"`)), "the function saw no admission of it");
+  assert.not.ok(
+    admissions(context).some((line) => line.includes(`"${plain.metadata.name}"`)),
+    "the function saw no admission of it",
+  );
 });
 
 Relay("the function refuses a call without its key; through the relay the same call passes", async (context) => {
@@ -280,9 +300,18 @@ Relay("whatever path a client writes, the function is called on exactly /mutate 
   for (const request of requests) assert.match(request.url, forwardedUrl, `the function was called on ${request.url}:\n${answers.join("\n")}`);
   assert.is(requests.length, forwarded, answers.join("\n"));
   // Only a ?timeout= that reads as a duration rides along, alone.
-  assert.ok(requests.some((r) => r.url === "/mutate?timeout=5s"), "a plain ?timeout= is passed on");
-  assert.ok(requests.some((r) => r.url === "/mutate?timeout=2s"), "?timeout= is passed on whatever comes before it");
-  assert.not.ok(requests.some((r) => r.url.includes("code")), "no other query argument reaches the function");
+  assert.ok(
+    requests.some((r) => r.url === "/mutate?timeout=5s"),
+    "a plain ?timeout= is passed on",
+  );
+  assert.ok(
+    requests.some((r) => r.url === "/mutate?timeout=2s"),
+    "?timeout= is passed on whatever comes before it",
+  );
+  assert.not.ok(
+    requests.some((r) => r.url.includes("code")),
+    "no other query argument reaches the function",
+  );
 });
 
 Relay("a client's credentials and forwarding headers never reach the function; the relay's key does", async (context) => {
@@ -333,7 +362,10 @@ async function recorded(context: Context, since: number, count: number): Promise
 }
 
 Relay("a member's relay process runs the nginx.conf a member's ConfigMap holds: only where it listens and where its files are differ", (context) => {
-  const rendered = clusterManifests({ target: { kind: "relay", ...context.relayWiring, function: { host: functionHostName, port: context.recorder.port }, cluster: member }, subject: { kind: "User", name: localWebhookUser } });
+  const rendered = clusterManifests({
+    target: { kind: "relay", ...context.relayWiring, function: { host: functionHostName, port: context.recorder.port }, cluster: member },
+    subject: { kind: "User", name: localWebhookUser },
+  });
   const configMap = rendered.find((object) => object.kind === "ConfigMap") as { data: Record<string, string> } | undefined;
   const placeBound = /^\s*(listen|ssl_certificate|ssl_certificate_key|include|proxy_ssl_trusted_certificate|pid|\w+_temp_path|access_log|resolver) /;
   const portable = (conf: string) =>
@@ -359,7 +391,10 @@ Relay("a fleet member's relay calls /clusters/NAME/<webhook> with the member's s
     assert.is(reply.status, 200, `${path}: ${reply.text}`);
   }
   const requests = await recorded(context, since, 3);
-  assert.equal(requests.map((r) => r.url), ["/clusters/alpha/mutate?timeout=5s", "/clusters/alpha/validate?timeout=5s", "/clusters/alpha/validate-credspec"]);
+  assert.equal(
+    requests.map((r) => r.url),
+    ["/clusters/alpha/mutate?timeout=5s", "/clusters/alpha/validate?timeout=5s", "/clusters/alpha/validate-credspec"],
+  );
   for (const request of requests) {
     assert.equal(Object.keys(request.headers).sort(), ["content-length", "content-type", "host", "x-functions-key", "x-gmsa-cluster-secret"]);
     assert.is(request.headers["x-gmsa-cluster-secret"], member.secret, "the relay's secret, not the client's");
@@ -390,7 +425,8 @@ Relay("whatever path a client writes, a member's relay calls only its own three 
   const requests = await recorded(context, since, forwarded);
   assert.is(requests.length, forwarded, answers.join("\n"));
   assert.ok(forwarded >= 2, `the normalised spellings of /mutate are forwarded:\n${answers.join("\n")}`);
-  for (const request of requests) assert.match(request.url, /^\/clusters\/alpha\/(mutate|validate|validate-credspec)(\?timeout=[0-9a-z.]+)?$/, `${request.url}:\n${answers.join("\n")}`);
+  for (const request of requests)
+    assert.match(request.url, /^\/clusters\/alpha\/(mutate|validate|validate-credspec)(\?timeout=[0-9a-z.]+)?$/, `${request.url}:\n${answers.join("\n")}`);
   for (const refused of ["/clusters/beta/mutate", "/clusters/alpha/mutate", "/mutate/../clusters/beta/mutate"]) assert.ok(answers.includes(`${refused} → 404`), answers.join("\n"));
 });
 

@@ -43,7 +43,12 @@ function alphaSpec(): KubernetesObject & { credspec: Record<string, unknown> } {
   const fixture = credSpecFixture("webapp1-credspec");
   const credspec = fixture.credspec ?? {};
   const domain = typeof credspec.DomainJoinConfig === "object" ? credspec.DomainJoinConfig : {};
-  return { apiVersion: fixture.apiVersion, kind: fixture.kind, metadata: { name: specName }, credspec: { ...credspec, DomainJoinConfig: { ...domain, DnsName: "alpha.contoso.com" } } };
+  return {
+    apiVersion: fixture.apiVersion,
+    kind: fixture.kind,
+    metadata: { name: specName },
+    credspec: { ...credspec, DomainJoinConfig: { ...domain, DnsName: "alpha.contoso.com" } },
+  };
 }
 
 interface Context {
@@ -155,9 +160,18 @@ RelayFleet("a GMSA pod is admitted with alpha's credential spec inlined, mutated
   // The API server called the relay's own paths; the relay called alpha's, with the key and the secret.
   await settledAccessLog(context.relayed.relay);
   const handled = context.relayed.relay.accessLog().slice(before);
-  assert.ok(handled.some((line) => /"POST \/mutate" 200 /.test(line)), handled.join("\n"));
-  assert.ok(handled.some((line) => /"POST \/validate" 200 /.test(line)), handled.join("\n"));
-  const requests = await eventually(() => requestsSince(context, since), (found) => found.length >= 2);
+  assert.ok(
+    handled.some((line) => /"POST \/mutate" 200 /.test(line)),
+    handled.join("\n"),
+  );
+  assert.ok(
+    handled.some((line) => /"POST \/validate" 200 /.test(line)),
+    handled.join("\n"),
+  );
+  const requests = await eventually(
+    () => requestsSince(context, since),
+    (found) => found.length >= 2,
+  );
   assert.equal(requests.map((r) => r.url.replace(/\?timeout=.*$/, "")).sort(), ["/clusters/alpha/mutate", "/clusters/alpha/validate"]);
   for (const request of requests) {
     assert.match(request.url, /\?timeout=\d+s$/, "the API server's timeout rides along");
@@ -182,8 +196,14 @@ RelayFleet("a broken credential spec is refused through alpha's /validate-credsp
   const reply = await kubeRequest(context.cluster.admin, "POST", "/apis/windows.k8s.io/v1/gmsacredentialspecs", broken);
   assert.is(reply.status, 422, JSON.stringify(reply.body));
   assert.match(reply.body.message, /admission webhook "credspec\.gmsa-admission\.windows\.k8s\.io" denied the request: .*credspec\.CmsPlugins/);
-  const requests = await eventually(() => requestsSince(context, since), (found) => found.length >= 1);
-  assert.ok(requests.some((r) => r.url.startsWith("/clusters/alpha/validate-credspec")), JSON.stringify(requests));
+  const requests = await eventually(
+    () => requestsSince(context, since),
+    (found) => found.length >= 1,
+  );
+  assert.ok(
+    requests.some((r) => r.url.startsWith("/clusters/alpha/validate-credspec")),
+    JSON.stringify(requests),
+  );
 });
 
 /** A review posted straight to the function host with the function key and, if given, a secret header. */
@@ -222,7 +242,11 @@ RelayFleet("straight to the function with its key, alpha's paths refuse no secre
     assert.is(level, "warning");
     assert.is(line.cluster, "alpha");
   }
-  for (const { reason } of cases) assert.ok(refusals.some((r) => r.line.reason.includes(reason)), `${reason} in ${JSON.stringify(refusals)}`);
+  for (const { reason } of cases)
+    assert.ok(
+      refusals.some((r) => r.line.reason.includes(reason)),
+      `${reason} in ${JSON.stringify(refusals)}`,
+    );
   const log = context.relayed.functionHost.logs.join("\n");
   for (const secret of [alpha.secret, beta.secret, context.relayed.functionKey]) assert.not.ok(log.includes(secret), "no secret in the function's log");
 

@@ -131,7 +131,9 @@ Limits("connections holding large bodies keep nginx under its memory budget; pas
   await waitFor(() => establishedTo(context.functionHost.port) >= inFlight, 3_000);
   // (Together they stay under worker_connections: past it nginx accepts nothing more until one ends.)
   // ...connections stuck in their headers, each with its large header buffers full...
-  const headers = Buffer.from(`POST /mutate HTTP/1.1\r\n${Array.from({ length: 4 }, (_, i) => `X-Padding-${i}: ${"p".repeat(relayLimits.largeHeaderBuffers.bytes - 100)}\r\n`).join("")}`);
+  const headers = Buffer.from(
+    `POST /mutate HTTP/1.1\r\n${Array.from({ length: 4 }, (_, i) => `X-Padding-${i}: ${"p".repeat(relayLimits.largeHeaderBuffers.bytes - 100)}\r\n`).join("")}`,
+  );
   const stalled = await Promise.all(Array.from({ length: 60 }, () => hold(relayProcess, context.relayCertificate.caPem, headers)));
   // ...and connections sending bodies just under the function's limit, never finishing them.
   const bodyBytes = relayLimits.maxBodyBytes - 100_000;
@@ -156,7 +158,10 @@ Limits("connections holding large bodies keep nginx under its memory budget; pas
   // One client address may hold only so many requests; the rest are told so at once.
   assert.ok(refused >= bodies - (relayLimits.requestsInFlightPerClient - inFlight), `${refused} of ${bodies} refused with 429`);
   // The admissions in flight got the function's own answer.
-  assert.ok(answered.every((reply) => reply.status === 200 && JSON.parse(reply.text).response.status.code === 504), answered.map((r) => r.status).join(" "));
+  assert.ok(
+    answered.every((reply) => reply.status === 200 && JSON.parse(reply.text).response.status.code === 504),
+    answered.map((r) => r.status).join(" "),
+  );
 
   // And the relay still serves once they are gone.
   await sleep(200);
@@ -184,7 +189,10 @@ Limits("a slow function's answer reaches the API server: the relay outwaits the 
   assert.is(answer.response.uid, body.request.uid);
   assert.is(answer.response.allowed, false);
   assert.is(answer.response.status.code, 504, "the function's own answer: the API server did not answer in time");
-  assert.ok(elapsedMs >= functionBudgetMs - 50 && elapsedMs < readMs, `answered after ${elapsedMs} ms; the function's budget is ${functionBudgetMs} ms, the relay waits ${readMs} ms`);
+  assert.ok(
+    elapsedMs >= functionBudgetMs - 50 && elapsedMs < readMs,
+    `answered after ${elapsedMs} ms; the function's budget is ${functionBudgetMs} ms, the relay waits ${readMs} ms`,
+  );
   assert.ok(elapsedMs < timeoutSeconds * 1000, "before the API server gives up");
 });
 

@@ -92,7 +92,10 @@ RequestingUser("an ephemeral container without a spec of its own runs under the 
   assert.is(created.status, 201, JSON.stringify(created.body));
   const reply = await addDebugContainer(cluster, "payroll-debug");
   assert.is(reply.status, 403, JSON.stringify(reply.body).slice(0, 500));
-  assert.match(reply.body.message, /ephemeral container "debug" of pod "payroll-debug" \(inheriting the pod's credential spec\): user "alice" is not authorized to use GMSACredentialSpec "payroll-gmsa"/);
+  assert.match(
+    reply.body.message,
+    /ephemeral container "debug" of pod "payroll-debug" \(inheriting the pod's credential spec\): user "alice" is not authorized to use GMSACredentialSpec "payroll-gmsa"/,
+  );
   const after = await kubeRequest(cluster.admin, "GET", `/api/v1/namespaces/${ns}/pods/payroll-debug`);
   assert.is(after.body.spec.ephemeralContainers, undefined);
 });

@@ -125,7 +125,10 @@ Stored("relay wiring: every rendered field is stored, the NetworkPolicy's source
   const objects = renderWiring(installRequest(relayArgv), true, certificate);
   await applyObjects(context.admin, objects);
   assert.equal(await notStored(context.admin, objects), []);
-  const policy = await storedObject(context.admin, objects.find((o) => o.kind === "NetworkPolicy")!);
+  const policy = await storedObject(
+    context.admin,
+    objects.find((o) => o.kind === "NetworkPolicy")!,
+  );
   assert.equal(policy.spec.ingress[0].from, [
     { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { app: "konnectivity-agent" } } },
   ]);
@@ -134,7 +137,11 @@ Stored("relay wiring: every rendered field is stored, the NetworkPolicy's source
 });
 
 Stored("url wiring: every rendered field is stored", async (context) => {
-  const objects = renderWiring(installRequest(["--function-url", functionUrl, "--identity", identity, "--mode", "url", "--timeout-seconds", "7", "--authorize-requesting-user"]), true, undefined);
+  const objects = renderWiring(
+    installRequest(["--function-url", functionUrl, "--identity", identity, "--mode", "url", "--timeout-seconds", "7", "--authorize-requesting-user"]),
+    true,
+    undefined,
+  );
   await applyObjects(context.admin, objects);
   assert.equal(await notStored(context.admin, objects), []);
 });
@@ -145,7 +152,10 @@ Stored("a fleet member's relay wiring: every rendered field is stored, the membe
   const objects = renderWiring(installRequest(argv, { GMSA_CLUSTER_SECRET: memberSecret }), true, certificate);
   await applyObjects(context.admin, objects);
   assert.equal(await notStored(context.admin, objects), []);
-  const policy = await storedObject(context.admin, objects.find((o) => o.kind === "NetworkPolicy")!);
+  const policy = await storedObject(
+    context.admin,
+    objects.find((o) => o.kind === "NetworkPolicy")!,
+  );
   assert.equal(policy.spec.ingress[0].from.length, 2);
   assert.equal(policy.spec.ingress[0].from[1], { ipBlock: { cidr: "10.1.2.0/28" } });
 });
@@ -202,7 +212,19 @@ Stored("the credential spec tool: what `generate --apply` and `grant --apply` st
   await dropWebhooks(context);
   const created = await kubeRequest(context.admin, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "shop" } });
   assert.ok(created.status === 201 || created.status === 409, JSON.stringify(created.body));
-  const generate = ["generate", "--dns-name", "contoso.com", "--netbios-name", "CONTOSO", "--sid", "S-1-5-21-2126729477-2524075714-3094792973", "--guid", "244818ae-87ca-4fcd-92ec-e79e5252348a", "--account", "Orders"];
+  const generate = [
+    "generate",
+    "--dns-name",
+    "contoso.com",
+    "--netbios-name",
+    "CONTOSO",
+    "--sid",
+    "S-1-5-21-2126729477-2524075714-3094792973",
+    "--guid",
+    "244818ae-87ca-4fcd-92ec-e79e5252348a",
+    "--account",
+    "Orders",
+  ];
   for (const args of [generate, ["grant", "orders", "--service-account", "shop/orders"], ["grant", "orders", "--service-account", "shop/batch", "--cluster-wide"]]) {
     const rendered = await credspec(context, args);
     assert.is(rendered.code, 0, rendered.stderr);

@@ -66,7 +66,10 @@ Wiring("a CRD that someone else installed (the AKS gMSA add-on) is detected and 
   assert.match(run.stderr, /GMSACredentialSpec CRD: installed by someone else/);
   assert.not.match(run.stdout, /CustomResourceDefinition/);
   const crd = await get(context, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gmsacredentialspecs.windows.k8s.io");
-  assert.equal(crd.metadata.managedFields.map((f: any) => f.manager).filter((m: string) => m === "gmsa-admission"), []);
+  assert.equal(
+    crd.metadata.managedFields.map((f: any) => f.manager).filter((m: string) => m === "gmsa-admission"),
+    [],
+  );
 });
 
 Wiring("url mode: every object applies, and the webhooks call the function's URL", async (context) => {
@@ -90,7 +93,10 @@ Wiring("url mode: every object applies, and the webhooks call the function's URL
 Wiring("url mode: wiring again changes nothing", async (context) => {
   const run = await wire(context, [...urlMode, "--apply", "--dry-run"]);
   assert.is(run.code, exitCodes.ok, run.stderr);
-  assert.ok(lines(run.stdout).every((line) => line.endsWith(": unchanged")), run.stdout);
+  assert.ok(
+    lines(run.stdout).every((line) => line.endsWith(": unchanged")),
+    run.stdout,
+  );
 });
 
 Wiring("relay mode: every object applies, and the webhooks address the relay's service with its CA", async (context) => {
@@ -98,7 +104,10 @@ Wiring("relay mode: every object applies, and the webhooks address the relay's s
   assert.is(plan.code, exitCodes.ok, plan.stderr);
   assert.match(plan.stdout, /Namespace\/gmsa-admission: create/);
   assert.match(plan.stdout, /Deployment\/gmsa-admission\/gmsa-admission-relay: create/);
-  assert.match(plan.stdout, /MutatingWebhookConfiguration\/gmsa-admission: update webhooks\[0\]\.clientConfig\.caBundle, webhooks\[0\]\.clientConfig\.service, webhooks\[0\]\.clientConfig\.url$/m);
+  assert.match(
+    plan.stdout,
+    /MutatingWebhookConfiguration\/gmsa-admission: update webhooks\[0\]\.clientConfig\.caBundle, webhooks\[0\]\.clientConfig\.service, webhooks\[0\]\.clientConfig\.url$/m,
+  );
   assert.is(await get(context, "/api/v1/namespaces/gmsa-admission"), undefined, "a dry run creates nothing");
 
   const run = await wire(context, [...relayMode, "--apply"]);
@@ -121,7 +130,10 @@ Wiring("relay mode: wiring again keeps the certificate and changes nothing", asy
   const run = await wire(context, [...relayMode, "--apply", "--dry-run"]);
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.match(run.stderr, /still good; kept/);
-  assert.ok(lines(run.stdout).every((line) => line.endsWith(": unchanged")), run.stdout);
+  assert.ok(
+    lines(run.stdout).every((line) => line.endsWith(": unchanged")),
+    run.stdout,
+  );
   const again = await wire(context, [...relayMode, "--apply"]);
   assert.is(again.code, exitCodes.ok, again.stderr);
 });
@@ -135,7 +147,13 @@ const webhookPaths = ["mutatingwebhookconfigurations", "validatingwebhookconfigu
 async function setRolloutStatus(context: Context, status: { replicas: number; updatedReplicas: number; availableReplicas: number }, generation?: number): Promise<void> {
   const deployment = await get(context, deploymentPath);
   const observedGeneration = generation ?? deployment.metadata.generation;
-  const reply = await kubeRequest(context.admin, "PATCH", `${deploymentPath}/status`, { status: { observedGeneration, readyReplicas: status.availableReplicas, ...status } }, "application/merge-patch+json");
+  const reply = await kubeRequest(
+    context.admin,
+    "PATCH",
+    `${deploymentPath}/status`,
+    { status: { observedGeneration, readyReplicas: status.availableReplicas, ...status } },
+    "application/merge-patch+json",
+  );
   assert.is(reply.status, 200, JSON.stringify(reply.body));
 }
 
@@ -238,7 +256,10 @@ function assertAlwaysTrusted(changes: readonly Change[], oldCa: string): void {
     for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {
       const trusted = idsOf(Buffer.from(latest.get(kind).webhooks[0].clientConfig.caBundle, "base64").toString());
       for (const id of required) {
-        assert.ok(trusted.has(id), `at revision ${change.revision} (${change.kind} changed) ${kind} does not trust the ${id === oldId ? "old" : "new"} CA, which a relay pod may be serving under`);
+        assert.ok(
+          trusted.has(id),
+          `at revision ${change.revision} (${change.kind} changed) ${kind} does not trust the ${id === oldId ? "old" : "new"} CA, which a relay pod may be serving under`,
+        );
       }
     }
   }
@@ -331,7 +352,13 @@ Wiring("automatic renewal of a certificate near its end rolls over in the same t
   // As if an earlier wiring had issued a certificate that now has 30 days left.
   const expiring = await issueRelayCertificate(relayNs, 30);
   const data = { "ca.crt": expiring.caPem, "tls.crt": expiring.certPem, "tls.key": expiring.keyPem };
-  const patched = await kubeRequest(context.admin, "PATCH", tlsSecretPath, { data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])) }, "application/merge-patch+json");
+  const patched = await kubeRequest(
+    context.admin,
+    "PATCH",
+    tlsSecretPath,
+    { data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])) },
+    "application/merge-patch+json",
+  );
   assert.is(patched.status, 200, JSON.stringify(patched.body));
   for (const path of webhookPaths) {
     const configuration = await get(context, path);
@@ -392,7 +419,10 @@ Wiring("warns about another mutating webhook on pods' gMSA settings", async (con
 Wiring("--uninstall removes the webhook configurations first, then the relay and the RBAC, never the CRD", async (context) => {
   const plan = await wire(context, ["--uninstall", "--apply", "--dry-run"]);
   assert.is(plan.code, exitCodes.ok, plan.stderr);
-  assert.ok(lines(plan.stdout).every((line) => line.endsWith(": would delete")), plan.stdout);
+  assert.ok(
+    lines(plan.stdout).every((line) => line.endsWith(": would delete")),
+    plan.stdout,
+  );
   assert.ok(await get(context, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission"), "a dry run deletes nothing");
 
   const run = await wire(context, ["--uninstall", "--apply"]);
@@ -400,10 +430,17 @@ Wiring("--uninstall removes the webhook configurations first, then the relay and
   const order = lines(run.stdout).map((line) => line.split(":")[0]);
   assert.equal(order.slice(0, 2), ["MutatingWebhookConfiguration/gmsa-admission", "ValidatingWebhookConfiguration/gmsa-admission"]);
   assert.equal(order.slice(-2), ["ClusterRoleBinding/gmsa-admission-webhook", "ClusterRole/gmsa-admission-webhook"]);
-  assert.ok(lines(run.stdout).every((line) => line.endsWith(": deleted")), run.stdout);
+  assert.ok(
+    lines(run.stdout).every((line) => line.endsWith(": deleted")),
+    run.stdout,
+  );
   for (const kind of ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]) {
     const left = await get(context, `/apis/admissionregistration.k8s.io/v1/${kind}`);
-    assert.equal(left.items.map((i: any) => i.metadata.name), [], `no ${kind} left`);
+    assert.equal(
+      left.items.map((i: any) => i.metadata.name),
+      [],
+      `no ${kind} left`,
+    );
   }
   assert.ok(await get(context, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gmsacredentialspecs.windows.k8s.io"), "the CRD stays");
   assert.is(await get(context, "/apis/rbac.authorization.k8s.io/v1/clusterroles/gmsa-admission-webhook"), undefined);
@@ -416,10 +453,18 @@ Wiring("--uninstall removes the webhook configurations first, then the relay and
 Wiring("wiring into a namespace it did not create is refused and changes nothing; uninstall never deletes it", async (context) => {
   const team = await kubeRequest(context.admin, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "team" } });
   assert.is(team.status, 201, JSON.stringify(team.body));
-  const workload = await kubeRequest(context.admin, "POST", "/api/v1/namespaces/team/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "app-config" }, data: { a: "b" } });
+  const workload = await kubeRequest(context.admin, "POST", "/api/v1/namespaces/team/configmaps", {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "app-config" },
+    data: { a: "b" },
+  });
   assert.is(workload.status, 201, JSON.stringify(workload.body));
 
-  for (const argv of [[...relayMode, "--namespace", "team", "--apply"], [...relayMode, "--namespace", "team", "--apply", "--dry-run"]]) {
+  for (const argv of [
+    [...relayMode, "--namespace", "team", "--apply"],
+    [...relayMode, "--namespace", "team", "--apply", "--dry-run"],
+  ]) {
     const run = await wire(context, argv);
     assert.is(run.code, exitCodes.failed, run.stdout);
     assert.match(run.stderr, /namespace team exists and was not created by the wiring: the relay needs a namespace of its own/);
@@ -447,26 +492,29 @@ Wiring("wiring into a namespace it did not create is refused and changes nothing
   assert.ok(await get(context, "/api/v1/namespaces/team/configmaps/app-config"), "and what it held");
 });
 
-Wiring("a namespace the wiring creates is marked at creation (never by an apply) and uninstall deletes it; an older relay namespace is adopted only on request", async (context) => {
-  const run = await wire(context, [...relayMode, "--namespace", "relay-two", "--apply"]);
-  assert.is(run.code, exitCodes.ok, run.stderr);
-  const created = await get(context, "/api/v1/namespaces/relay-two");
-  assert.is(created.metadata.annotations["gmsa-admission.windows.k8s.io/created-by"], "wire");
-  const applied = created.metadata.managedFields.filter((f: any) => f.manager === "gmsa-admission" && f.operation === "Apply");
-  assert.ok(applied.length === 1 && !JSON.stringify(applied[0].fieldsV1).includes("created-by"), "the apply does not own the mark");
-  const again = await wire(context, [...relayMode, "--namespace", "relay-two", "--apply"]);
-  assert.is(again.code, exitCodes.ok, again.stderr);
-  const removal = await wire(context, ["--uninstall", "--apply", "--namespace", "relay-two"]);
-  assert.match(removal.stdout, /^Namespace\/relay-two: deleted$/m);
+Wiring(
+  "a namespace the wiring creates is marked at creation (never by an apply) and uninstall deletes it; an older relay namespace is adopted only on request",
+  async (context) => {
+    const run = await wire(context, [...relayMode, "--namespace", "relay-two", "--apply"]);
+    assert.is(run.code, exitCodes.ok, run.stderr);
+    const created = await get(context, "/api/v1/namespaces/relay-two");
+    assert.is(created.metadata.annotations["gmsa-admission.windows.k8s.io/created-by"], "wire");
+    const applied = created.metadata.managedFields.filter((f: any) => f.manager === "gmsa-admission" && f.operation === "Apply");
+    assert.ok(applied.length === 1 && !JSON.stringify(applied[0].fieldsV1).includes("created-by"), "the apply does not own the mark");
+    const again = await wire(context, [...relayMode, "--namespace", "relay-two", "--apply"]);
+    assert.is(again.code, exitCodes.ok, again.stderr);
+    const removal = await wire(context, ["--uninstall", "--apply", "--namespace", "relay-two"]);
+    assert.match(removal.stdout, /^Namespace\/relay-two: deleted$/m);
 
-  const legacy = await kubeRequest(context.admin, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "legacy-relay" } });
-  assert.is(legacy.status, 201, JSON.stringify(legacy.body));
-  const adopted = await wire(context, [...relayMode, "--namespace", "legacy-relay", "--apply", "--adopt-namespace"]);
-  assert.is(adopted.code, exitCodes.ok, adopted.stderr);
-  assert.match(adopted.stderr, /namespace legacy-relay: recorded as the wiring's own/);
-  const gone = await wire(context, ["--uninstall", "--apply", "--namespace", "legacy-relay"]);
-  assert.match(gone.stdout, /^Namespace\/legacy-relay: deleted$/m);
-});
+    const legacy = await kubeRequest(context.admin, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "legacy-relay" } });
+    assert.is(legacy.status, 201, JSON.stringify(legacy.body));
+    const adopted = await wire(context, [...relayMode, "--namespace", "legacy-relay", "--apply", "--adopt-namespace"]);
+    assert.is(adopted.code, exitCodes.ok, adopted.stderr);
+    assert.match(adopted.stderr, /namespace legacy-relay: recorded as the wiring's own/);
+    const gone = await wire(context, ["--uninstall", "--apply", "--namespace", "legacy-relay"]);
+    assert.match(gone.stdout, /^Namespace\/legacy-relay: deleted$/m);
+  },
+);
 
 // A fleet member's wiring (--cluster): its paths, its secret, and replacing that secret.
 const memberSecrets = ["first-secret-of-alpha_0123456789abcdef", "second-secret-of-alpha_0123456789abcde", "third-secret-of-alpha_0123456789abcdefg"] as const;
@@ -485,7 +533,10 @@ Wiring("--cluster in url mode: the webhooks call the member's paths with its sec
   assert.is(first.code, exitCodes.ok, first.stderr);
   showsNoSecret(first);
   const base = "https://func-gmsa-abc.azurewebsites.net/clusters/alpha";
-  assert.equal(await webhookUrls(context), ["/mutate", "/validate", "/validate-credspec"].map((path) => `${base}/${memberSecrets[0]}${path}`));
+  assert.equal(
+    await webhookUrls(context),
+    ["/mutate", "/validate", "/validate-credspec"].map((path) => `${base}/${memberSecrets[0]}${path}`),
+  );
   assert.not.match(first.stderr, /cluster secret:/, "a first wiring replaces nothing");
 
   const plan = await wire(context, [...member, "--dry-run"], { GMSA_CLUSTER_SECRET: memberSecrets[1] });
@@ -493,13 +544,19 @@ Wiring("--cluster in url mode: the webhooks call the member's paths with its sec
   showsNoSecret(plan);
   assert.match(plan.stdout, /^MutatingWebhookConfiguration\/gmsa-admission: update webhooks\[0\]\.clientConfig\.url$/m);
   assert.match(plan.stderr, /cluster secret: would be replaced; GMSA_CLUSTER_SECRET_ALPHA must accept the new and the old one/);
-  assert.ok((await webhookUrls(context)).every((url) => url.includes(memberSecrets[0])), "a dry run changes nothing");
+  assert.ok(
+    (await webhookUrls(context)).every((url) => url.includes(memberSecrets[0])),
+    "a dry run changes nothing",
+  );
 
   const rotated = await wire(context, member, { GMSA_CLUSTER_SECRET: memberSecrets[1] });
   assert.is(rotated.code, exitCodes.ok, rotated.stderr);
   showsNoSecret(rotated);
   assert.match(rotated.stderr, /cluster secret: the webhooks now call with the new secret .*GMSA_CLUSTER_SECRET_ALPHA may hold the new one alone/);
-  assert.equal(await webhookUrls(context), ["/mutate", "/validate", "/validate-credspec"].map((path) => `${base}/${memberSecrets[1]}${path}`));
+  assert.equal(
+    await webhookUrls(context),
+    ["/mutate", "/validate", "/validate-credspec"].map((path) => `${base}/${memberSecrets[1]}${path}`),
+  );
 
   const removal = await wire(context, ["--uninstall", "--apply"]);
   assert.is(removal.code, exitCodes.ok, removal.stderr);
@@ -511,7 +568,13 @@ Wiring("--cluster in relay mode: the relay's Secret holds the member's header; a
   const keySecret = `/api/v1/namespaces/${ns}/secrets/gmsa-admission-relay-function-key`;
   const status = async (value: typeof rolledOut, generation?: number) => {
     const live = await get(context, deployment);
-    const reply = await kubeRequest(context.admin, "PATCH", `${deployment}/status`, { status: { observedGeneration: generation ?? live.metadata.generation, readyReplicas: value.availableReplicas, ...value } }, "application/merge-patch+json");
+    const reply = await kubeRequest(
+      context.admin,
+      "PATCH",
+      `${deployment}/status`,
+      { status: { observedGeneration: generation ?? live.metadata.generation, readyReplicas: value.availableReplicas, ...value } },
+      "application/merge-patch+json",
+    );
     assert.is(reply.status, 200, JSON.stringify(reply.body));
   };
   const header = async () => Buffer.from((await get(context, keySecret)).data["cluster-secret.conf"], "base64").toString();

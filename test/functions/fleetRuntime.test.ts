@@ -38,14 +38,23 @@ Runtime("a member's context picks its cluster out of a shared kubeconfig", () =>
 });
 
 Runtime("an unknown context keeps that member out of service, naming it and the contexts there are; the others serve", async () => {
-  const fleet = readFleetSettings({ GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig, context: "third" }, beta: { kubeconfig } }), GMSA_CLUSTER_SECRET_ALPHA: secret, GMSA_CLUSTER_SECRET_BETA: betaSecret });
+  const fleet = readFleetSettings({
+    GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig, context: "third" }, beta: { kubeconfig } }),
+    GMSA_CLUSTER_SECRET_ALPHA: secret,
+    GMSA_CLUSTER_SECRET_BETA: betaSecret,
+  });
   const logged: string[] = [];
   let starts = 0;
   const runtime = await createFleetRuntime(fleet, {
     log: (level, message) => logged.push(`${level} ${message}`),
     startMember: async () => {
       starts += 1;
-      return { credSpecs: { lookup: async () => ({ kind: "notFound" }) }, authorizer: { mayUse: async () => ({ allowed: true }) }, cacheStatus: () => undefined, stop: async () => {} };
+      return {
+        credSpecs: { lookup: async () => ({ kind: "notFound" }) },
+        authorizer: { mayUse: async () => ({ allowed: true }) },
+        cacheStatus: () => undefined,
+        stop: async () => {},
+      };
     },
   });
   const expected = `GMSA_CLUSTERS.alpha: the kubeconfig ${kubeconfig} has no context "third" (it has "first", "second")`;
@@ -67,7 +76,11 @@ Runtime("an unknown context keeps that member out of service, naming it and the 
 });
 
 Runtime("an unreadable kubeconfig keeps that member out of service too", async () => {
-  const fleet = readFleetSettings({ GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: join(dir, "missing") }, beta: { kubeconfig } }), GMSA_CLUSTER_SECRET_ALPHA: secret, GMSA_CLUSTER_SECRET_BETA: betaSecret });
+  const fleet = readFleetSettings({
+    GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: join(dir, "missing") }, beta: { kubeconfig } }),
+    GMSA_CLUSTER_SECRET_ALPHA: secret,
+    GMSA_CLUSTER_SECRET_BETA: betaSecret,
+  });
   const runtime = await createFleetRuntime(fleet, { log: () => {}, startMember: async () => assert.unreachable("no member starts") as never });
   assert.equal([...runtime.unavailable.keys()], ["alpha"]);
   assert.match(runtime.unavailable.get("alpha")!, /^GMSA_CLUSTERS\.alpha: /);
@@ -102,10 +115,16 @@ Runtime("a member the settings kept out of service gets no client, and its warni
     GMSA_CLUSTER_SECRET_BETA: betaSecret,
   });
   const logged: string[] = [];
-  const runtime = await createFleetRuntime(fleet, { log: (level, message) => logged.push(`${level} ${message}`), startMember: async () => assert.unreachable("no member starts") as never });
+  const runtime = await createFleetRuntime(fleet, {
+    log: (level, message) => logged.push(`${level} ${message}`),
+    startMember: async () => assert.unreachable("no member starts") as never,
+  });
   assert.equal([...runtime.members.keys()], ["beta"]);
   assert.match(runtime.unavailable.get("alpha")!, /^GMSA_CLUSTER_SECRET_ALPHA is a Key Vault reference the platform could not resolve/);
-  assert.ok(logged.some((line) => line.startsWith("warn ") && line.includes('"cluster":"alpha"') && line.includes("GMSA_CLUSTER_SECRET_ALPHA")), JSON.stringify(logged));
+  assert.ok(
+    logged.some((line) => line.startsWith("warn ") && line.includes('"cluster":"alpha"') && line.includes("GMSA_CLUSTER_SECRET_ALPHA")),
+    JSON.stringify(logged),
+  );
   const route = runtime.router.route({ kind: "header", cluster: "alpha", secret: null }, "validate");
   assert.equal(route.ok ? 0 : route.status, 503, "no secret to check: 503 at once");
   await runtime.stop();
@@ -113,11 +132,20 @@ Runtime("a member the settings kept out of service gets no client, and its warni
 
 Runtime("a fleet starts no member's client at start-up; an admission's first call does", async () => {
   let starts = 0;
-  const fleet = readFleetSettings({ GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig }, beta: { kubeconfig, context: "second" } }), GMSA_CLUSTER_SECRET_ALPHA: secret, GMSA_CLUSTER_SECRET_BETA: betaSecret });
+  const fleet = readFleetSettings({
+    GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig }, beta: { kubeconfig, context: "second" } }),
+    GMSA_CLUSTER_SECRET_ALPHA: secret,
+    GMSA_CLUSTER_SECRET_BETA: betaSecret,
+  });
   const runtime = await createFleetRuntime(fleet, {
     startMember: async () => {
       starts += 1;
-      return { credSpecs: { lookup: async () => ({ kind: "notFound" }) }, authorizer: { mayUse: async () => ({ allowed: true }) }, cacheStatus: () => undefined, stop: async () => {} };
+      return {
+        credSpecs: { lookup: async () => ({ kind: "notFound" }) },
+        authorizer: { mayUse: async () => ({ allowed: true }) },
+        cacheStatus: () => undefined,
+        stop: async () => {},
+      };
     },
   });
   assert.is(starts, 0);
@@ -128,7 +156,10 @@ Runtime("a fleet starts no member's client at start-up; an admission's first cal
     await route.member.credSpecs.lookup("x", new AbortController().signal);
   }
   assert.is(starts, 1);
-  assert.equal([...runtime.members.values()].map((m) => m.status().state), ["idle", "started"]);
+  assert.equal(
+    [...runtime.members.values()].map((m) => m.status().state),
+    ["idle", "started"],
+  );
   await runtime.stop();
 });
 

@@ -43,7 +43,10 @@ Health("an instance that cannot start answers 503 unavailable, and only the log 
   assert.is(response.status, 503);
   assert.equal(response.jsonBody, { status: "unavailable" });
   assert.not.match(JSON.stringify(response), internalDetail);
-  assert.ok(context.logged.some((line) => line.includes(internalDetail)), `the log keeps the reason: ${JSON.stringify(context.logged)}`);
+  assert.ok(
+    context.logged.some((line) => line.includes(internalDetail)),
+    `the log keeps the reason: ${JSON.stringify(context.logged)}`,
+  );
 });
 
 Health("a bad setting is not echoed either", async (context) => {

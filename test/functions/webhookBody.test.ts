@@ -107,7 +107,13 @@ Webhook.before(async () => {
   };
   const settings = readAdmissionSettings({ KUBECONFIG: "/nonexistent", GMSA_CREDSPEC_CACHE: "false" });
   useAdmissionRuntime(
-    await createAdmissionRuntime(settings, { credSpecs: { lookup: refuse }, authorizer: { mayUse: refuse }, server: "https://127.0.0.1:1", cacheStatus: () => undefined, stop: async () => {} }),
+    await createAdmissionRuntime(settings, {
+      credSpecs: { lookup: refuse },
+      authorizer: { mayUse: refuse },
+      server: "https://127.0.0.1:1",
+      cacheStatus: () => undefined,
+      stop: async () => {},
+    }),
   );
 });
 

@@ -53,7 +53,11 @@ export function clientNodeImports(source: string): string[] {
   const named = /import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*["']@kubernetes\/client-node[^"']*["']/g;
   for (const match of source.matchAll(named)) {
     for (const part of (match[1] ?? "").split(",")) {
-      const name = part.trim().replace(/^type\s+/, "").split(/\s+as\s+/)[0]?.trim();
+      const name = part
+        .trim()
+        .replace(/^type\s+/, "")
+        .split(/\s+as\s+/)[0]
+        ?.trim();
       if (name) names.push(name);
     }
   }
@@ -132,7 +136,10 @@ Guard("the models behind the typed calls product code makes name every field as 
   // AuthorizationV1Api: the access reviews sent and answered.
   const models = ["V1LocalSubjectAccessReview", "V1SubjectAccessReview"];
   for (const model of models) assert.ok(attributesOf(model), `${model} is a model`);
-  assert.equal(models.flatMap((model) => renamedFields(model)), []);
+  assert.equal(
+    models.flatMap((model) => renamedFields(model)),
+    [],
+  );
 });
 
 Guard.run();

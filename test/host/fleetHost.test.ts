@@ -41,7 +41,10 @@ Fleet.before(async (context) => {
 });
 
 Fleet.before.each((context) => {
-  for (const [name, api] of [["alpha", context.alpha], ["beta", context.beta]] as const) {
+  for (const [name, api] of [
+    ["alpha", context.alpha],
+    ["beta", context.beta],
+  ] as const) {
     const object = { ...credSpecFixture(specName), credspec: contentsIn(name) };
     api.state.credSpecs = new Map([[specName, object as unknown as Record<string, unknown>]]);
     api.state.grants = new Set([`system:serviceaccount:apps:default|${specName}`]);
@@ -56,7 +59,6 @@ Fleet.after(async (context) => {
   await context.alpha.close();
   await context.beta.close();
 });
-
 
 function post(context: Context, path: string, headers: Record<string, string> = {}, body: unknown = review("CREATE", podNaming(specName))): Promise<ClientReply> {
   return httpsCall(`${context.webhook.server.url}${path}`, { ca: context.webhook.caPem, headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -100,7 +102,14 @@ const refusals: Array<[string, string, Record<string, string>, number, string, R
   ["no secret", "/clusters/alpha/mutate", {}, 401, "a cluster secret is required", /"cluster":"alpha"/],
   ["a wrong secret", "/clusters/alpha/mutate", { "x-gmsa-cluster-secret": "x".repeat(40) }, 401, "the cluster secret does not match", /"cluster":"alpha".*matches no member/],
   ["the other member's secret", `/clusters/alpha/${secrets.beta}/validate`, {}, 401, "the cluster secret does not match", /request for \\"alpha\\" carried \\"beta\\"'s secret/],
-  ["a secret sent in the header to the path route", "/clusters/alpha/x/mutate", { "x-gmsa-cluster-secret": secrets.alpha }, 401, "the cluster secret does not match", /"cluster":"alpha"/],
+  [
+    "a secret sent in the header to the path route",
+    "/clusters/alpha/x/mutate",
+    { "x-gmsa-cluster-secret": secrets.alpha },
+    401,
+    "the cluster secret does not match",
+    /"cluster":"alpha"/,
+  ],
 ];
 
 for (const [what, path, headers, status, message, warning] of refusals) {
@@ -110,7 +119,11 @@ for (const [what, path, headers, status, message, warning] of refusals) {
     assert.match(reply.text, message);
     assert.is(context.alpha.calls.length + context.beta.calls.length, 0);
     const warned = context.webhook.logs.filter((l) => l.startsWith("warning"));
-    if (warning) assert.ok(warned.some((l) => warning.test(l)), JSON.stringify(warned));
+    if (warning)
+      assert.ok(
+        warned.some((l) => warning.test(l)),
+        JSON.stringify(warned),
+      );
     else assert.is(warned.length, 0, JSON.stringify(warned));
     for (const secret of Object.values(secrets)) assert.not.match(`${reply.text}${context.webhook.logs.join("")}`, secret);
   });
@@ -197,14 +210,30 @@ Health("is 200 degraded, naming no member, while a member is kept out of service
     assert.is(metrics.clusters.alpha.state, "idle");
     for (const secret of Object.values(secrets)) assert.not.match(JSON.stringify(metrics), secret);
     // Its requests: 503 in plain words, without its body being read; alpha is served.
-    const refused = await httpsCall(`${context.webhook.server.url}/clusters/new-member/mutate`, { ca: context.webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", pod())) });
+    const refused = await httpsCall(`${context.webhook.server.url}/clusters/new-member/mutate`, {
+      ca: context.webhook.caPem,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(review("CREATE", pod())),
+    });
     assert.is(refused.status, 503);
     assert.match(refused.text, /^this cluster is not served at the moment: .*correlation ID/);
     assert.not.match(refused.text, "Key Vault");
     const correlationId = /correlation ID ([0-9a-f-]{36})/.exec(refused.text)![1]!;
-    assert.ok(context.webhook.logs.some((line) => line.startsWith("warning") && line.includes(correlationId) && line.includes("Key Vault reference")), JSON.stringify(context.webhook.logs));
-    assert.ok(context.webhook.logs.some((line) => line.startsWith("warning") && line.includes('"event":"gmsa.clusterUnavailable","cluster":"new-member"') && !line.includes("correlationId")), "the start-up line");
-    const served = await httpsCall(`${context.webhook.server.url}/clusters/alpha/${secrets.alpha}/mutate`, { ca: context.webhook.caPem, headers: { "content-type": "application/json" }, body: JSON.stringify(review("CREATE", pod())) });
+    assert.ok(
+      context.webhook.logs.some((line) => line.startsWith("warning") && line.includes(correlationId) && line.includes("Key Vault reference")),
+      JSON.stringify(context.webhook.logs),
+    );
+    assert.ok(
+      context.webhook.logs.some(
+        (line) => line.startsWith("warning") && line.includes('"event":"gmsa.clusterUnavailable","cluster":"new-member"') && !line.includes("correlationId"),
+      ),
+      "the start-up line",
+    );
+    const served = await httpsCall(`${context.webhook.server.url}/clusters/alpha/${secrets.alpha}/mutate`, {
+      ca: context.webhook.caPem,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(review("CREATE", pod())),
+    });
     assert.is(served.status, 200, served.text);
   } finally {
     await context.webhook.close();

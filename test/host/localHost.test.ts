@@ -59,11 +59,14 @@ Host("mutate asks whether the service account may use the spec, then inlines its
   const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
   const ops = JSON.parse(Buffer.from(response.patch, "base64").toString());
   const expected = canonicalJson(credSpecFixtures().find((c) => c.metadata.name === "webapp1-credspec")!.credspec);
-  assert.equal(ops.map((o: { value: string }) => o.value), [expected, expected]);
-  assert.equal(context.api.calls.map((c) => `${c.method} ${c.path}`), [
-    "POST /apis/authorization.k8s.io/v1/namespaces/apps/localsubjectaccessreviews",
-    "GET /apis/windows.k8s.io/v1/gmsacredentialspecs/webapp1-credspec",
-  ]);
+  assert.equal(
+    ops.map((o: { value: string }) => o.value),
+    [expected, expected],
+  );
+  assert.equal(
+    context.api.calls.map((c) => `${c.method} ${c.path}`),
+    ["POST /apis/authorization.k8s.io/v1/namespaces/apps/localsubjectaccessreviews", "GET /apis/windows.k8s.io/v1/gmsacredentialspecs/webapp1-credspec"],
+  );
 });
 
 Host("mutate neither reads nor inlines a spec the service account may not use", async (context) => {
@@ -71,7 +74,10 @@ Host("mutate neither reads nor inlines a spec the service account may not use", 
   const response = await post(context, "/mutate", review("CREATE", gmsaPod()));
   assert.equal(response.allowed, true);
   assert.is(response.patch, undefined);
-  assert.equal(context.api.calls.map((c) => c.method), ["POST"]);
+  assert.equal(
+    context.api.calls.map((c) => c.method),
+    ["POST"],
+  );
 });
 
 Host("validate sends a LocalSubjectAccessReview for the service account, with its groups", async (context) => {
@@ -177,8 +183,8 @@ const httpRules: Array<[string, { method?: string; path?: string; headers?: Reco
   ["GET on a webhook", { method: "GET" }, 405],
   ["a body that is not JSON by content type", { headers: { "content-type": "text/plain" }, body: "{}" }, 415],
   ["no content type", { headers: {}, body: "{}" }, 415],
-  ["malformed JSON", { body: "{\"apiVersion\":" }, 400],
-  ["JSON that is not a review", { body: "{\"hello\":\"world\"}" }, 400],
+  ["malformed JSON", { body: '{"apiVersion":' }, 400],
+  ["JSON that is not a review", { body: '{"hello":"world"}' }, 400],
   ["bytes that are not UTF-8", { body: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]) }, 400],
   ["a body over 3 MiB", { body: `{"pad":"${"x".repeat(3 * 1024 * 1024)}"}` }, 413],
 ];

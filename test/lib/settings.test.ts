@@ -74,7 +74,10 @@ Settings("picks Entra access when a managed cluster is named", () => {
 const bad: Array<[Record<string, string>, RegExp]> = [
   [{ GMSA_AKS_RESOURCE_ID: "/x", GMSA_API_SERVER_URL: "https://a" }, /name the cluster twice/],
   [{ GMSA_API_SERVER_URL: "http://aks.example" }, /GMSA_API_SERVER_URL must be an https URL/],
-  [{ GMSA_API_SERVER_URL: "https://aks.example" }, /GMSA_API_SERVER_URL must name an AKS API server \(port 443, a host name under azmk8s\.io, .*not aks\.example: the managed identity's token/],
+  [
+    { GMSA_API_SERVER_URL: "https://aks.example" },
+    /GMSA_API_SERVER_URL must name an AKS API server \(port 443, a host name under azmk8s\.io, .*not aks\.example: the managed identity's token/,
+  ],
   [{ GMSA_API_SERVER_URL: "https://10.0.0.1:443" }, /GMSA_API_SERVER_URL must name an AKS API server/],
   [{ GMSA_API_SERVER_URL: "https://aks-dns.hcp.westeurope.azmk8s.io:6443" }, /GMSA_API_SERVER_URL must name an AKS API server .*not aks-dns\.hcp\.westeurope\.azmk8s\.io:6443/],
   [{ GMSA_API_SERVER_URL: "https://user:pw@aks-dns.hcp.westeurope.azmk8s.io" }, /GMSA_API_SERVER_URL: the API server URL must not carry credentials/],
@@ -133,16 +136,36 @@ Endpoints("inside a pod the app must say how it is reached, and then keys follow
   for (const env of [{ KUBERNETES_SERVICE_HOST: "10.0.0.1" }, { KUBERNETES_SERVICE_HOST: "10.0.0.1", GMSA_CLUSTER_ACCESS: "in-cluster" }]) {
     assert.throws(() => readEndpointProtection(env), /GMSA_NETWORK_MODE must be public or private inside a pod/, JSON.stringify(env));
   }
-  assert.throws(() => readEndpointProtection({ KUBERNETES_SERVICE_HOST: "10.0.0.1", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay" }), /needs GMSA_REQUIRE_FUNCTION_KEY=true/);
-  assert.equal(readEndpointProtection({ KUBERNETES_SERVICE_HOST: "10.0.0.1", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }).requireFunctionKey, true);
+  assert.throws(
+    () => readEndpointProtection({ KUBERNETES_SERVICE_HOST: "10.0.0.1", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay" }),
+    /needs GMSA_REQUIRE_FUNCTION_KEY=true/,
+  );
+  assert.equal(
+    readEndpointProtection({ KUBERNETES_SERVICE_HOST: "10.0.0.1", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }).requireFunctionKey,
+    true,
+  );
 });
 
 Endpoints("public mode needs function keys; private mode wired by url may go without", () => {
   assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay" }), /GMSA_NETWORK_MODE=public needs GMSA_REQUIRE_FUNCTION_KEY=true/);
-  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /needs GMSA_REQUIRE_FUNCTION_KEY=true/);
-  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }), { requireFunctionKey: true, networkMode: "public", wiringMode: "relay" });
-  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "url", GMSA_REQUIRE_FUNCTION_KEY: "false" }), { requireFunctionKey: false, networkMode: "private", wiringMode: "url" });
-  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "Public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be one of public, private/);
+  assert.throws(
+    () => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "false" }),
+    /needs GMSA_REQUIRE_FUNCTION_KEY=true/,
+  );
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }), {
+    requireFunctionKey: true,
+    networkMode: "public",
+    wiringMode: "relay",
+  });
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "url", GMSA_REQUIRE_FUNCTION_KEY: "false" }), {
+    requireFunctionKey: false,
+    networkMode: "private",
+    wiringMode: "url",
+  });
+  assert.throws(
+    () => readEndpointProtection({ GMSA_NETWORK_MODE: "Public", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }),
+    /GMSA_NETWORK_MODE must be one of public, private/,
+  );
 });
 Endpoints("private mode behind the relay needs function keys: the relay's subnets are every pod's subnets", () => {
   for (const key of [undefined, "false", "0", ""]) {
@@ -150,19 +173,36 @@ Endpoints("private mode behind the relay needs function keys: the relay's subnet
     assert.throws(() => readEndpointProtection(env), /GMSA_WIRING_MODE=relay needs GMSA_REQUIRE_FUNCTION_KEY=true/, JSON.stringify(env));
     assert.throws(() => readEndpointProtection({ ...env, WEBSITE_SITE_NAME: "func-gmsa-abc" }), /GMSA_WIRING_MODE=relay needs GMSA_REQUIRE_FUNCTION_KEY=true/);
   }
-  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }), { requireFunctionKey: true, networkMode: "private", wiringMode: "relay" });
+  assert.equal(readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "relay", GMSA_REQUIRE_FUNCTION_KEY: "true" }), {
+    requireFunctionKey: true,
+    networkMode: "private",
+    wiringMode: "relay",
+  });
 });
 Endpoints("a deployment says how it is wired; url wiring is for private mode only", () => {
-  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /GMSA_NETWORK_MODE \(public or private\) and GMSA_WIRING_MODE \(url or relay\) go together/);
+  assert.throws(
+    () => readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_REQUIRE_FUNCTION_KEY: "false" }),
+    /GMSA_NETWORK_MODE \(public or private\) and GMSA_WIRING_MODE \(url or relay\) go together/,
+  );
   assert.throws(() => readEndpointProtection({ GMSA_WIRING_MODE: "url" }), /go together/);
   assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "direct" }), /GMSA_WIRING_MODE must be one of url, relay, got "direct"/);
-  assert.throws(() => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "url", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_WIRING_MODE=url needs GMSA_NETWORK_MODE=private/);
+  assert.throws(
+    () => readEndpointProtection({ GMSA_NETWORK_MODE: "public", GMSA_WIRING_MODE: "url", GMSA_REQUIRE_FUNCTION_KEY: "true" }),
+    /GMSA_WIRING_MODE=url needs GMSA_NETWORK_MODE=private/,
+  );
 });
 Endpoints("on a Function App the network and wiring modes must be said", () => {
-  assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "false" }), /GMSA_NETWORK_MODE must be public or private on a Function App/);
+  assert.throws(
+    () => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "false" }),
+    /GMSA_NETWORK_MODE must be public or private on a Function App/,
+  );
   assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_REQUIRE_FUNCTION_KEY: "true" }), /GMSA_NETWORK_MODE must be public or private/);
   assert.throws(() => readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private" }), /go together/);
-  assert.equal(readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "url" }), { requireFunctionKey: false, networkMode: "private", wiringMode: "url" });
+  assert.equal(readEndpointProtection({ WEBSITE_SITE_NAME: "func-gmsa-abc", GMSA_NETWORK_MODE: "private", GMSA_WIRING_MODE: "url" }), {
+    requireFunctionKey: false,
+    networkMode: "private",
+    wiringMode: "url",
+  });
 });
 Endpoints.run();
 

@@ -109,12 +109,18 @@ Package("fills the credential spec cache after the first admission and answers t
   const list = "GET /apis/windows.k8s.io/v1/gmsacredentialspecs";
   assert.is(made.filter((c) => c === spec).length, 1, made.join("\n"));
   assert.ok(made.indexOf(list) > made.indexOf(spec), made.join("\n"));
-  assert.ok(made.some((c) => c === `${list} watch`), made.join("\n"));
+  assert.ok(
+    made.some((c) => c === `${list} watch`),
+    made.join("\n"),
+  );
   assert.is(made.filter((c) => c.startsWith("POST")).length, 1, made.join("\n"));
 });
 
 /** The fake API server's kubeconfig, changed by `edit`, in a file of its own. */
-function editedKubeconfig(context: { api: FakeApiServer }, edit: (config: { clusters: Array<{ cluster: Record<string, unknown> }>; users: Array<{ user: Record<string, unknown> }> }) => void): string {
+function editedKubeconfig(
+  context: { api: FakeApiServer },
+  edit: (config: { clusters: Array<{ cluster: Record<string, unknown> }>; users: Array<{ user: Record<string, unknown> }> }) => void,
+): string {
   const config = JSON.parse(readFileSync(context.api.kubeconfig, "utf8"));
   edit(config);
   const file = join(mkdtempSync(join(tmpdir(), "gmsa-kubeconfig-")), "kubeconfig");
@@ -231,7 +237,9 @@ Package("the code cache was made after a first admission, and holds more than lo
   cpSync(context.dir, copy, { recursive: true });
   // Without the shipped cache: V8 would hand every function it holds to the new one.
   rmSync(join(copy, "dist", "functions", "app.js.v8cache"));
-  await promisify(execFile)(process.execPath, [join(__dirname, "..", "..", "scripts", "packageCodeCache.js"), join(copy, "dist", "functions", "main.js")], { env: { PATH: process.env.PATH } });
+  await promisify(execFile)(process.execPath, [join(__dirname, "..", "..", "scripts", "packageCodeCache.js"), join(copy, "dist", "functions", "main.js")], {
+    env: { PATH: process.env.PATH },
+  });
   const loadedOnly = readFileSync(join(copy, "dist", "functions", "app.js.v8cache")).byteLength;
   rmSync(dirname(copy), { recursive: true, force: true });
   assert.ok(trained > loadedOnly * 1.05, `trained ${trained} bytes, loading only ${loadedOnly}`);

@@ -60,10 +60,10 @@ function answers<T>(arb: fc.Arbitrary<T>): fc.Arbitrary<Record<string, T>> {
 }
 
 const credspecs: fc.Arbitrary<World["credspecs"]> = fc.record({
-    "webapp1-credspec": fc.constant(exampleSpec("webapp1-credspec")),
-    "payroll-gmsa": fc.constant(exampleSpec("payroll-gmsa")),
-    "empty-credspec": fc.constant({ CmsPlugins: ["ActiveDirectory"], DomainJoinConfig: { Sid: "S-1-5-21" } }),
-    "ghost-spec": fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
+  "webapp1-credspec": fc.constant(exampleSpec("webapp1-credspec")),
+  "payroll-gmsa": fc.constant(exampleSpec("payroll-gmsa")),
+  "empty-credspec": fc.constant({ CmsPlugins: ["ActiveDirectory"], DomainJoinConfig: { Sid: "S-1-5-21" } }),
+  "ghost-spec": fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
 });
 
 const world: fc.Arbitrary<World> = fc.record({
@@ -126,7 +126,13 @@ const containerNames = ["iis", "app", "setup", "debug", "", "a/b"];
 
 function container(credspecs: World["credspecs"]): fc.Arbitrary<unknown> {
   return fc.oneof(
-    { weight: 12, arbitrary: fc.record({ name: fc.constantFrom(...containerNames), securityContext: fc.option(fc.record({ windowsOptions: windowsOptions(credspecs) }), { nil: undefined }) }, { requiredKeys: ["name"] }) },
+    {
+      weight: 12,
+      arbitrary: fc.record(
+        { name: fc.constantFrom(...containerNames), securityContext: fc.option(fc.record({ windowsOptions: windowsOptions(credspecs) }), { nil: undefined }) },
+        { requiredKeys: ["name"] },
+      ),
+    },
     { weight: 1, arbitrary: fc.constantFrom(null, {}, { name: 5 }) },
   );
 }
@@ -146,15 +152,26 @@ function annotations(credspecs: World["credspecs"]): fc.Arbitrary<unknown> {
     { weight: 6, arbitrary: fc.constantFrom(...containerNames, "ghost").map((c) => `${c}.container.alpha.windows.kubernetes.io/`) },
   );
   const entry = fc.oneof(
-    fc.tuple(prefix.map((p) => `${p}gmsa-credential-spec-name`), anyName as fc.Arbitrary<unknown>),
-    fc.tuple(prefix.map((p) => `${p}gmsa-credential-spec`), contentsFor(credspecs)),
+    fc.tuple(
+      prefix.map((p) => `${p}gmsa-credential-spec-name`),
+      anyName as fc.Arbitrary<unknown>,
+    ),
+    fc.tuple(
+      prefix.map((p) => `${p}gmsa-credential-spec`),
+      contentsFor(credspecs),
+    ),
     fc.tuple(fc.constantFrom("team", "example.com/gmsa-credential-spec-name"), fc.constant("x") as fc.Arbitrary<unknown>),
   );
   return fc.oneof(
     { weight: 1, arbitrary: fc.constantFrom(null, undefined) },
     { weight: 6, arbitrary: fc.array(entry, { maxLength: 5 }).map((entries) => Object.fromEntries(entries)) },
     // Thousands of names for containers the pod does not have.
-    { weight: 1, arbitrary: fc.integer({ min: 17, max: 3000 }).map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`c${i}.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name`, `n${i}`]))) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .integer({ min: 17, max: 3000 })
+        .map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`c${i}.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name`, `n${i}`]))),
+    },
   );
 }
 
@@ -179,11 +196,7 @@ function pod(credspecs: World["credspecs"]): fc.Arbitrary<Record<string, unknown
 
 /** An UPDATE's old pod: often the new one with a few places changed back, sometimes another pod. */
 function oldPodFor(newPod: Record<string, unknown>, credspecs: World["credspecs"]): fc.Arbitrary<unknown> {
-  return fc.oneof(
-    fc.constant(structuredClone(newPod)),
-    pod(credspecs),
-    fc.constant({ ...structuredClone(newPod), spec: { ...(newPod.spec as object), ephemeralContainers: [] } }),
-  );
+  return fc.oneof(fc.constant(structuredClone(newPod)), pod(credspecs), fc.constant({ ...structuredClone(newPod), spec: { ...(newPod.spec as object), ephemeralContainers: [] } }));
 }
 
 function reviewOf(operation: string, object: unknown, oldObject: unknown, userInfo: unknown, kind = "Pod"): Record<string, unknown> {
@@ -224,14 +237,21 @@ function wellFormedOptions(w: World): fc.Arbitrary<{ gmsaCredentialSpecName: str
 }
 
 function wellFormedPlace(w: World): fc.Arbitrary<{ windowsOptions: { gmsaCredentialSpecName: string; gmsaCredentialSpec?: string } } | undefined> {
-  return fc.option(wellFormedOptions(w).map((windowsOptions) => ({ windowsOptions })), { nil: undefined, freq: 3 });
+  return fc.option(
+    wellFormedOptions(w).map((windowsOptions) => ({ windowsOptions })),
+    { nil: undefined, freq: 3 },
+  );
 }
 
 function wellFormedContainers(w: World, names: readonly string[], max: number): fc.Arbitrary<unknown[]> {
   return fc
     .subarray([...names], { minLength: 0, maxLength: max })
     .chain((chosen) =>
-      fc.tuple(...chosen.map((name) => wellFormedPlace(w).map((securityContext) => ({ name, image: "mcr.microsoft.com/windows/nanoserver:ltsc2022", ...(securityContext ? { securityContext } : {}) })))),
+      fc.tuple(
+        ...chosen.map((name) =>
+          wellFormedPlace(w).map((securityContext) => ({ name, image: "mcr.microsoft.com/windows/nanoserver:ltsc2022", ...(securityContext ? { securityContext } : {}) })),
+        ),
+      ),
     );
 }
 
@@ -272,14 +292,25 @@ function withoutEphemeralContainers(p: Record<string, unknown>): Record<string, 
 const wellFormedCases: fc.Arbitrary<AdmissionCase> = calmWorld.chain((w) =>
   fc.record({
     webhook: fc.constantFrom("mutate" as const, "validate" as const),
-    settings: fc.record({ authorizeRequestingUser: fc.boolean(), randomHostname: fc.boolean(), maxCredSpecsPerPod: fc.constantFrom(16, 16, 16, 2), maxPlacesPerPod: fc.constantFrom(64, 64, 64, 3) }),
+    settings: fc.record({
+      authorizeRequestingUser: fc.boolean(),
+      randomHostname: fc.boolean(),
+      maxCredSpecsPerPod: fc.constantFrom(16, 16, 16, 2),
+      maxPlacesPerPod: fc.constantFrom(64, 64, 64, 3),
+    }),
     world: fc.constant(w),
     review: fc.oneof(
       { weight: 4, arbitrary: wellFormedPod(w).map((p) => reviewOf("CREATE", p, undefined, { username: "alice", groups: ["developers"] })) },
       {
         weight: 1,
         arbitrary: wellFormedPod(w).map((p) => {
-          const after = { ...p, spec: { ...(p.spec as object), ephemeralContainers: [{ name: "debug", image: "x", ...((p.spec as { ephemeralContainers?: Array<{ securityContext?: unknown }> }).ephemeralContainers?.[0] ?? {}) }] } };
+          const after = {
+            ...p,
+            spec: {
+              ...(p.spec as object),
+              ephemeralContainers: [{ name: "debug", image: "x", ...((p.spec as { ephemeralContainers?: Array<{ securityContext?: unknown }> }).ephemeralContainers?.[0] ?? {}) }],
+            },
+          };
           return reviewOf("UPDATE", after, withoutEphemeralContainers(p), { username: "alice", groups: ["developers"] });
         }),
       },
@@ -290,16 +321,23 @@ const wellFormedCases: fc.Arbitrary<AdmissionCase> = calmWorld.chain((w) =>
 const damagedCases: fc.Arbitrary<AdmissionCase> = world.chain((w) =>
   fc.record({
     webhook: fc.constantFrom("mutate" as const, "validate" as const),
-    settings: fc.record({ authorizeRequestingUser: fc.boolean(), randomHostname: fc.boolean(), maxCredSpecsPerPod: fc.integer({ min: 1, max: 16 }), maxPlacesPerPod: fc.integer({ min: 1, max: 64 }) }),
+    settings: fc.record({
+      authorizeRequestingUser: fc.boolean(),
+      randomHostname: fc.boolean(),
+      maxCredSpecsPerPod: fc.integer({ min: 1, max: 16 }),
+      maxPlacesPerPod: fc.integer({ min: 1, max: 64 }),
+    }),
     world: fc.constant(w),
     review: fc.oneof(
       { weight: 6, arbitrary: fc.tuple(pod(w.credspecs), userInfo).map(([p, u]) => reviewOf("CREATE", p, undefined, u)) },
       { weight: 3, arbitrary: fc.tuple(pod(w.credspecs), userInfo).chain(([p, u]) => oldPodFor(p, w.credspecs).map((old) => reviewOf("UPDATE", p, old, u))) },
       {
         weight: 1,
-        arbitrary: fc.tuple(annotations(w.credspecs), userInfo).map(([a, u]) =>
-          reviewOf("CREATE", { apiVersion: "v1", kind: "Binding", metadata: { name: "web-0", annotations: a }, target: { kind: "Node", name: "n1" } }, undefined, u, "Binding"),
-        ),
+        arbitrary: fc
+          .tuple(annotations(w.credspecs), userInfo)
+          .map(([a, u]) =>
+            reviewOf("CREATE", { apiVersion: "v1", kind: "Binding", metadata: { name: "web-0", annotations: a }, target: { kind: "Node", name: "n1" } }, undefined, u, "Binding"),
+          ),
       },
     ),
   }),

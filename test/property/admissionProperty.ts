@@ -102,7 +102,13 @@ const gmsaKey = /^(pod|.+\.container)\.alpha\.windows\.kubernetes\.io\/gmsa-cred
 /** Runs one case through the HTTP exchange; throws an Error saying which property broke. */
 export async function checkAdmissionCase(c: AdmissionCase): Promise<CaseOutcome> {
   const text = JSON.stringify(c.review);
-  const call: HttpCall = { method: "POST", contentType: "application/json", contentLength: String(Buffer.byteLength(text)), timeout: "10s", readBody: async () => Buffer.from(text) };
+  const call: HttpCall = {
+    method: "POST",
+    contentType: "application/json",
+    contentLength: String(Buffer.byteLength(text)),
+    timeout: "10s",
+    readBody: async () => Buffer.from(text),
+  };
   const ports = portsOf(c.world);
   const started = performance.now();
   const { reply } = await answeredWithin(

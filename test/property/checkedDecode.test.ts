@@ -66,8 +66,11 @@ const replacements: unknown[] = [removed, null, 0, 1.5, "", "x", true, false, []
 function replaced(value: unknown, path: readonly string[], replacement: unknown): unknown {
   if (path.length === 0) return replacement === removed ? undefined : replacement;
   const [head, ...rest] = path as [string, ...string[]];
-  const container: Record<string, unknown> | unknown[] =
-    Array.isArray(value) ? [...(value as unknown[])] : typeof value === "object" && value !== null ? { ...(value as Record<string, unknown>) } : {};
+  const container: Record<string, unknown> | unknown[] = Array.isArray(value)
+    ? [...(value as unknown[])]
+    : typeof value === "object" && value !== null
+      ? { ...(value as Record<string, unknown>) }
+      : {};
   const next = replaced((container as Record<string, unknown>)[head], rest, replacement);
   if (next === undefined && rest.length === 0 && replacement === removed) delete (container as Record<string, unknown>)[head];
   else (container as Record<string, unknown>)[head] = next;
@@ -107,7 +110,15 @@ Checked("envelope, request and pod decodes equal io-ts decode on random near-rev
         if (isRight(request) && isRight(whole)) assert.equal(request.right, whole.right.request);
         else assert.equal((request as { left: unknown }).left, (whole as { left: unknown }).left);
       }
-      verdicts[sameAnswer("request codec", checkedDecode(AdmissionRequest, (input as { request?: unknown } | undefined)?.request), AdmissionRequest.decode((input as { request?: unknown } | undefined)?.request)) ? "right" : "left"] += 1;
+      verdicts[
+        sameAnswer(
+          "request codec",
+          checkedDecode(AdmissionRequest, (input as { request?: unknown } | undefined)?.request),
+          AdmissionRequest.decode((input as { request?: unknown } | undefined)?.request),
+        )
+          ? "right"
+          : "left"
+      ] += 1;
       const object = (input as { request?: { object?: unknown } } | undefined)?.request?.object;
       verdicts[sameAnswer("pod", decodePodObject(object), Pod.decode(object)) ? "podRight" : "podLeft"] += 1;
     }),

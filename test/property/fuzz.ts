@@ -16,11 +16,15 @@ function options(): { runs: number; seed: number } | undefined {
 
 // Long strings and lists make a counterexample unreadable: show their start and size.
 function compact(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (typeof v === "string" && v.length > 80) return `${v.slice(0, 60)}… (${v.length} characters)`;
-    if (Array.isArray(v) && v.length > 6) return [...v.slice(0, 3), `… (${v.length} items)`];
-    return v;
-  }, 1);
+  return JSON.stringify(
+    value,
+    (_key, v: unknown) => {
+      if (typeof v === "string" && v.length > 80) return `${v.slice(0, 60)}… (${v.length} characters)`;
+      if (Array.isArray(v) && v.length > 6) return [...v.slice(0, 3), `… (${v.length} items)`];
+      return v;
+    },
+    1,
+  );
 }
 
 async function fuzz(runs: number, seed: number): Promise<void> {

@@ -139,7 +139,10 @@ function inheritedProblems(object: unknown, oldObject: unknown, places: readonly
 export function mutateViolations(object: unknown, patch: ReadonlyArray<{ op: string; path: string; value: unknown }>, world: OracleWorld): string[] {
   return patch.flatMap((op) => {
     if (op.path === "/spec/hostname") return [];
-    const segments = op.path.split("/").slice(1).map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+    const segments = op.path
+      .split("/")
+      .slice(1)
+      .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
     let name: unknown;
     if (segments[0] === "metadata" && segments[1] === "annotations" && segments.length === 3 && segments[2]!.endsWith("/gmsa-credential-spec")) {
       name = field(object, "metadata", "annotations", `${segments[2]}-name`);

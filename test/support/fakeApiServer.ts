@@ -118,10 +118,11 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
       state.credSpecs.set(name, stored);
       for (const watcher of watchers) watcher.write(`${JSON.stringify({ type: "ADDED", object: stored })}\n`);
     },
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

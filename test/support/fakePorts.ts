@@ -15,7 +15,9 @@ export interface FakePorts extends PolicyDependencies {
   settings: PolicySettings;
 }
 
-export function fakePorts(overrides: { settings?: Partial<PolicySettings>; decide?: (p: Principal, name: string) => UseDecision; lookup?: (name: string) => CredSpecLookup } = {}): FakePorts {
+export function fakePorts(
+  overrides: { settings?: Partial<PolicySettings>; decide?: (p: Principal, name: string) => UseDecision; lookup?: (name: string) => CredSpecLookup } = {},
+): FakePorts {
   const lookups: string[] = [];
   const reviews: FakePorts["reviews"] = [];
   const defaultLookup = fixtureLookup();

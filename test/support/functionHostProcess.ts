@@ -80,10 +80,7 @@ export async function startFunctionHostProcess(options: FunctionHostOptions): Pr
 }
 
 /** What the function host saw: TLS handshakes, and requests by method, path and header names. */
-const Observation = t.union([
-  t.type({ kind: t.literal("tlsHandshake") }),
-  t.type({ kind: t.literal("request"), method: t.string, url: t.string, headers: t.array(t.string) }),
-]);
+const Observation = t.union([t.type({ kind: t.literal("tlsHandshake") }), t.type({ kind: t.literal("request"), method: t.string, url: t.string, headers: t.array(t.string) })]);
 export type Observation = t.TypeOf<typeof Observation>;
 
 export function observations(host: FunctionHostProcess): Observation[] {

@@ -78,7 +78,12 @@ export async function startRelayedFunction(cluster: E2eCluster, options: Relayed
     writeFileSync(certFile, functionCert.certPem);
     writeFileSync(keyFile, functionCert.keyPem, { mode: 0o600 });
     const functionKey = randomBytes(24).toString("base64url");
-    const functionHost = await startFunctionHostProcess({ ...("kubeconfig" in options.serves ? { kubeconfig: options.serves.kubeconfig } : { env: options.serves.fleet }), functionKey, certFile, keyFile });
+    const functionHost = await startFunctionHostProcess({
+      ...("kubeconfig" in options.serves ? { kubeconfig: options.serves.kubeconfig } : { env: options.serves.fleet }),
+      functionKey,
+      certFile,
+      keyFile,
+    });
     started.push(functionHost);
 
     // Relay mode as the wiring renders it, applied whole; then nginx with the same config.

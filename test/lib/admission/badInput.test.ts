@@ -12,7 +12,6 @@ import { gmsa, pod, review, type PodSpec } from "../../support/reviews.js";
 const webapp = canonicalJson(credSpecFixture("webapp1-credspec").credspec);
 const payroll = canonicalJson(credSpecFixture("payroll-gmsa").credspec);
 
-
 /**
  * Whatever arrives, the answer is well-formed: an HTTP error, or a review that carries the UID.
  * A seeded generator mutates valid reviews at random paths, so failures can be replayed.

@@ -76,7 +76,10 @@ const Told = suite("what a pod creator is told when the webhook fails");
 const clusterFailures: Array<[string, ClusterUnavailableError, number, readonly string[], RegExp]> = [
   [
     "a private API server name that does not resolve",
-    new ClusterUnavailableError(`the Kubernetes API server could not be reached for GET gmsacredentialspecs/webapp1-credspec: request to https://${privateHost}:443/apis failed, reason: getaddrinfo ENOTFOUND ${privateHost}`, "unreachable"),
+    new ClusterUnavailableError(
+      `the Kubernetes API server could not be reached for GET gmsacredentialspecs/webapp1-credspec: request to https://${privateHost}:443/apis failed, reason: getaddrinfo ENOTFOUND ${privateHost}`,
+      "unreachable",
+    ),
     503,
     [privateHost, "ENOTFOUND", "getaddrinfo"],
     /the Kubernetes API server could not be reached/,
@@ -90,21 +93,30 @@ const clusterFailures: Array<[string, ClusterUnavailableError, number, readonly 
   ],
   [
     "a certificate that does not match",
-    new ClusterUnavailableError(`the Kubernetes API server could not be reached for GET gmsacredentialspecs/webapp1-credspec: Hostname/IP does not match certificate's altnames: Host: ${privateHost}. is not in the cert's altnames: DNS:hcp-internal`, "unreachable"),
+    new ClusterUnavailableError(
+      `the Kubernetes API server could not be reached for GET gmsacredentialspecs/webapp1-credspec: Hostname/IP does not match certificate's altnames: Host: ${privateHost}. is not in the cert's altnames: DNS:hcp-internal`,
+      "unreachable",
+    ),
     503,
     [privateHost, "certificate", "altnames", "hcp-internal"],
     /could not be reached/,
   ],
   [
     "an identity library's error",
-    new ClusterUnavailableError(`no Microsoft Entra token for the Kubernetes API server, for GET gmsacredentialspecs/webapp1-credspec: could not get a Microsoft Entra token for the AKS API server (scope 6dae42f8-4368-4678-94ff-3960e28e3630/.default): ${identityError}`, "rejected"),
+    new ClusterUnavailableError(
+      `no Microsoft Entra token for the Kubernetes API server, for GET gmsacredentialspecs/webapp1-credspec: could not get a Microsoft Entra token for the AKS API server (scope 6dae42f8-4368-4678-94ff-3960e28e3630/.default): ${identityError}`,
+      "rejected",
+    ),
     503,
     ["ManagedIdentityCredential", "169.254.169.254", "IMDS", "6dae42f8-4368-4678-94ff-3960e28e3630"],
     /the webhook's own access to the cluster failed/,
   ],
   [
     "a timeout that names the server",
-    new ClusterUnavailableError(`the Kubernetes API server did not answer GET https://${privateHost}/apis/windows.k8s.io/v1/gmsacredentialspecs/webapp1-credspec in time`, "timeout"),
+    new ClusterUnavailableError(
+      `the Kubernetes API server did not answer GET https://${privateHost}/apis/windows.k8s.io/v1/gmsacredentialspecs/webapp1-credspec in time`,
+      "timeout",
+    ),
     504,
     [privateHost, "/apis/windows.k8s.io"],
     /the Kubernetes API server did not answer in time/,
@@ -147,7 +159,12 @@ Told("each failure gets its own correlation ID", async () => {
 
 Told("an admission that succeeds has no correlation ID and no detail in its log line", async () => {
   const ports = fakePorts();
-  const outcome = await handleReview(review("CREATE", gmsaPod()), validatePod, { credSpecs: ports.credSpecs, authorizer: ports.authorizer, settings: ports.settings, budgetMs: 3000 });
+  const outcome = await handleReview(review("CREATE", gmsaPod()), validatePod, {
+    credSpecs: ports.credSpecs,
+    authorizer: ports.authorizer,
+    settings: ports.settings,
+    budgetMs: 3000,
+  });
   if (outcome.kind !== "reviewed") throw new Error(outcome.message);
   assert.is(outcome.review.response.allowed, true);
   assert.is(outcome.record.correlationId, "");

@@ -66,7 +66,10 @@ const notReviews: Array<[string, unknown]> = [
   ["an array", []],
   ["a review without a request", { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }],
   ["another kind", { apiVersion: "admission.k8s.io/v1", kind: "ConversionReview", request: {} }],
-  ["an unknown version", { apiVersion: "admission.k8s.io/v2", kind: "AdmissionReview", request: { uid: "1", kind: { group: "", version: "v1", kind: "Pod" }, operation: "CREATE" } }],
+  [
+    "an unknown version",
+    { apiVersion: "admission.k8s.io/v2", kind: "AdmissionReview", request: { uid: "1", kind: { group: "", version: "v1", kind: "Pod" }, operation: "CREATE" } },
+  ],
   ["a request without a uid", { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { kind: { group: "", version: "v1", kind: "Pod" }, operation: "CREATE" } }],
 ];
 for (const [what, body] of notReviews) {
@@ -92,7 +95,11 @@ const badPods: Array<[string, (r: ReturnType<typeof review>) => void, RegExp]> =
   ["a CREATE without an object", (r) => delete (r.request as { object?: unknown }).object, /has no object/],
   ["an object whose kind is not Pod", (r) => ((r.request as { object: unknown }).object = { kind: "Secret" }), /object is not a Pod/],
   ["containers that are not a list", (r) => ((r.request as { object: unknown }).object = { kind: "Pod", spec: { containers: "iis" } }), /object is not a Pod/],
-  ["a name that is not a string", (r) => ((r.request as { object: unknown }).object = { kind: "Pod", spec: { securityContext: { windowsOptions: { gmsaCredentialSpecName: 7 } } } }), /object is not a Pod/],
+  [
+    "a name that is not a string",
+    (r) => ((r.request as { object: unknown }).object = { kind: "Pod", spec: { securityContext: { windowsOptions: { gmsaCredentialSpecName: 7 } } } }),
+    /object is not a Pod/,
+  ],
   ["an UPDATE without the old object", (r) => (r.request.operation = "UPDATE"), /has no oldObject/],
   ["an unknown operation", (r) => ((r.request as { operation: string }).operation = "PATCH"), /unknown operation "PATCH"/],
 ];
@@ -167,7 +174,11 @@ Envelope("fails closed with 504 within the time the API server allows, not the c
 });
 
 Envelope("refuses with 500 and keeps the UID when something unexpected fails", async () => {
-  const broken = { lookup: async () => { throw new TypeError("bug"); } };
+  const broken = {
+    lookup: async () => {
+      throw new TypeError("bug");
+    },
+  };
   const body = review("CREATE", gmsaPod());
   const errors: unknown[] = [];
   const original = console.error;
@@ -227,7 +238,7 @@ for (const key of [
   "ghost.container.alpha.windows.kubernetes.io/gmsa-credential-spec",
 ]) {
   Bindings(`validate refuses with 403 a binding that would set ${key}`, async () => {
-    const body = bindingReview({ "team": "web", [key]: "webapp1-credspec" });
+    const body = bindingReview({ team: "web", [key]: "webapp1-credspec" });
     const ports = fakePorts();
     const { review: answer } = await reviewed(body, deps({ credSpecs: ports.credSpecs, authorizer: ports.authorizer }), undefined, validatePod);
     assert.is(answer.response.uid, body.request.uid);
@@ -256,7 +267,10 @@ Bindings("refuses with 400 a binding that is not one, or not a CREATE", async ()
   const notBinding = bindingReview();
   (notBinding.request as { object: unknown }).object = { kind: "Binding", metadata: { annotations: { a: 7 } } };
   const update = bindingReview({}, "UPDATE");
-  for (const [body, message] of [[notBinding, /object is not a Binding/], [update, /unexpected operation "UPDATE" on a Binding/]] as const) {
+  for (const [body, message] of [
+    [notBinding, /object is not a Binding/],
+    [update, /unexpected operation "UPDATE" on a Binding/],
+  ] as const) {
     const { review: answer } = await reviewed(body, deps(), undefined, validatePod);
     assert.is(answer.response.status?.code, 400);
     assert.match(answer.response.status?.message ?? "", message);
@@ -278,12 +292,25 @@ const deepPlaces: Array<[string, (r: any) => void]> = [
   ["a field the policy does not read", (r) => (r.request.object.spec.overhead = nested(100_000))],
   ["the requesting user's extra", (r) => (r.request.userInfo = { username: "alice", extra: { a: nested(100_000) } })],
   ["the old object", (r) => ((r.request.operation = "UPDATE"), (r.request.oldObject = { kind: "Pod", spec: { containers: nested(100_000) } }))],
-  ["a Binding's annotations", (r) => ((r.request.kind = { group: "", version: "v1", kind: "Binding" }), (r.request.object = { kind: "Binding", metadata: { annotations: nested(100_000) } }))],
+  [
+    "a Binding's annotations",
+    (r) => ((r.request.kind = { group: "", version: "v1", kind: "Binding" }), (r.request.object = { kind: "Binding", metadata: { annotations: nested(100_000) } })),
+  ],
   ["credential spec contents", (r) => (r.request.object.spec.securityContext = gmsa("webapp1-credspec", `{"a":${"[".repeat(100_000)}${"]".repeat(100_000)}}`))],
-  ["annotated contents", (r) => (r.request.object.metadata.annotations = { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec", "pod.alpha.windows.kubernetes.io/gmsa-credential-spec": `${"{\"a\":".repeat(50_000)}1${"}".repeat(50_000)}` })],
+  [
+    "annotated contents",
+    (r) =>
+      (r.request.object.metadata.annotations = {
+        "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec",
+        "pod.alpha.windows.kubernetes.io/gmsa-credential-spec": `${'{"a":'.repeat(50_000)}1${"}".repeat(50_000)}`,
+      }),
+  ],
 ];
 for (const [where, edit] of deepPlaces) {
-  for (const [webhook, policy] of [["mutate", expandCredSpecs], ["validate", validatePod]] as const) {
+  for (const [webhook, policy] of [
+    ["mutate", expandCredSpecs],
+    ["validate", validatePod],
+  ] as const) {
     Deep(`${webhook}: 100 000 levels in ${where} get an AdmissionReview with the UID, not a crash`, async () => {
       const body: any = review("CREATE", gmsaPod(), { oldObject: gmsaPod() });
       edit(body);

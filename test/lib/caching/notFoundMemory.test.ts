@@ -20,7 +20,10 @@ Memory("holds at most maxEntries names, dropping the oldest", () => {
   const memory = notFoundMemory({ maxEntries: 3 });
   for (const name of ["a", "b", "c", "d"]) memory.remember(name);
   assert.is(memory.size, 3);
-  assert.equal(["a", "b", "c", "d"].map((n) => memory.recalls(n, 60_000)), [false, true, true, true]);
+  assert.equal(
+    ["a", "b", "c", "d"].map((n) => memory.recalls(n, 60_000)),
+    [false, true, true, true],
+  );
 });
 
 Memory("forgets a name on request", () => {

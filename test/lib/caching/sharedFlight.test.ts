@@ -26,7 +26,11 @@ Flight("callers asking for one key together share one start; another key starts 
   const flight = sharedFlight<string>();
   const a = controlled<string>();
   const b = controlled<string>();
-  const answers = [flight.join("a", new AbortController().signal, a.start), flight.join("a", new AbortController().signal, a.start), flight.join("b", new AbortController().signal, b.start)];
+  const answers = [
+    flight.join("a", new AbortController().signal, a.start),
+    flight.join("a", new AbortController().signal, a.start),
+    flight.join("b", new AbortController().signal, b.start),
+  ];
   assert.is(a.started.length, 1);
   assert.is(b.started.length, 1);
   a.resolve("A");

@@ -78,7 +78,12 @@ Cache("a principal the policy shares is keyed once; any other as it reads now, e
   assert.is(context.asked, 3);
   // Frozen, but not made by sharedPrincipal: a getter can still change what it says.
   let who = "carol";
-  const frozen: Principal = Object.freeze({ get user() { return who; }, groups: Object.freeze(["system:authenticated"]) });
+  const frozen: Principal = Object.freeze({
+    get user() {
+      return who;
+    },
+    groups: Object.freeze(["system:authenticated"]),
+  });
   await context.cached.mayUse(frozen, "apps", "spec", signal);
   who = "mallory";
   await context.cached.mayUse(frozen, "apps", "spec", signal);
@@ -162,7 +167,12 @@ Cache("a shared review is stopped when the last admission waiting on it gives up
   const cached = useDecisionCache(stallingAuthorizer(context, seen), { ttlMs: 5000 });
   const first = new AbortController();
   const second = new AbortController();
-  const waits = [first, second].map((c) => cached.mayUse(web, "apps", "spec", c.signal).then(() => "answered", () => "gave up"));
+  const waits = [first, second].map((c) =>
+    cached.mayUse(web, "apps", "spec", c.signal).then(
+      () => "answered",
+      () => "gave up",
+    ),
+  );
   first.abort(new Error("first budget spent"));
   await new Promise((resolve) => setImmediate(resolve));
   assert.is(seen.aborted, 0, "still running for the admission that waits");
@@ -176,10 +186,7 @@ Cache("after a stalled review is given up, the next admission asks afresh", asyn
   let stall = true;
   const seen = { aborted: 0 };
   const stalling = stallingAuthorizer(context, seen);
-  const cached = useDecisionCache(
-    { mayUse: (p, n, c, s) => (stall ? stalling.mayUse(p, n, c, s) : (context.asked++, Promise.resolve({ allowed: true }))) },
-    { ttlMs: 5000 },
-  );
+  const cached = useDecisionCache({ mayUse: (p, n, c, s) => (stall ? stalling.mayUse(p, n, c, s) : (context.asked++, Promise.resolve({ allowed: true }))) }, { ttlMs: 5000 });
   try {
     await cached.mayUse(web, "apps", "spec", budget(30));
     assert.unreachable("gave up");
@@ -208,7 +215,10 @@ Cache("admissions joining a review count as waiting on the API server: past the 
   let open!: () => void;
   context.gate = new Promise((resolve) => (open = resolve));
   const slots = apiSlots(1, 1);
-  const cached = useDecisionCache({ mayUse: async () => (context.asked++, await context.gate, context.answer) }, { ttlMs: 5000, now: () => context.clock, hold: (s, namespace) => slots.hold(s, namespace) });
+  const cached = useDecisionCache(
+    { mayUse: async () => (context.asked++, await context.gate, context.answer) },
+    { ttlMs: 5000, now: () => context.clock, hold: (s, namespace) => slots.hold(s, namespace) },
+  );
   const [a, b, c] = [0, 1, 2].map(() => new AbortController().signal);
   const first = cached.mayUse(web, "apps", "spec", a!);
   const second = cached.mayUse(web, "apps", "spec", b!);

@@ -17,7 +17,9 @@ export function credSpecFile(file: string): CredSpecFixture {
 }
 
 export function fixtureFiles(): string[] {
-  return readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort();
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".yaml"))
+    .sort();
 }
 
 export function fixturePath(file: string): string {

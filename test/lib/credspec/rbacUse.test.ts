@@ -49,8 +49,16 @@ const rbac: RbacObjects = {
   ],
   roleBindings: [
     { metadata: { name: "orders", namespace: "shop" }, roleRef: { kind: "Role", name: "use-webapp1" }, subjects: [{ kind: "ServiceAccount", name: "orders" }] },
-    { metadata: { name: "billing", namespace: "shop" }, roleRef: { kind: "Role", name: "use-payroll" }, subjects: [{ kind: "ServiceAccount", name: "billing", namespace: "shop" }] },
-    { metadata: { name: "wide", namespace: "tools" }, roleRef: { kind: "ClusterRole", name: "all-gmsa" }, subjects: [{ kind: "ServiceAccount", name: "runner", namespace: "tools" }] },
+    {
+      metadata: { name: "billing", namespace: "shop" },
+      roleRef: { kind: "Role", name: "use-payroll" },
+      subjects: [{ kind: "ServiceAccount", name: "billing", namespace: "shop" }],
+    },
+    {
+      metadata: { name: "wide", namespace: "tools" },
+      roleRef: { kind: "ClusterRole", name: "all-gmsa" },
+      subjects: [{ kind: "ServiceAccount", name: "runner", namespace: "tools" }],
+    },
     // A Role of the same name in another namespace does not count.
     { metadata: { name: "stray", namespace: "other" }, roleRef: { kind: "Role", name: "use-webapp1" }, subjects: [{ kind: "ServiceAccount", name: "stray", namespace: "other" }] },
   ],

@@ -68,7 +68,10 @@ function parsedReview(text: string): unknown {
 Webhook("refuses a spec whose keys exist only under __proto__, or that carries constructor or prototype keys, with 422 naming each", async () => {
   const spec = credSpecFile("domain-joined.yaml");
   const cases = [
-    { object: `{"apiVersion":"windows.k8s.io/v1","kind":"GMSACredentialSpec","metadata":{"name":"hidden"},"credspec":{"__proto__":${JSON.stringify(spec.credspec)}}}`, path: "credspec.__proto__" },
+    {
+      object: `{"apiVersion":"windows.k8s.io/v1","kind":"GMSACredentialSpec","metadata":{"name":"hidden"},"credspec":{"__proto__":${JSON.stringify(spec.credspec)}}}`,
+      path: "credspec.__proto__",
+    },
     {
       object: JSON.stringify({ ...spec, credspec: { ...spec.credspec, DomainJoinConfig: { ...spec.credspec.DomainJoinConfig, constructor: { prototype: {} } } } }),
       path: "credspec.DomainJoinConfig.constructor",
@@ -79,7 +82,15 @@ Webhook("refuses a spec whose keys exist only under __proto__, or that carries c
     },
   ];
   for (const { object, path } of cases) {
-    assert.ok(object.includes(path.split(".").at(-1)!.replace(/\[0\]$/, "")), path);
+    assert.ok(
+      object.includes(
+        path
+          .split(".")
+          .at(-1)!
+          .replace(/\[0\]$/, ""),
+      ),
+      path,
+    );
     const review = parsedReview(JSON.stringify(credSpecReview("CREATE", {})).replace('"object":{}', `"object":${object}`));
     const { review: answered } = await answer(review);
     assert.is(answered.response.allowed, false, path);
@@ -91,7 +102,10 @@ Webhook("refuses a spec whose keys exist only under __proto__, or that carries c
 Webhook("a credential spec nested many thousands of levels deep is judged, not a failure of the webhook", async () => {
   const spec = credSpecFile("domain-joined.yaml");
   const depth = 50_000;
-  for (const [inner, expected] of [["{}", undefined], ['{"__proto__":{}}', ".__proto__: is a reserved key"]] as const) {
+  for (const [inner, expected] of [
+    ["{}", undefined],
+    ['{"__proto__":{}}', ".__proto__: is a reserved key"],
+  ] as const) {
     const deep = `${'{"a":'.repeat(depth)}${inner}${"}".repeat(depth)}`;
     const object = JSON.stringify(spec).replace('"CmsPlugins":', `"Deep":${deep},"CmsPlugins":`);
     const { review } = await answer(parsedReview(JSON.stringify(credSpecReview("CREATE", {})).replace('"object":{}', `"object":${object}`)));

@@ -23,12 +23,20 @@ const table: Array<[string, MemberAddress, { status: number; message?: string; m
   ["the old secret still works during a rotation", path("alpha", secretAOld), { status: 200, member: "member alpha" }],
   ["today's paths are not served", { kind: "top" }, { status: 404, warning: undefined }],
   ["an unknown cluster is 404, not logged", header("gamma", secretA), { status: 404, message: "no such cluster", warning: undefined }],
-  ["no header is 401, logged naming the cluster", header("alpha", null), { status: 401, message: "a cluster secret is required", warning: /"cluster":"alpha".*no cluster secret \(header x-gmsa-cluster-secret\)/ }],
+  [
+    "no header is 401, logged naming the cluster",
+    header("alpha", null),
+    { status: 401, message: "a cluster secret is required", warning: /"cluster":"alpha".*no cluster secret \(header x-gmsa-cluster-secret\)/ },
+  ],
   ["an empty path secret is 401", path("alpha", ""), { status: 401, message: "a cluster secret is required", warning: /"cluster":"alpha"/ }],
   ["a wrong secret is 401", path("alpha", "C".repeat(40)), { status: 401, message: "the cluster secret does not match", warning: /"cluster":"alpha".*matches no member/ }],
   ["a prefix of the secret is 401", path("alpha", secretA.slice(0, 39)), { status: 401, message: "the cluster secret does not match" }],
   ["the secret and more is 401", path("alpha", `${secretA}x`), { status: 401, message: "the cluster secret does not match" }],
-  ["another member's secret is 401, and the log says whose", header("alpha", secretB), { status: 401, message: "the cluster secret does not match", warning: /request for \\"alpha\\" carried \\"beta\\"'s secret/ }],
+  [
+    "another member's secret is 401, and the log says whose",
+    header("alpha", secretB),
+    { status: 401, message: "the cluster secret does not match", warning: /request for \\"alpha\\" carried \\"beta\\"'s secret/ },
+  ],
   ["names are matched exactly", path("Alpha", secretA), { status: 404 }],
 ];
 

@@ -90,7 +90,15 @@ Member.before.each((context) => {
 });
 
 function member(context: Context, overrides: Partial<MemberClientOptions> = {}) {
-  return memberClient({ name: "alpha", start: context.starts.start, idleMs: 60_000, now: context.time.now, timers: context.time.timers, log: (_l, m) => context.logs.push(m), ...overrides });
+  return memberClient({
+    name: "alpha",
+    start: context.starts.start,
+    idleMs: 60_000,
+    now: context.time.now,
+    timers: context.time.timers,
+    log: (_l, m) => context.logs.push(m),
+    ...overrides,
+  });
 }
 
 Member("nothing starts until a port is used; the first lookup starts the client", async (context) => {
@@ -238,12 +246,19 @@ Member("a start that never settles is given up after its timeout: the next admis
     assert.is((error as ClusterUnavailableError).failure, "timeout");
   }
   assert.is(client.status().state, "idle");
-  assert.ok(context.logs.some((l) => l.includes("did not start within 30 s")), context.logs.join("\n"));
+  assert.ok(
+    context.logs.some((l) => l.includes("did not start within 30 s")),
+    context.logs.join("\n"),
+  );
   release();
   assert.equal(await client.credSpecs.lookup("a", never), { kind: "found", credspec: { made: 1 } });
   assert.is(client.status().starts, 2);
   await new Promise((resolve) => setImmediate(resolve));
-  assert.equal(context.starts.made.map((m) => m.stopped), [true, false], "the late client was stopped, the new one runs");
+  assert.equal(
+    context.starts.made.map((m) => m.stopped),
+    [true, false],
+    "the late client was stopped, the new one runs",
+  );
 });
 
 Member("a start timeout under a second is told in ms, not rounded to 0 s", async (context) => {
@@ -254,7 +269,10 @@ Member("a start timeout under a second is told in ms, not rounded to 0 s", async
   const error = await first;
   assert.instance(error, ClusterUnavailableError);
   assert.match((error as Error).message, "within 250 ms");
-  assert.ok(context.logs.some((l) => l.includes("did not start within 250 ms")), context.logs.join("\n"));
+  assert.ok(
+    context.logs.some((l) => l.includes("did not start within 250 ms")),
+    context.logs.join("\n"),
+  );
 });
 
 Member("a start that settles in time leaves no timer behind but the idle one", async (context) => {

@@ -42,7 +42,7 @@ Canonical("refuses values JSON cannot carry", () => {
 const goMatches = [
   { PluginInput: "ObjectId=1;SecretUri=https://kv/secrets/a?b=<c>&d" },
   { numbers: [0, -1, 1.5, 1e21, 1e-7, 123456789012, 0.1, 1e20, 5e-324] },
-  { unicode: "héllo \u2028 \u0000 \u001f \b \f \n \r \t \" \\ / ☃ \u{1F600}", "ключ": true, "": false },
+  { unicode: 'héllo \u2028 \u0000 \u001f \b \f \n \r \t " \\ / ☃ \u{1F600}', ключ: true, "": false },
   { nested: { deeper: { deepest: [[], {}, [null]] } } },
   ...credSpecFixtures().flatMap((c) => (c.credspec ? [c.credspec] : [])),
 ];

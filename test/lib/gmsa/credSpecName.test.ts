@@ -27,7 +27,10 @@ Names.run();
 
 const Pointer = suite("jsonPointer");
 Pointer("escapes ~ before / so that each survives (RFC 6901)", () => {
-  assert.is(jsonPointer(["metadata", "annotations", "pod.alpha.windows.kubernetes.io/gmsa-credential-spec"]), "/metadata/annotations/pod.alpha.windows.kubernetes.io~1gmsa-credential-spec");
+  assert.is(
+    jsonPointer(["metadata", "annotations", "pod.alpha.windows.kubernetes.io/gmsa-credential-spec"]),
+    "/metadata/annotations/pod.alpha.windows.kubernetes.io~1gmsa-credential-spec",
+  );
   assert.is(jsonPointer(["a~/b", 0]), "/a~0~1b/0");
 });
 Pointer.run();

@@ -20,11 +20,7 @@ function withPlaces(edit: (p: PodSpec) => void): PodSpec {
 const Expand = suite("expandCredSpecs");
 
 const places: Array<[string, (p: PodSpec) => void, PatchOperation[]]> = [
-  [
-    "pod level",
-    (p) => (p.spec.securityContext = gmsa("webapp1-credspec")),
-    [{ op: "add", path: "/spec/securityContext/windowsOptions/gmsaCredentialSpec", value: webapp }],
-  ],
+  ["pod level", (p) => (p.spec.securityContext = gmsa("webapp1-credspec")), [{ op: "add", path: "/spec/securityContext/windowsOptions/gmsaCredentialSpec", value: webapp }]],
   [
     "a container",
     (p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec")),
@@ -137,7 +133,12 @@ Expand("still inlines the names that resolve when another does not", async () =>
 });
 
 const refusals: Array<[string, (p: PodSpec) => void, number, RegExp]> = [
-  ["a name that is not a valid object name", (p) => (p.spec.initContainers = [{ name: "setup", securityContext: gmsa("../secrets") }]), 422, /init container "setup" of pod "web-0": "\.\.\/secrets" .* is not a valid GMSACredentialSpec name/],
+  [
+    "a name that is not a valid object name",
+    (p) => (p.spec.initContainers = [{ name: "setup", securityContext: gmsa("../secrets") }]),
+    422,
+    /init container "setup" of pod "web-0": "\.\.\/secrets" .* is not a valid GMSACredentialSpec name/,
+  ],
 ];
 for (const [what, edit, code, message] of refusals) {
   Expand(`refuses ${what} with ${code}`, async () => {
@@ -152,7 +153,13 @@ for (const [what, edit, code, message] of refusals) {
 
 Expand("never sends an invalid name to the API server", async () => {
   const ports = fakePorts();
-  await expandCredSpecs(admission("CREATE", withPlaces((p) => (p.spec.securityContext = gmsa("Bad/Name")))), ports);
+  await expandCredSpecs(
+    admission(
+      "CREATE",
+      withPlaces((p) => (p.spec.securityContext = gmsa("Bad/Name"))),
+    ),
+    ports,
+  );
   assert.equal(ports.lookups, []);
 });
 
@@ -165,9 +172,7 @@ Expand("on UPDATE inlines only the ephemeral containers the update adds", async 
     ];
   });
   const verdict = await expandCredSpecs(admission("UPDATE", after, { oldPod: before as never, subResource: "ephemeralcontainers" }), fakePorts());
-  assert.equal(verdict.kind === "allowed" && verdict.patch, [
-    { op: "add", path: "/spec/ephemeralContainers/1/securityContext/windowsOptions/gmsaCredentialSpec", value: payroll },
-  ]);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, [{ op: "add", path: "/spec/ephemeralContainers/1/securityContext/windowsOptions/gmsaCredentialSpec", value: payroll }]);
 });
 
 Expand("on an ordinary UPDATE changes nothing", async () => {
@@ -306,7 +311,10 @@ Use("a pod of made-up names costs one access review and no lookup", async () => 
   const p = withPlaces((p) => (p.spec.containers = Array.from({ length: 16 }, (_, i) => ({ name: `c${i}`, securityContext: gmsa(`made-up-${i}`) }))));
   const verdict = await expandCredSpecs(admission("CREATE", p), ports);
   assert.equal(verdict.kind === "allowed" && verdict.patch, []);
-  assert.equal(ports.reviews.map((r) => r.name), ["made-up-0"]);
+  assert.equal(
+    ports.reviews.map((r) => r.name),
+    ["made-up-0"],
+  );
   assert.equal(ports.lookups, []);
 });
 
@@ -316,7 +324,10 @@ Use("stops asking at the first refusal and inlines only what was confirmed befor
   const p = withPlaces((p) => (p.spec.containers = names.map((name, i) => ({ name: `c${i}`, securityContext: gmsa(name) }))));
   const verdict = await expandCredSpecs(admission("CREATE", p), ports);
   // Distinct names in order: webapp1 alone, then payroll, made-up-a (refused), made-up-b, made-up-c.
-  assert.equal(ports.reviews.map((r) => r.name), ["webapp1-credspec", "payroll-gmsa", "made-up-a", "made-up-b", "made-up-c"]);
+  assert.equal(
+    ports.reviews.map((r) => r.name),
+    ["webapp1-credspec", "payroll-gmsa", "made-up-a", "made-up-b", "made-up-c"],
+  );
   assert.equal(verdict.kind === "allowed" && verdict.patch.map((o) => o.path), [
     "/spec/containers/0/securityContext/windowsOptions/gmsaCredentialSpec",
     "/spec/containers/1/securityContext/windowsOptions/gmsaCredentialSpec",

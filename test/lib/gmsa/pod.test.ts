@@ -20,7 +20,12 @@ const pod = fc.record(
     kind: fc.oneof(fc.constant("Pod"), fc.constant("Binding"), fc.constant(null)),
     metadata: maybe(
       fc.record(
-        { name: maybe(fc.string()), generateName: maybe(fc.string()), namespace: maybe(fc.string()), annotations: maybe(fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.integer()))) },
+        {
+          name: maybe(fc.string()),
+          generateName: maybe(fc.string()),
+          namespace: maybe(fc.string()),
+          annotations: maybe(fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.integer()))),
+        },
         { requiredKeys: [] },
       ),
     ),

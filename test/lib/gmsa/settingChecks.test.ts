@@ -33,7 +33,13 @@ const Checks = suite("checks before any API call");
 for (const [webhook, policy] of policies) {
   Checks(`${webhook}: refuses with 422 a container annotation for a container the pod does not have, naming the annotation`, async () => {
     const ports = fakePorts();
-    const verdict = await policy(admission("CREATE", podWith((p) => (p.metadata.annotations = { [nameKey("ghost")]: "webapp1-credspec" }))), ports);
+    const verdict = await policy(
+      admission(
+        "CREATE",
+        podWith((p) => (p.metadata.annotations = { [nameKey("ghost")]: "webapp1-credspec" })),
+      ),
+      ports,
+    );
     assert.is(verdict.kind === "denied" && verdict.code, 422);
     assert.match(verdict.kind === "denied" ? verdict.message : "", `pod "web-0": annotation ${nameKey("ghost")} names container "ghost", which the pod does not have`);
     assert.equal(ports.lookups, []);
@@ -42,7 +48,13 @@ for (const [webhook, policy] of policies) {
 
   Checks(`${webhook}: refuses contents annotated for a missing container too`, async () => {
     const ports = fakePorts();
-    const verdict = await policy(admission("CREATE", podWith((p) => (p.metadata.annotations = { [contentsKey("ghost")]: webapp }))), ports);
+    const verdict = await policy(
+      admission(
+        "CREATE",
+        podWith((p) => (p.metadata.annotations = { [contentsKey("ghost")]: webapp })),
+      ),
+      ports,
+    );
     assert.is(verdict.kind === "denied" && verdict.code, 422);
     assert.match(verdict.kind === "denied" ? verdict.message : "", `annotation ${contentsKey("ghost")} names container "ghost"`);
   });
@@ -54,10 +66,13 @@ for (const [webhook, policy] of policies) {
   ] as const) {
     Checks(`${webhook}: accepts a container annotation for an existing ${kind}`, async () => {
       const verdict = await policy(
-        admission("CREATE", podWith((p) => {
-          edit(p);
-          p.metadata.annotations = { [nameKey("app")]: "webapp1-credspec", [contentsKey("app")]: webapp };
-        })),
+        admission(
+          "CREATE",
+          podWith((p) => {
+            edit(p);
+            p.metadata.annotations = { [nameKey("app")]: "webapp1-credspec", [contentsKey("app")]: webapp };
+          }),
+        ),
         fakePorts(),
       );
       assert.is(verdict.kind, "allowed");
@@ -84,7 +99,10 @@ for (const [webhook, policy] of policies) {
     });
     const verdict = await policy(admission("CREATE", p), ports);
     assert.is(verdict.kind === "denied" && verdict.code, 422);
-    assert.match(verdict.kind === "denied" ? verdict.message : "", 'pod "web-0": sets GMSA credential specs in 5 places (pod, containers, init and ephemeral containers, annotations); at most 4 are allowed in one pod');
+    assert.match(
+      verdict.kind === "denied" ? verdict.message : "",
+      'pod "web-0": sets GMSA credential specs in 5 places (pod, containers, init and ephemeral containers, annotations); at most 4 are allowed in one pod',
+    );
     assert.equal(ports.lookups, []);
     assert.equal(ports.reviews, []);
   });
@@ -137,7 +155,10 @@ Checks("the cap defaults to 16 and a pod with 3 000 annotated names costs nothin
 });
 
 Checks("the places cap defaults to 64: 64 places of one name are inlined, 65 refused", async () => {
-  for (const [count, expected] of [[64, "allowed"], [65, "denied"]] as const) {
+  for (const [count, expected] of [
+    [64, "allowed"],
+    [65, "denied"],
+  ] as const) {
     const ports = fakePorts();
     const p = podWith((p) => (p.spec.containers = Array.from({ length: count }, (_, i) => ({ name: `c${i}`, securityContext: gmsa("webapp1-credspec") }))));
     const verdict = await expandCredSpecs(admission("CREATE", p), ports);
@@ -149,7 +170,10 @@ Checks("the places cap defaults to 64: 64 places of one name are inlined, 65 ref
 Checks("mutate: refuses with 422 a pod whose inlined contents would pass the bound, and inlines them below it", async () => {
   const big = { ...credSpecFixture("webapp1-credspec").credspec, Padding: "x".repeat(100 * 1024) };
   const lookup = () => ({ kind: "found" as const, credspec: big });
-  for (const [count, expected] of [[4, "allowed"], [8, "denied"]] as const) {
+  for (const [count, expected] of [
+    [4, "allowed"],
+    [8, "denied"],
+  ] as const) {
     const ports = fakePorts({ lookup });
     const p = podWith((p) => (p.spec.containers = Array.from({ length: count }, (_, i) => ({ name: `c${i}`, securityContext: gmsa("webapp1-credspec") }))));
     const verdict = await expandCredSpecs(admission("CREATE", p), ports);

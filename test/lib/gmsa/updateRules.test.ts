@@ -34,9 +34,17 @@ const changes: Array<[string, (p: PodSpec) => void, RegExp]> = [
   ["a container's settings disappear", (p) => delete p.spec.containers[1]!.securityContext, /container "sidecar" of pod "web-0": .*name would change from "payroll-gmsa" to none/],
   ["a container gains a name", (p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec")), /container "iis" of pod "web-0": .*from none to "webapp1-credspec"/],
   ["an init container's name changes", (p) => (p.spec.initContainers![0]!.securityContext = gmsa("webapp1-credspec", payroll)), /init container "setup"/],
-  ["an annotation changes", (p) => (p.metadata.annotations!["iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name"] = "payroll-gmsa"), /alpha annotation's credential spec name would change/],
+  [
+    "an annotation changes",
+    (p) => (p.metadata.annotations!["iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name"] = "payroll-gmsa"),
+    /alpha annotation's credential spec name would change/,
+  ],
   ["an annotation disappears", (p) => (p.metadata.annotations = {}), /alpha annotation's credential spec name would change from "webapp1-credspec" to none/],
-  ["an annotation appears", (p) => (p.metadata.annotations!["pod.alpha.windows.kubernetes.io/gmsa-credential-spec"] = webapp), /pod "web-0": .*alpha annotation's credential spec contents would appear/],
+  [
+    "an annotation appears",
+    (p) => (p.metadata.annotations!["pod.alpha.windows.kubernetes.io/gmsa-credential-spec"] = webapp),
+    /pod "web-0": .*alpha annotation's credential spec contents would appear/,
+  ],
 ];
 
 for (const [what, edit, message] of changes) {
@@ -54,10 +62,14 @@ for (const [what, edit, message] of changes) {
 Update("allows other changes, such as labels and images, without any API call", async () => {
   const ports = fakePorts();
   const verdict = await validatePod(
-    admission("UPDATE", changed((p) => {
-      p.metadata.annotations!["team"] = "web";
-      p.spec.containers[0]!.image = "iis:2";
-    }), { oldPod: running() as never }),
+    admission(
+      "UPDATE",
+      changed((p) => {
+        p.metadata.annotations!["team"] = "web";
+        p.spec.containers[0]!.image = "iis:2";
+      }),
+      { oldPod: running() as never },
+    ),
     ports,
   );
   assert.is(verdict.kind, "allowed");
@@ -77,7 +89,10 @@ Update("allows an added ephemeral container whose credential spec checks out", a
   const added = changed((p) => (p.spec.ephemeralContainers = [{ name: "debug", securityContext: gmsa("webapp1-credspec", webapp) }]));
   const verdict = await validatePod(admission("UPDATE", added, { oldPod: running() as never, subResource: "ephemeralcontainers" }), ports);
   assert.is(verdict.kind, "allowed");
-  assert.equal(ports.reviews.map((r) => r.name), ["webapp1-credspec"]);
+  assert.equal(
+    ports.reviews.map((r) => r.name),
+    ["webapp1-credspec"],
+  );
 });
 
 Update("refuses an added ephemeral container whose contents do not match", async () => {
@@ -111,7 +126,8 @@ const addEphemeral = (base: PodSpec, ...containers: PodSpec["spec"]["containers"
   return after;
 };
 const asEphemeralUpdate = (after: PodSpec, before: PodSpec) => admission("UPDATE", after, { oldPod: before as never, subResource: "ephemeralcontainers" });
-const aliceWithout = (...names: string[]) => fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p, name) => ({ allowed: p.user !== "alice" || !names.includes(name) }) });
+const aliceWithout = (...names: string[]) =>
+  fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p, name) => ({ allowed: p.user !== "alice" || !names.includes(name) }) });
 
 Update("an added ephemeral container that names no spec runs under the pod's: the requesting user needs use of it", async () => {
   const ports = aliceWithout("webapp1-credspec");
@@ -128,10 +144,13 @@ Update("an added ephemeral container under the pod's spec is allowed when every 
   const ports = fakePorts({ settings: { authorizeRequestingUser: true } });
   const verdict = await validatePod(asEphemeralUpdate(addEphemeral(running(), { name: "debug" }), running()), ports);
   assert.is(verdict.kind, "allowed");
-  assert.equal(ports.reviews.map((r) => [r.principal.user, r.name]), [
-    ["system:serviceaccount:apps:default", "webapp1-credspec"],
-    ["alice", "webapp1-credspec"],
-  ]);
+  assert.equal(
+    ports.reviews.map((r) => [r.principal.user, r.name]),
+    [
+      ["system:serviceaccount:apps:default", "webapp1-credspec"],
+      ["alice", "webapp1-credspec"],
+    ],
+  );
 });
 
 Update("the pod's alpha annotation is inherited the same way", async () => {

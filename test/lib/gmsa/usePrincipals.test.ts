@@ -17,7 +17,10 @@ Principals("a requesting user whose extra attributes hold a __proto__ key cannot
   const userInfo = JSON.parse('{"username":"alice","groups":["developers"],"extra":{"__proto__":["scope-x"],"team":["a"]}}');
   const found = usePrincipals(admission("CREATE", pod(), { userInfo }), fakePorts({ settings: { authorizeRequestingUser: true } }));
   assert.ok("problem" in found && /extra attribute "__proto__"/.test(found.problem));
-  const ordinary = usePrincipals(admission("CREATE", pod(), { userInfo: { username: "alice", extra: { team: ["a"] } } }), fakePorts({ settings: { authorizeRequestingUser: true } }));
+  const ordinary = usePrincipals(
+    admission("CREATE", pod(), { userInfo: { username: "alice", extra: { team: ["a"] } } }),
+    fakePorts({ settings: { authorizeRequestingUser: true } }),
+  );
   assert.ok("principals" in ordinary && ordinary.principals.length === 2);
 });
 
@@ -70,7 +73,10 @@ Principals("past the most kept, principals are made afresh and stay right", () =
 Principals("the requesting user must hold use too when that check is on, and is never shared", () => {
   const on = usePrincipals(admission("CREATE", pod()), fakePorts({ settings: { authorizeRequestingUser: true } }));
   if ("problem" in on) throw new Error(on.problem);
-  assert.equal(on.principals.map((p) => p.principal.user), ["system:serviceaccount:apps:default", "alice"]);
+  assert.equal(
+    on.principals.map((p) => p.principal.user),
+    ["system:serviceaccount:apps:default", "alice"],
+  );
   assert.not.ok(Object.isFrozen(on.principals[1]!.principal));
 });
 

@@ -22,13 +22,25 @@ const Create = suite("validatePod on CREATE");
 
 Create("allows a pod whose service account may use every named credential spec", async () => {
   const ports = fakePorts({ decide: onlyGrant("system:serviceaccount:apps:web", "webapp1-credspec") });
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec", webapp)))), ports);
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.containers[0]!.securityContext = gmsa("webapp1-credspec", webapp))),
+    ),
+    ports,
+  );
   assert.equal(verdict, { kind: "allowed", patch: [], warnings: [], credSpecs: ["webapp1-credspec"] });
 });
 
 Create("asks about the service account as its token would present it, in the pod's namespace", async () => {
   const ports = fakePorts();
-  await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    ),
+    ports,
+  );
   assert.equal(ports.reviews, [
     {
       namespace: "apps",
@@ -89,11 +101,23 @@ const placeEdits: Array<[string, string, (p: PodSpec, name?: string, contents?: 
 ];
 
 const rows: Array<{ what: string; name?: string; contents?: string; deny?: boolean; code: number; reason: RegExp }> = [
-  { what: "the service account may not use the credential spec", name: "webapp1-credspec", deny: true, code: 403, reason: /service account "web" in namespace "apps" is not authorized to use GMSACredentialSpec "webapp1-credspec"/ },
+  {
+    what: "the service account may not use the credential spec",
+    name: "webapp1-credspec",
+    deny: true,
+    code: 403,
+    reason: /service account "web" in namespace "apps" is not authorized to use GMSACredentialSpec "webapp1-credspec"/,
+  },
   { what: "the credential spec does not exist", name: "nope", code: 422, reason: /GMSACredentialSpec "nope" does not exist/ },
   { what: "the credential spec has no credspec object", name: "empty-credspec", code: 422, reason: /GMSACredentialSpec "empty-credspec" has no credspec object/ },
   { what: "contents are set without a name", contents: webapp, code: 422, reason: /contents are set without a credential spec name/ },
-  { what: "contents differ from the named credential spec", name: "webapp1-credspec", contents: '{"CmsPlugins":["ActiveDirectory"]}', code: 422, reason: /contents do not match GMSACredentialSpec "webapp1-credspec"/ },
+  {
+    what: "contents differ from the named credential spec",
+    name: "webapp1-credspec",
+    contents: '{"CmsPlugins":["ActiveDirectory"]}',
+    code: 422,
+    reason: /contents do not match GMSACredentialSpec "webapp1-credspec"/,
+  },
   { what: "contents are not JSON", name: "webapp1-credspec", contents: "not json", code: 422, reason: /not valid JSON/ },
   { what: "the name is not a valid object name", name: "Web App", code: 422, reason: /"Web App" .* is not a valid GMSACredentialSpec name/ },
 ];
@@ -102,7 +126,13 @@ for (const [place, owner, edit] of placeEdits) {
   for (const row of rows) {
     Create(`at ${place}: refuses with ${row.code} when ${row.what}`, async () => {
       const ports = fakePorts({ decide: () => ({ allowed: !row.deny }) });
-      const verdict = await validatePod(admission("CREATE", podWith((p) => edit(p, row.name, row.contents))), ports);
+      const verdict = await validatePod(
+        admission(
+          "CREATE",
+          podWith((p) => edit(p, row.name, row.contents)),
+        ),
+        ports,
+      );
       assert.is(verdict.kind, "denied");
       if (verdict.kind !== "denied") return;
       assert.is(verdict.code, row.code);
@@ -112,24 +142,39 @@ for (const [place, owner, edit] of placeEdits) {
   }
   Create(`at ${place}: accepts contents equal to the credential spec in any key order and spacing`, async () => {
     const reordered = JSON.stringify(Object.fromEntries(Object.entries(webappSpec).reverse()), null, 2);
-    const verdict = await validatePod(admission("CREATE", podWith((p) => edit(p, "webapp1-credspec", reordered))), fakePorts());
+    const verdict = await validatePod(
+      admission(
+        "CREATE",
+        podWith((p) => edit(p, "webapp1-credspec", reordered)),
+      ),
+      fakePorts(),
+    );
     assert.is(verdict.kind, "allowed");
   });
 }
 
 Create("judges authorization before existence, so a refused user learns nothing about which specs exist", async () => {
   const ports = fakePorts({ decide: () => ({ allowed: false }) });
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("does-not-exist")))), ports);
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("does-not-exist"))),
+    ),
+    ports,
+  );
   assert.is(verdict.kind === "denied" && verdict.code, 403);
 });
 
 Create("looks nothing up for a principal without use, so refusals cost the API server no read", async () => {
   const ports = fakePorts({ decide: (_, name) => ({ allowed: name === "webapp1-credspec" }) });
   const verdict = await validatePod(
-    admission("CREATE", podWith((p) => {
-      p.spec.securityContext = gmsa("webapp1-credspec");
-      p.spec.containers[0]!.securityContext = gmsa("payroll-gmsa");
-    })),
+    admission(
+      "CREATE",
+      podWith((p) => {
+        p.spec.securityContext = gmsa("webapp1-credspec");
+        p.spec.containers[0]!.securityContext = gmsa("payroll-gmsa");
+      }),
+    ),
     ports,
   );
   assert.is(verdict.kind === "denied" && verdict.code, 403);
@@ -137,13 +182,19 @@ Create("looks nothing up for a principal without use, so refusals cost the API s
 });
 
 const duplicated = [
-  ['a top-level key', '{"CmsPlugins":["ActiveDirectory"],"CmsPlugins":["ActiveDirectory"]}', "CmsPlugins"],
+  ["a top-level key", '{"CmsPlugins":["ActiveDirectory"],"CmsPlugins":["ActiveDirectory"]}', "CmsPlugins"],
   ["a nested key", JSON.stringify(webappSpec).replace('"DomainJoinConfig":{', '"DomainJoinConfig":{"Sid":"S-1-5-21-0",'), "Sid"],
   ["a key spelled with an escape", '{"a":1,"\\u0061":1}', "a"],
 ] as const;
 for (const [what, contents, key] of duplicated) {
   Create(`refuses with 422 contents that give ${what} twice`, async () => {
-    const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec", contents)))), fakePorts());
+    const verdict = await validatePod(
+      admission(
+        "CREATE",
+        podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec", contents))),
+      ),
+      fakePorts(),
+    );
     assert.is(verdict.kind === "denied" && verdict.code, 422);
     assert.match(verdict.kind === "denied" ? verdict.message : "", `give the key "${key}" more than once`);
   });
@@ -153,21 +204,45 @@ Create("refuses with 422 contents whose last duplicate would make them match", a
   const { ActiveDirectoryConfig, ...rest } = webappSpec as Record<string, unknown>;
   const sneaky = `${JSON.stringify({ ...rest, ActiveDirectoryConfig: { GroupManagedServiceAccounts: [{ Name: "DomainAdmins", Scope: "CONTOSO" }] } }).slice(0, -1)},"ActiveDirectoryConfig":${JSON.stringify(ActiveDirectoryConfig)}}`;
   assert.equal(JSON.parse(sneaky), webappSpec, "JSON.parse alone would take it for the spec");
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.metadata.annotations = { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec", "pod.alpha.windows.kubernetes.io/gmsa-credential-spec": sneaky }))), fakePorts());
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith(
+        (p) =>
+          (p.metadata.annotations = {
+            "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec",
+            "pod.alpha.windows.kubernetes.io/gmsa-credential-spec": sneaky,
+          }),
+      ),
+    ),
+    fakePorts(),
+  );
   assert.is(verdict.kind === "denied" && verdict.code, 422);
   assert.match(verdict.kind === "denied" ? verdict.message : "", /give the key "ActiveDirectoryConfig" more than once/);
 });
 
 Create("refuses with 422, without overflowing, contents nested 100 000 levels deep", async () => {
   const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec", deep)))), fakePorts());
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec", deep))),
+    ),
+    fakePorts(),
+  );
   assert.is(verdict.kind === "denied" && verdict.code, 422);
   assert.match(verdict.kind === "denied" ? verdict.message : "", /nested more than 64 levels/);
 });
 
 Create("makes no API call for a name that is not valid", async () => {
   const ports = fakePorts();
-  await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("UPPER")))), ports);
+  await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("UPPER"))),
+    ),
+    ports,
+  );
   assert.equal(ports.reviews, []);
   assert.equal(ports.lookups, []);
 });
@@ -180,10 +255,19 @@ Create("a pod without GMSA settings is allowed without any API call", async () =
 
 Create("a 403 says how to grant use: the grant command and the kubectl equivalent, for that account and spec only", async () => {
   const ports = fakePorts({ decide: () => ({ allowed: false }) });
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    ),
+    ports,
+  );
   const message = verdict.kind === "denied" ? verdict.message : "";
   assert.match(message, /; to grant it: npm run credspec -- grant webapp1-credspec --service-account apps\/web --apply, or /);
-  assert.match(message, /kubectl create role gmsa-use-webapp1-credspec --namespace=apps --verb=use --resource=gmsacredentialspecs\.windows\.k8s\.io --resource-name=webapp1-credspec && /);
+  assert.match(
+    message,
+    /kubectl create role gmsa-use-webapp1-credspec --namespace=apps --verb=use --resource=gmsacredentialspecs\.windows\.k8s\.io --resource-name=webapp1-credspec && /,
+  );
   assert.match(message, /kubectl create rolebinding gmsa-use-webapp1-credspec-web --namespace=apps --role=gmsa-use-webapp1-credspec --serviceaccount=apps:web$/);
   // Nothing was looked up: the advice cannot depend on whether the spec exists.
   assert.is(ports.lookups.length, 0);
@@ -191,7 +275,13 @@ Create("a 403 says how to grant use: the grant command and the kubectl equivalen
 
 Create("a 403 for the requesting user advises a binding for that user", async () => {
   const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    ),
+    ports,
+  );
   const message = verdict.kind === "denied" ? verdict.message : "";
   assert.match(message, /--role=gmsa-use-webapp1-credspec --user=alice$/);
   assert.not.match(message, /npm run credspec/);
@@ -200,10 +290,19 @@ Create("a 403 for the requesting user advises a binding for that user", async ()
 Create("a missing name's 422 lists similar existing names, only those the service account may use", async () => {
   const ports = fakePorts({ decide: (_p, name) => ({ allowed: name !== "webapp2-credspec" }) });
   const deps = { ...ports, credSpecs: { ...ports.credSpecs, knownNames: () => ["webapp1-credspec", "webapp2-credspec", "payroll-gmsa"] } };
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp3-credspec")))), deps);
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp3-credspec"))),
+    ),
+    deps,
+  );
   assert.is(verdict.kind === "denied" && verdict.code, 422);
   const message = verdict.kind === "denied" ? verdict.message : "";
-  assert.match(message, /GMSACredentialSpec "webapp3-credspec" does not exist; existing credential specs with similar names that service account "web" in namespace "apps" may use: "webapp1-credspec"$/);
+  assert.match(
+    message,
+    /GMSACredentialSpec "webapp3-credspec" does not exist; existing credential specs with similar names that service account "web" in namespace "apps" may use: "webapp1-credspec"$/,
+  );
   assert.not.match(message, /webapp2-credspec|payroll/);
 });
 
@@ -233,7 +332,13 @@ Create("no suggestion when no similar name is usable, the names are not known, o
 
 Create("with the requesting-user check on, the requesting user must also hold use", async () => {
   const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    ),
+    ports,
+  );
   assert.is(verdict.kind === "denied" && verdict.code, 403);
   assert.match(verdict.kind === "denied" ? verdict.message : "", /user "alice" is not authorized to use GMSACredentialSpec "webapp1-credspec"/);
   const asked = ports.reviews.find((r) => r.principal.user === "alice");
@@ -243,20 +348,44 @@ Create("with the requesting-user check on, the requesting user must also hold us
 
 Create("with the requesting-user check off, the requesting user is not asked about", async () => {
   const ports = fakePorts();
-  await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports);
+  await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    ),
+    ports,
+  );
   assert.not.ok(ports.reviews.some((r) => r.principal.user === "alice"));
 });
 
 Create("with the requesting-user check on, a request without a user is refused", async () => {
   const ports = fakePorts({ settings: { authorizeRequestingUser: true } });
-  const verdict = await validatePod(admission("CREATE", podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))), { userInfo: {} }), ports);
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+      { userInfo: {} },
+    ),
+    ports,
+  );
   assert.is(verdict.kind === "denied" && verdict.code, 403);
 });
 
 Create("allows DELETE and CONNECT without looking", async () => {
   for (const operation of ["DELETE", "CONNECT"] as const) {
     const ports = fakePorts({ decide: () => ({ allowed: false }) });
-    assert.is((await validatePod(admission(operation, podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec")))), ports)).kind, "allowed");
+    assert.is(
+      (
+        await validatePod(
+          admission(
+            operation,
+            podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+          ),
+          ports,
+        )
+      ).kind,
+      "allowed",
+    );
   }
 });
 
@@ -270,8 +399,14 @@ Create("a pod of made-up names costs one access review, not one per name, and no
   const ports = fakePorts({ decide: () => ({ allowed: false }) });
   const verdict = await validatePod(admission("CREATE", podNaming(madeUp(16))), ports);
   assert.is(verdict.kind === "denied" && verdict.code, 403);
-  assert.match(verdict.kind === "denied" ? verdict.message : "", /^container "c0" of pod "web-0": service account "web" in namespace "apps" is not authorized to use GMSACredentialSpec "made-up-0"/);
-  assert.equal(ports.reviews.map((r) => r.name), ["made-up-0"]);
+  assert.match(
+    verdict.kind === "denied" ? verdict.message : "",
+    /^container "c0" of pod "web-0": service account "web" in namespace "apps" is not authorized to use GMSACredentialSpec "made-up-0"/,
+  );
+  assert.equal(
+    ports.reviews.map((r) => r.name),
+    ["made-up-0"],
+  );
   assert.equal(ports.lookups, []);
 });
 
@@ -281,7 +416,10 @@ Create("names are judged in order, and judging stops at the batch holding the fi
   const verdict = await validatePod(admission("CREATE", podNaming(names)), ports);
   assert.match(verdict.kind === "denied" ? verdict.message : "", /^container "c3" of pod "web-0": .* GMSACredentialSpec "made-up-3"/);
   // The first name alone, then the batch of four that holds the refusal; nothing after it.
-  assert.equal(ports.reviews.map((r) => r.name), names.slice(0, 5));
+  assert.equal(
+    ports.reviews.map((r) => r.name),
+    names.slice(0, 5),
+  );
   assert.equal(ports.lookups, []);
 });
 
@@ -290,7 +428,10 @@ Create("a pod of usable names is still asked about, and looked up, name by name"
   const ports = fakePorts();
   const verdict = await validatePod(admission("CREATE", podNaming(names)), ports);
   assert.is(verdict.kind, "allowed");
-  assert.equal(ports.reviews.map((r) => r.name), names);
+  assert.equal(
+    ports.reviews.map((r) => r.name),
+    names,
+  );
   assert.equal(ports.lookups.sort(), [...names].sort());
 });
 
@@ -298,10 +439,13 @@ Create("with the requesting-user check on, a refused first name still ends it af
   const ports = fakePorts({ settings: { authorizeRequestingUser: true }, decide: (p) => ({ allowed: p.user !== "alice" }) });
   const verdict = await validatePod(admission("CREATE", podNaming(madeUp(16))), ports);
   assert.match(verdict.kind === "denied" ? verdict.message : "", /user "alice" is not authorized to use GMSACredentialSpec "made-up-0"/);
-  assert.equal(ports.reviews.map((r) => [r.principal.user, r.name]), [
-    ["system:serviceaccount:apps:web", "made-up-0"],
-    ["alice", "made-up-0"],
-  ]);
+  assert.equal(
+    ports.reviews.map((r) => [r.principal.user, r.name]),
+    [
+      ["system:serviceaccount:apps:web", "made-up-0"],
+      ["alice", "made-up-0"],
+    ],
+  );
 });
 
 Create("no more than a batch of names is asked about at once", async () => {

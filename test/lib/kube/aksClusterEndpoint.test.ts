@@ -6,9 +6,7 @@ import { ArmRequestError, armScope, endpointFromCredentialResults, fetchAksEndpo
 import { parseAksResourceId } from "../../../lib/kube/aksResourceId.js";
 import { fakeCredential } from "../../support/fakeCredential.js";
 
-const resourceId = parseAksResourceId(
-  "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one",
-);
+const resourceId = parseAksResourceId("/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one");
 const server = "https://aks-one-dns-1a2b3c.hcp.westeurope.azmk8s.io:443";
 const what = "listClusterUserCredential for aks-one";
 /** Stands for anything secret a kubeconfig's users half may hold: it must never reach a message. */
@@ -66,9 +64,17 @@ const broken: Array<[string, () => unknown, RegExp]> = [
   ["a kubeconfig without clusters", () => credentialResults({ users: [{ name: "u", user: { token: secret } }] }), /has no valid clusters$/],
   ["a cluster without a server", () => credentialResults(kubeconfig({ "certificate-authority-data": "eA==" })), /has no valid clusters\.cluster\.server/],
   ["a server that is a number", () => credentialResults(kubeconfig({ server: 443 })), /has no valid clusters\.cluster\.server/],
-  ["an http server", () => credentialResults(kubeconfig({ server: "http://aks.example", "certificate-authority-data": Buffer.from(caPem).toString("base64") })), /must be https, not http/],
+  [
+    "an http server",
+    () => credentialResults(kubeconfig({ server: "http://aks.example", "certificate-authority-data": Buffer.from(caPem).toString("base64") })),
+    /must be https, not http/,
+  ],
   ["no CA", () => credentialResults(kubeconfig({ server })), /has no clusters\[\]\.cluster\.certificate-authority-data/],
-  ["a CA that is not a certificate", () => credentialResults(kubeconfig({ server, "certificate-authority-data": Buffer.from("hello").toString("base64") })), /neither PEM nor base64 of PEM/],
+  [
+    "a CA that is not a certificate",
+    () => credentialResults(kubeconfig({ server, "certificate-authority-data": Buffer.from("hello").toString("base64") })),
+    /neither PEM nor base64 of PEM/,
+  ],
 ];
 
 for (const [case_, body, message] of broken) {
@@ -127,7 +133,10 @@ Call("POSTs to the cluster's listClusterUserCredential with an ARM-scoped token"
   const credential = fakeCredential([{ token: "arm-token", lifetimeMs: 3_600_000 }]);
   const endpoint = await fetchAksEndpoint({ resourceId, credential, armEndpoint: "https://management.azure.com/", fetch: arm.fetch });
   assert.is(endpoint.server, "https://aks-one-dns-1a2b3c.hcp.westeurope.azmk8s.io");
-  assert.equal(credential.calls.map((c) => c.scopes), ["https://management.azure.com/.default"]);
+  assert.equal(
+    credential.calls.map((c) => c.scopes),
+    ["https://management.azure.com/.default"],
+  );
   assert.is(arm.sent.length, 1);
   assert.is(arm.sent[0]!.method, "POST");
   assert.is(
@@ -145,10 +154,24 @@ Call("a sovereign cloud's ARM endpoint names its own token scope", () => {
 
 Call("an ARM refusal names the status and ARM's own code and message, and is not retried", async () => {
   const arm = scriptedArm([
-    { status: 403, body: { error: { code: "AuthorizationFailed", message: "The client 'abc' does not have authorization to perform action 'Microsoft.ContainerService/managedClusters/listClusterUserCredential/action'.\nmore" } } },
+    {
+      status: 403,
+      body: {
+        error: {
+          code: "AuthorizationFailed",
+          message: "The client 'abc' does not have authorization to perform action 'Microsoft.ContainerService/managedClusters/listClusterUserCredential/action'.\nmore",
+        },
+      },
+    },
   ]);
   try {
-    await fetchAksEndpoint({ resourceId, credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch, retryDelayMs: 1 });
+    await fetchAksEndpoint({
+      resourceId,
+      credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]),
+      armEndpoint: "https://management.azure.com",
+      fetch: arm.fetch,
+      retryDelayMs: 1,
+    });
     assert.unreachable("should have failed");
   } catch (error) {
     assert.instance(error, ArmRequestError);
@@ -173,13 +196,25 @@ Call("a 404 says so plainly", async () => {
 
 Call("5xx, 429 and no answer at all are tried again, three times in all", async () => {
   const arm = scriptedArm([{ status: 503, body: "" }, new TypeError("fetch failed"), goodAnswer()]);
-  const endpoint = await fetchAksEndpoint({ resourceId, credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch, retryDelayMs: 1 });
+  const endpoint = await fetchAksEndpoint({
+    resourceId,
+    credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]),
+    armEndpoint: "https://management.azure.com",
+    fetch: arm.fetch,
+    retryDelayMs: 1,
+  });
   assert.is(endpoint.server, "https://aks-one-dns-1a2b3c.hcp.westeurope.azmk8s.io");
   assert.is(arm.sent.length, 3);
 
   const failing = scriptedArm([{ status: 429, body: "" }]);
   try {
-    await fetchAksEndpoint({ resourceId, credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: failing.fetch, retryDelayMs: 1 });
+    await fetchAksEndpoint({
+      resourceId,
+      credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]),
+      armEndpoint: "https://management.azure.com",
+      fetch: failing.fetch,
+      retryDelayMs: 1,
+    });
     assert.unreachable("should have failed");
   } catch (error) {
     assert.is((error as ArmRequestError).httpStatus, 429);
@@ -200,10 +235,18 @@ Call("a 200 whose body is not JSON is an error", async () => {
 Call("no ARM token, no call: the error names the ARM scope and the credential's words", async () => {
   const arm = scriptedArm([goodAnswer()]);
   try {
-    await fetchAksEndpoint({ resourceId, credential: fakeCredential([{ fail: "DefaultAzureCredential: no credential in the chain worked" }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch });
+    await fetchAksEndpoint({
+      resourceId,
+      credential: fakeCredential([{ fail: "DefaultAzureCredential: no credential in the chain worked" }]),
+      armEndpoint: "https://management.azure.com",
+      fetch: arm.fetch,
+    });
     assert.unreachable("should have failed");
   } catch (error) {
-    assert.match((error as Error).message, "could not get a Microsoft Entra token for Azure Resource Manager (scope https://management.azure.com/.default): DefaultAzureCredential");
+    assert.match(
+      (error as Error).message,
+      "could not get a Microsoft Entra token for Azure Resource Manager (scope https://management.azure.com/.default): DefaultAzureCredential",
+    );
   }
   assert.is(arm.sent.length, 0);
 });
@@ -214,11 +257,21 @@ Call("the managed cluster's own host names come from a GET of the cluster resour
       status: 200,
       body: {
         id: resourceId.id,
-        properties: { fqdn: "AKS-one-dns-1a2b3c.hcp.westeurope.azmk8s.io", privateFQDN: "aks-one.privatelink.westeurope.azmk8s.io.", azurePortalFQDN: "", kubernetesVersion: "1.33" },
+        properties: {
+          fqdn: "AKS-one-dns-1a2b3c.hcp.westeurope.azmk8s.io",
+          privateFQDN: "aks-one.privatelink.westeurope.azmk8s.io.",
+          azurePortalFQDN: "",
+          kubernetesVersion: "1.33",
+        },
       },
     },
   ]);
-  const names = await fetchManagedClusterHostNames({ resourceId, credential: fakeCredential([{ token: "arm-token", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch });
+  const names = await fetchManagedClusterHostNames({
+    resourceId,
+    credential: fakeCredential([{ token: "arm-token", lifetimeMs: 60_000 }]),
+    armEndpoint: "https://management.azure.com",
+    fetch: arm.fetch,
+  });
   assert.equal(names, ["aks-one-dns-1a2b3c.hcp.westeurope.azmk8s.io", "aks-one.privatelink.westeurope.azmk8s.io"]);
   assert.is(arm.sent[0]!.method, "GET");
   assert.is(
@@ -230,7 +283,12 @@ Call("the managed cluster's own host names come from a GET of the cluster resour
 Call("a cluster resource that declares no host name is an error", async () => {
   const arm = scriptedArm([{ status: 200, body: { properties: { kubernetesVersion: "1.33" } } }]);
   try {
-    await fetchManagedClusterHostNames({ resourceId, credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch });
+    await fetchManagedClusterHostNames({
+      resourceId,
+      credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]),
+      armEndpoint: "https://management.azure.com",
+      fetch: arm.fetch,
+    });
     assert.unreachable("should have failed");
   } catch (error) {
     assert.instance(error, ArmRequestError);
@@ -252,7 +310,10 @@ Call("a credential that hangs and ignores its signal: the ARM call gives up at i
   const arm = scriptedArm([goodAnswer()]);
   const started = Date.now();
   try {
-    await settlesWithin(3000, fetchAksEndpoint({ resourceId, credential: fakeCredential([{ hang: true }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch, timeoutMs: 100 }));
+    await settlesWithin(
+      3000,
+      fetchAksEndpoint({ resourceId, credential: fakeCredential([{ hang: true }]), armEndpoint: "https://management.azure.com", fetch: arm.fetch, timeoutMs: 100 }),
+    );
     assert.unreachable("should have failed");
   } catch (error) {
     assert.instance(error, ArmRequestError, String(error));
@@ -269,7 +330,17 @@ Call("an ARM answer that never comes, from a fetch that ignores its signal: trie
     return new Promise<never>(() => undefined);
   };
   try {
-    await settlesWithin(3000, fetchAksEndpoint({ resourceId, credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]), armEndpoint: "https://management.azure.com", fetch: deaf, timeoutMs: 100, retryDelayMs: 1 }));
+    await settlesWithin(
+      3000,
+      fetchAksEndpoint({
+        resourceId,
+        credential: fakeCredential([{ token: "t", lifetimeMs: 60_000 }]),
+        armEndpoint: "https://management.azure.com",
+        fetch: deaf,
+        timeoutMs: 100,
+        retryDelayMs: 1,
+      }),
+    );
     assert.unreachable("should have failed");
   } catch (error) {
     assert.instance(error, ArmRequestError, String(error));

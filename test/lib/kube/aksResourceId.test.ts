@@ -30,13 +30,33 @@ const refused: Array<[string, string, string]> = [
   ["a cluster name alone", "aks-one", "must start with /subscriptions/"],
   ["a resource group's ID", `/subscriptions/${subscription}/resourceGroups/rg`, "has 4 path segments, not 8"],
   ["a subscription that is not a GUID", `/subscriptions/1111/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c`, 'the subscription ID "1111" is not a GUID'],
-  ["another provider", `/subscriptions/${subscription}/resourceGroups/rg/providers/Microsoft.Compute/managedClusters/c`, '"Microsoft.Compute" where "Microsoft.ContainerService" belongs'],
+  [
+    "another provider",
+    `/subscriptions/${subscription}/resourceGroups/rg/providers/Microsoft.Compute/managedClusters/c`,
+    '"Microsoft.Compute" where "Microsoft.ContainerService" belongs',
+  ],
   ["a fleet, not a managed cluster", `/subscriptions/${subscription}/resourceGroups/rg/providers/Microsoft.ContainerService/fleets/c`, '"fleets" where "managedClusters" belongs'],
   ["a child resource", `${valid}/agentPools/np1`, "has 10 path segments, not 8"],
-  ["a cluster name ending in a hyphen", `/subscriptions/${subscription}/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c-`, '"c-" is not a valid managed cluster name'],
-  ["a cluster name of 64 characters", `/subscriptions/${subscription}/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/${"a".repeat(64)}`, "is not a valid managed cluster name"],
-  ["a resource group ending in a period", `/subscriptions/${subscription}/resourceGroups/rg./providers/Microsoft.ContainerService/managedClusters/c`, '"rg." is not a valid resource group name'],
-  ["a resource group with a space", `/subscriptions/${subscription}/resourceGroups/r g/providers/Microsoft.ContainerService/managedClusters/c`, '"r g" is not a valid resource group name'],
+  [
+    "a cluster name ending in a hyphen",
+    `/subscriptions/${subscription}/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c-`,
+    '"c-" is not a valid managed cluster name',
+  ],
+  [
+    "a cluster name of 64 characters",
+    `/subscriptions/${subscription}/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/${"a".repeat(64)}`,
+    "is not a valid managed cluster name",
+  ],
+  [
+    "a resource group ending in a period",
+    `/subscriptions/${subscription}/resourceGroups/rg./providers/Microsoft.ContainerService/managedClusters/c`,
+    '"rg." is not a valid resource group name',
+  ],
+  [
+    "a resource group with a space",
+    `/subscriptions/${subscription}/resourceGroups/r g/providers/Microsoft.ContainerService/managedClusters/c`,
+    '"r g" is not a valid resource group name',
+  ],
 ];
 
 for (const [what, value, problem] of refused) {

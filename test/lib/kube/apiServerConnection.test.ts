@@ -27,7 +27,9 @@ interface Seen {
   body: string;
 }
 
-async function listen(answer: (seen: Seen) => { status: number; body?: string; headers?: Record<string, string> } | undefined): Promise<{ server: Server; url: string; seen: Seen[] }> {
+async function listen(
+  answer: (seen: Seen) => { status: number; body?: string; headers?: Record<string, string> } | undefined,
+): Promise<{ server: Server; url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -48,7 +50,11 @@ async function listen(answer: (seen: Seen) => { status: number; body?: string; h
 const Connection = suite("the API server connection for wire JSON");
 
 Connection("sends the body exactly as the caller's JSON, every wire name kept, with the kubeconfig's token", async () => {
-  const { server, url, seen } = await listen(() => ({ status: 200, body: '{"kind":"NetworkPolicy","spec":{"ingress":[{"from":[{"ipBlock":{"cidr":"10.0.0.0/8"}}]}]}}', headers: { warning: '299 - "deprecated thing"' } }));
+  const { server, url, seen } = await listen(() => ({
+    status: 200,
+    body: '{"kind":"NetworkPolicy","spec":{"ingress":[{"from":[{"ipBlock":{"cidr":"10.0.0.0/8"}}]}]}}',
+    headers: { warning: '299 - "deprecated thing"' },
+  }));
   // Plain HTTP to this machine carries the token only when the kubeconfig says so, as client-node does.
   const connection = apiServerConnection(kubeConfigFor(url, true));
   try {
@@ -60,7 +66,14 @@ Connection("sends the body exactly as the caller's JSON, every wire name kept, w
       assert.equal(reply.warnings, ["deprecated thing"]);
       assert.equal((reply.body as { spec: unknown }).spec, { ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }] }] }, "read back as sent, `from` included");
     }
-    assert.is(seen[0]!.body, JSON.stringify({ apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", spec: { ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }], ports: [{ port: "https" }] }] } }));
+    assert.is(
+      seen[0]!.body,
+      JSON.stringify({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        spec: { ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }], ports: [{ port: "https" }] }] },
+      }),
+    );
     assert.is(seen[1]!.body, '{"spec":{"schema":{"x-kubernetes-preserve-unknown-fields":true}}}');
     assert.is(seen[0]!.method, "PATCH");
     assert.is(seen[0]!.url, "/apis/x/v1/things/a?fieldManager=m");
@@ -104,7 +117,10 @@ Connection("a server that does not answer fails the call within its timeout, nam
 });
 
 Connection("plain HTTP to another host is refused before anything is sent; a kubeconfig without a cluster is refused", () => {
-  assert.throws(() => apiServerConnection(kubeConfigFor("http://api.example.com:8080")), (error: unknown) => error instanceof ApiServerConnectionError && /plain HTTP on another host/.test((error as Error).message));
+  assert.throws(
+    () => apiServerConnection(kubeConfigFor("http://api.example.com:8080")),
+    (error: unknown) => error instanceof ApiServerConnectionError && /plain HTTP on another host/.test((error as Error).message),
+  );
   assert.throws(() => apiServerConnection(new KubeConfig()), /no current cluster/);
 });
 

@@ -49,7 +49,9 @@ Ca("PEM is accepted as it is", ({ one }) => {
 });
 
 Ca("base64 of PEM (certificate-authority-data) is accepted, line breaks and all", ({ one }) => {
-  const base64 = Buffer.from(one).toString("base64").replace(/(.{64})/g, "$1\n");
+  const base64 = Buffer.from(one)
+    .toString("base64")
+    .replace(/(.{64})/g, "$1\n");
   assert.is(caBundlePem(base64, "GMSA_API_SERVER_CA").trim(), one.trim());
 });
 

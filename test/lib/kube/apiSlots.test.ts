@@ -71,7 +71,10 @@ Slots("a namespace whose last waiting admission gives up leaves the turn to the 
   markAdmissionNamespace(gone.signal, "team-a");
   const stays = new AbortController().signal;
   markAdmissionNamespace(stays, "team-b");
-  const lost = slots.take(gone.signal).then(() => "granted", (e: unknown) => (e as Error).message);
+  const lost = slots.take(gone.signal).then(
+    () => "granted",
+    (e: unknown) => (e as Error).message,
+  );
   const kept = slots.take(stays).then((release) => (release(), "granted"));
   gone.abort(new Error("budget spent"));
   assert.is(await lost, "budget spent");
@@ -89,7 +92,12 @@ Slots("a waiter whose admission gives up leaves at once, with all of that admiss
   const slots = apiSlots(1);
   const hold = await slots.take(new AbortController().signal);
   const admission = new AbortController();
-  const outcomes = Array.from({ length: 3 }, () => slots.take(admission.signal).then(() => "granted", (e: unknown) => (e as Error).message));
+  const outcomes = Array.from({ length: 3 }, () =>
+    slots.take(admission.signal).then(
+      () => "granted",
+      (e: unknown) => (e as Error).message,
+    ),
+  );
   assert.is(slots.waiting, 3);
   admission.abort(new Error("budget spent"));
   assert.equal(await Promise.all(outcomes), ["budget spent", "budget spent", "budget spent"]);

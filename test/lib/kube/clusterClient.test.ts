@@ -293,7 +293,10 @@ Rotation("a new CA (a rotated cluster, or another one) gets its own pool and is 
     config.loadFromClusterAndUser({ name: "cluster", server: api.url, caData: Buffer.from(api.caPem).toString("base64"), skipTLSVerify: false }, { name: "user", token: "t" });
   try {
     point(first);
-    await config.makeApiClient(CustomObjectsApi).getClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", name: "a" }).catch(() => {});
+    await config
+      .makeApiClient(CustomObjectsApi)
+      .getClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", name: "a" })
+      .catch(() => {});
     // Same names, another CA: a pool made for the first CA would refuse the second server.
     point(second);
     try {
@@ -430,7 +433,11 @@ Kept("a read given up on is not joined: the next start reads afresh, and the old
   let answerLate: (config: KubeConfig) => void = () => {};
   const answers = [new Promise<KubeConfig>((resolve) => (answerLate = resolve)), Promise.resolve(configFor("https://127.0.0.1:2"))];
   let reads = 0;
-  const access = keptClusterAccess(() => answers[reads++]!, readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.hcp.westeurope.azmk8s.io" }), () => {});
+  const access = keptClusterAccess(
+    () => answers[reads++]!,
+    readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.hcp.westeurope.azmk8s.io" }),
+    () => {},
+  );
   // The first start hangs and is given up by its member; the next one is made meanwhile.
   const abandoned = access.start();
   let timer: NodeJS.Timeout | undefined;

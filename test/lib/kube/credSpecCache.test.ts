@@ -66,7 +66,10 @@ Bounds("within its bounds it lists in pages and holds every spec", async (contex
   await cache.lookup("spec-0", noDeadline);
   await until(() => cache.status().synced, "synced");
   assert.equal(cache.status(), { started: true, synced: true, stale: false, size: 25, notFound: 0, overflow: false });
-  assert.equal(listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")), [null, "10", "20"]);
+  assert.equal(
+    listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")),
+    [null, "10", "20"],
+  );
 });
 
 Bounds("more specs than it may hold: refused a page past the bound, the cache stops and lookups read the API server", async (context) => {
@@ -77,7 +80,10 @@ Bounds("more specs than it may hold: refused a page past the bound, the cache st
   // Two pages of ten were enough to know: the rest of the list was never asked for.
   assert.is(listsOf(context.api).length, 2);
   assert.equal(cache.status(), { started: false, synced: false, stale: false, size: 0, notFound: 0, overflow: true });
-  assert.ok(context.logs.some((l) => /^warn credential spec cache stopped: the cluster has more than 15 credential specs/.test(l)), context.logs.join("\n"));
+  assert.ok(
+    context.logs.some((l) => /^warn credential spec cache stopped: the cluster has more than 15 credential specs/.test(l)),
+    context.logs.join("\n"),
+  );
   // Still correct, one GET per lookup, and a miss is remembered briefly as without a cache.
   const gets = () => context.api.calls.filter((c) => c.path === "/apis/windows.k8s.io/v1/gmsacredentialspecs/spec-42").length;
   assert.is((await cache.lookup("spec-42", noDeadline)).kind, "found");
@@ -98,7 +104,10 @@ Bounds("specs larger in all than it may hold stop it the same way", async (conte
   await cache.lookup("spec-0", noDeadline);
   await until(() => cache.status().overflow, "overflow");
   assert.is(listsOf(context.api).length, 2, "refused on the page that passed 50 000 bytes");
-  assert.ok(context.logs.some((l) => l.includes("take more than 50000 bytes as JSON")), context.logs.join("\n"));
+  assert.ok(
+    context.logs.some((l) => l.includes("take more than 50000 bytes as JSON")),
+    context.logs.join("\n"),
+  );
   assert.is((await cache.lookup("spec-7", noDeadline)).kind, "found");
 });
 
@@ -131,7 +140,10 @@ Start("the first lookup reads its spec with no list on the way; the list follows
   assert.equal(listsOf(context.api), []);
   assert.is(cache.status().started, false);
   await until(() => cache.status().synced, "synced");
-  assert.equal(listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")), [null, "10", "20"]);
+  assert.equal(
+    listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")),
+    [null, "10", "20"],
+  );
   // From the cache now: no further read.
   assert.is((await cache.lookup("spec-3", noDeadline)).kind, "found");
   assert.is(readsOf(context.api, "spec-3"), 1);
@@ -141,10 +153,16 @@ Start("lookups that arrive together start one list", async (context) => {
   context.api.state.credSpecs = specs(25);
   const cache = open(context, { pageSize: 10 });
   const found = await Promise.all(["spec-1", "spec-2", "spec-3", "spec-404"].map((name) => cache.lookup(name, noDeadline)));
-  assert.equal(found.map((f) => f.kind), ["found", "found", "found", "notFound"]);
+  assert.equal(
+    found.map((f) => f.kind),
+    ["found", "found", "found", "notFound"],
+  );
   await until(() => cache.status().synced, "synced");
   await new Promise((resolve) => setTimeout(resolve, 50));
-  assert.equal(listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")), [null, "10", "20"]);
+  assert.equal(
+    listsOf(context.api).map((q) => new URLSearchParams(q).get("continue")),
+    [null, "10", "20"],
+  );
 });
 
 Start("a first read that fails still starts the list", async (context) => {

@@ -130,8 +130,14 @@ Options("with a resource ID, an API server the cluster resource declares is acce
   const credential = someToken();
   const kc = await entraKubeConfig({ credential, resourceId, armFetch: arm.fetch });
   assert.is(kc.server, `https://${aksHost}`);
-  assert.equal(arm.sent.map((s) => s.method), ["GET", "POST"]);
-  assert.equal(credential.calls.map((c) => c.scopes), ["https://management.azure.com/.default", "https://management.azure.com/.default", aksServerScope]);
+  assert.equal(
+    arm.sent.map((s) => s.method),
+    ["GET", "POST"],
+  );
+  assert.equal(
+    credential.calls.map((c) => c.scopes),
+    ["https://management.azure.com/.default", "https://management.azure.com/.default", aksServerScope],
+  );
 });
 
 const foreignServers: Array<[string, string[], string, RegExp]> = [
@@ -147,7 +153,10 @@ for (const [what, names, server, message] of foreignServers) {
     assert.instance(error, ApiServerHostError);
     assert.match(error.message, message);
     assert.match(error.message, `listClusterUserCredential for ${resourceId}`);
-    assert.not.ok(credential.calls.some((c) => c.scopes === aksServerScope), "the token for the API server was never fetched");
+    assert.not.ok(
+      credential.calls.some((c) => c.scopes === aksServerScope),
+      "the token for the API server was never fetched",
+    );
   });
 }
 
@@ -299,7 +308,10 @@ Cluster("requests carry the token; once it expires the credential is asked again
   assert.equal(await credSpecNames(kc), ["webapp1"]);
   assert.is(await whoAmI(kc), tokens.b.user);
   assert.is(credential.calls.length, 2);
-  assert.ok(credential.calls.every((call) => call.scopes === aksServerScope), "every token is for the AKS server application");
+  assert.ok(
+    credential.calls.every((call) => call.scopes === aksServerScope),
+    "every token is for the AKS server application",
+  );
 });
 
 Cluster("an informer lists and watches with the bearer token", async (context) => {
@@ -392,7 +404,12 @@ async function startFakeArm(firstServer: string, caPem: string): Promise<FakeArm
       clusters: [{ name: "aks-one", cluster: { server: state.server, "certificate-authority-data": Buffer.from(state.caPem).toString("base64") } }],
       contexts: [{ name: "aks-one", context: { cluster: "aks-one", user: "clusterUser_rg-aks_aks-one" } }],
       "current-context": "aks-one",
-      users: [{ name: "clusterUser_rg-aks_aks-one", user: { exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "kubelogin", args: ["get-token", "--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630"] } } }],
+      users: [
+        {
+          name: "clusterUser_rg-aks_aks-one",
+          user: { exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "kubelogin", args: ["get-token", "--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630"] } },
+        },
+      ],
     };
     response.writeHead(200, { "content-type": "application/json" });
     response.end(JSON.stringify({ kubeconfigs: [{ name: "clusterUser", value: Buffer.from(stringify(kubeconfig)).toString("base64") }] }));

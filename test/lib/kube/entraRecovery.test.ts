@@ -82,7 +82,11 @@ interface Admitter {
   admit(): Promise<{ code: number; patched: boolean; elapsedMs: number }>;
 }
 
-async function admitterFor(server: TokenCheckingServer, credential: TokenCredential, options: { tokenTimeoutMs?: number; prefetchToken?: boolean; budgetMs: number }): Promise<Admitter> {
+async function admitterFor(
+  server: TokenCheckingServer,
+  credential: TokenCredential,
+  options: { tokenTimeoutMs?: number; prefetchToken?: boolean; budgetMs: number },
+): Promise<Admitter> {
   const kc = await entraKubeConfig({
     credential,
     server: server.url,

@@ -40,7 +40,10 @@ Tokens("the first request asks the credential, with the AKS scope; later ones ar
 });
 
 Tokens("without a refresh time, a token is renewed five minutes before it expires, in the background", async (context) => {
-  setUp(context, [{ token: "A", lifetimeMs: hour }, { token: "B", lifetimeMs: hour }]);
+  setUp(context, [
+    { token: "A", lifetimeMs: hour },
+    { token: "B", lifetimeMs: hour },
+  ]);
   await context.cache.token();
   context.clock.advance(hour - 5 * minute - 1);
   assert.is(await context.cache.token(), "A");
@@ -53,7 +56,10 @@ Tokens("without a refresh time, a token is renewed five minutes before it expire
 });
 
 Tokens("the credential's refreshAfterTimestamp decides when to renew", async (context) => {
-  setUp(context, [{ token: "A", lifetimeMs: 24 * hour, refreshAfterMs: 12 * hour }, { token: "B", lifetimeMs: 24 * hour }]);
+  setUp(context, [
+    { token: "A", lifetimeMs: 24 * hour, refreshAfterMs: 12 * hour },
+    { token: "B", lifetimeMs: 24 * hour },
+  ]);
   await context.cache.token();
   context.clock.advance(12 * hour - 1);
   await context.cache.token();
@@ -67,7 +73,10 @@ Tokens("the credential's refreshAfterTimestamp decides when to renew", async (co
 });
 
 Tokens("an expired token is never sent: the request waits for a new one", async (context) => {
-  setUp(context, [{ token: "A", lifetimeMs: hour }, { token: "B", lifetimeMs: hour }]);
+  setUp(context, [
+    { token: "A", lifetimeMs: hour },
+    { token: "B", lifetimeMs: hour },
+  ]);
   await context.cache.token();
   context.clock.advance(hour);
   assert.is(await context.cache.token(), "B");
@@ -75,7 +84,10 @@ Tokens("an expired token is never sent: the request waits for a new one", async 
 });
 
 Tokens("a token is not used in its last 30 seconds", async (context) => {
-  setUp(context, [{ token: "A", lifetimeMs: hour }, { token: "B", lifetimeMs: hour }]);
+  setUp(context, [
+    { token: "A", lifetimeMs: hour },
+    { token: "B", lifetimeMs: hour },
+  ]);
   await context.cache.token();
   context.credential.hold();
   context.clock.advance(hour - 30_000);
@@ -85,7 +97,10 @@ Tokens("a token is not used in its last 30 seconds", async (context) => {
 });
 
 Tokens("a short-lived token is renewed at half its life and not used in its last quarter", async (context) => {
-  setUp(context, [{ token: "A", lifetimeMs: 2000 }, { token: "B", lifetimeMs: hour }]);
+  setUp(context, [
+    { token: "A", lifetimeMs: 2000 },
+    { token: "B", lifetimeMs: hour },
+  ]);
   await context.cache.token();
   const status = context.cache.status();
   assert.is(status.refreshAtTimestamp, context.clock.now() + 1000);
@@ -106,7 +121,10 @@ Tokens("concurrent requests share one call to the credential", async (context) =
 });
 
 Tokens("invalidate() makes the next request fetch a new token", async (context) => {
-  setUp(context, [{ token: "refused", lifetimeMs: hour }, { token: "B", lifetimeMs: hour }]);
+  setUp(context, [
+    { token: "refused", lifetimeMs: hour },
+    { token: "B", lifetimeMs: hour },
+  ]);
   assert.is(await context.cache.token(), "refused");
   context.cache.invalidate();
   assert.is(context.cache.status().cached, false);
@@ -116,7 +134,10 @@ Tokens("invalidate() makes the next request fetch a new token", async (context) 
 });
 
 Tokens("a fetch that started before invalidate() is neither shared afterwards nor cached", async (context) => {
-  setUp(context, [{ token: "stale", lifetimeMs: hour }, { token: "fresh", lifetimeMs: hour }]);
+  setUp(context, [
+    { token: "stale", lifetimeMs: hour },
+    { token: "fresh", lifetimeMs: hour },
+  ]);
   context.credential.hold();
   const before = context.cache.token();
   await settle();
@@ -212,7 +233,14 @@ Tokens("while a hung call is being waited for, later needs share it; once it is 
   const credential = fakeCredential([{ hang: true }, { hang: true }, { token: "A", lifetimeMs: hour }]);
   const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", fetchTimeoutMs: 80, log: () => undefined });
   for (let round = 1; round <= 2; round++) {
-    const failed = await within(2000, `round ${round}`, cache.token().then(() => false, () => true));
+    const failed = await within(
+      2000,
+      `round ${round}`,
+      cache.token().then(
+        () => false,
+        () => true,
+      ),
+    );
     assert.ok(failed);
     assert.is(credential.calls.length, round);
   }
@@ -221,20 +249,36 @@ Tokens("while a hung call is being waited for, later needs share it; once it is 
 
 Tokens("after invalidate(), a credential that caches is asked past its cache: the retry gets a different token", async (context) => {
   context.clock = manualClock();
-  const credential = cachingCredential([{ token: "refused", lifetimeMs: hour }, { token: "accepted", lifetimeMs: hour }], context.clock.now);
+  const credential = cachingCredential(
+    [
+      { token: "refused", lifetimeMs: hour },
+      { token: "accepted", lifetimeMs: hour },
+    ],
+    context.clock.now,
+  );
   const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", now: context.clock.now, log: () => undefined });
   assert.is(await cache.token(), "refused");
   assert.is((await credential.getToken(scope))?.token, "refused", "asked the ordinary way, the credential gives its cached token");
   cache.invalidate();
   assert.is(await cache.token(), "accepted");
-  assert.equal(credential.calls.map((c) => c.fresh), [false, true]);
+  assert.equal(
+    credential.calls.map((c) => c.fresh),
+    [false, true],
+  );
   assert.is(cache.status().freshFetches, 1);
   assert.is(await cache.token(), "accepted", "and it is kept");
 });
 
 Tokens("a burst of refusals shares one fetch past the cache", async (context) => {
   context.clock = manualClock();
-  const credential = cachingCredential([{ token: "refused", lifetimeMs: hour }, { token: "accepted", lifetimeMs: hour }, { token: "extra", lifetimeMs: hour }], context.clock.now);
+  const credential = cachingCredential(
+    [
+      { token: "refused", lifetimeMs: hour },
+      { token: "accepted", lifetimeMs: hour },
+      { token: "extra", lifetimeMs: hour },
+    ],
+    context.clock.now,
+  );
   const cache = entraTokenCache(credential, scope, { purpose: "the AKS API server", now: context.clock.now, log: () => undefined });
   await cache.token();
   credential.hold();
@@ -247,7 +291,10 @@ Tokens("a burst of refusals shares one fetch past the cache", async (context) =>
   }
   credential.release();
   assert.equal(await Promise.all(retries), Array(6).fill("accepted"));
-  assert.equal(credential.calls.map((c) => c.fresh), [false, true]);
+  assert.equal(
+    credential.calls.map((c) => c.fresh),
+    [false, true],
+  );
 });
 
 Tokens("a forced fetch that fails is forced again on the next try", async (context) => {
@@ -263,7 +310,10 @@ Tokens("a forced fetch that fails is forced again on the next try", async (conte
     assert.instance(error, EntraTokenError);
   }
   assert.is(await cache.token(), "accepted", "not the refused token from the credential's cache");
-  assert.equal(credential.calls.map((c) => c.fresh), [false, true, true]);
+  assert.equal(
+    credential.calls.map((c) => c.fresh),
+    [false, true, true],
+  );
 });
 
 Tokens.run();
