@@ -103,6 +103,9 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
   --certificate-out DIR     relay mode: also write the relay's ca.crt, tls.crt and tls.key
                             to DIR (for the Bicep module's parameters)
   --out DIR                 write one YAML file per object to DIR instead of stdout
+  --print-secrets           print objects that carry secrets (relay mode: the function key and
+                            the relay's TLS key; --cluster: the member's secret) to stdout all
+                            the same; without it they go only to --out DIR or --apply
   --apply                   server-side apply with the current kubeconfig
   --dry-run                 with --apply: show what would change, change nothing
   --uninstall               remove the webhook configurations first, then the relay and
@@ -135,6 +138,7 @@ const options = {
   apply: { type: "boolean" },
   "dry-run": { type: "boolean" },
   uninstall: { type: "boolean" },
+  "print-secrets": { type: "boolean" },
   help: { type: "boolean" },
 } as const;
 
@@ -316,13 +320,7 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
   const notices: string[] = [];
   const cluster = fleetMember(values.cluster, values["cluster-secret-file"], env, notices);
   if (cluster !== undefined && mode === "url") notices.push(urlWiringWarning(cluster.name));
-  if (cluster !== undefined && !values.apply && values.out === undefined) {
-    throw new UsageError(
-      `--cluster ${cluster.name}: the objects carry the cluster secret, so they are not printed: write them with --out DIR (readable by their owner only) or --apply`,
-    );
-  }
-
-  return {
+  const request: WireRequest = {
     action: "install",
     mode,
     functionUrl: url,
@@ -348,4 +346,14 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
     ...(cluster === undefined ? {} : { cluster }),
     ...(notices.length === 0 ? {} : { notices }),
   };
+  // One rule for every secret the objects carry: never on stdout unless asked for by name.
+  const secrets = [...(mode === "relay" ? ["the function key and the relay's TLS key"] : []), ...(cluster !== undefined ? ["the cluster secret"] : [])];
+  if (secrets.length > 0 && !values.apply && values.out === undefined && !values["print-secrets"]) {
+    const who = cluster !== undefined ? `--cluster ${cluster.name}` : "--mode relay";
+    throw new UsageError(
+      `${who}: the objects carry ${secrets.join(" and ")}, so they are not printed: write them with --out DIR (readable by their owner only) or --apply; --print-secrets prints them anyway (to pipe into kubectl apply -f -)`,
+    );
+  }
+
+  return request;
 }

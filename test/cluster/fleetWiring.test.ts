@@ -64,7 +64,12 @@ const refused: ReadonlyArray<readonly [string, readonly string[], Record<string,
   ],
   ["a missing secret file", [...relay, "--cluster", "alpha", "--cluster-secret-file", join(dir, "nope"), "--out", dir], {}, /--cluster-secret-file: cannot read/],
   ["a secret file without --cluster", [...relay, "--cluster-secret-file", secretFile], {}, /--cluster-secret-file goes with --cluster NAME/],
-  ["rendering to stdout", [...relay, ...member], {}, /--cluster alpha: the objects carry the cluster secret, so they are not printed: write them with --out DIR .* or --apply/],
+  [
+    "rendering to stdout",
+    [...relay, ...member],
+    {},
+    /--cluster alpha: the objects carry .*the cluster secret, so they are not printed: write them with --out DIR .* or --apply; --print-secrets/,
+  ],
   ["--cluster with --uninstall", ["--uninstall", "--apply", "--cluster", "alpha"], {}, /--uninstall takes only/],
 ];
 
@@ -85,9 +90,9 @@ Args("takes the secret from the file (trimmed) or from GMSA_CLUSTER_SECRET", () 
 });
 
 Args("without --cluster nothing changes: no member, whatever GMSA_CLUSTER_SECRET holds, and a notice that it is not used", () => {
-  const plain = parseWireArguments(relay);
+  const plain = parseWireArguments([...relay, "--print-secrets"]);
   assert.ok(plain.action === "install" && plain.cluster === undefined && plain.notices === undefined);
-  const withEnv = parseWireArguments(relay, { GMSA_CLUSTER_SECRET: secret });
+  const withEnv = parseWireArguments([...relay, "--print-secrets"], { GMSA_CLUSTER_SECRET: secret });
   assert.ok(withEnv.action === "install" && withEnv.cluster === undefined);
   assert.equal(withEnv.action === "install" && withEnv.notices, [
     "GMSA_CLUSTER_SECRET is set but --cluster is not: wiring for a single-cluster Function App (today's paths, no cluster secret)\n",

@@ -23,7 +23,7 @@ let caPem = "";
 let keyPem = "";
 
 const url = ["--function-url", "https://func-gmsa.azurewebsites.net"];
-const relay = [...url, "--mode", "relay", "--identity", "11111111-2222-3333-4444-555555555555", "--function-key", "AbCdEfGhIjKlMnOp0123=="];
+const relay = [...url, "--mode", "relay", "--identity", "11111111-2222-3333-4444-555555555555", "--function-key", "AbCdEfGhIjKlMnOp0123==", "--print-secrets"];
 const urlMode = [...url, "--mode", "url", "--identity", "11111111-2222-3333-4444-555555555555"];
 
 const refused: ReadonlyArray<readonly [string, readonly string[], RegExp]> = [
@@ -129,7 +129,7 @@ Args("--relay-allow-from takes konnectivity and CIDRs, IPv4 and IPv6, in the ord
 });
 
 Args("accepts a trailing slash, a port, a key file and url mode with a CA bundle", () => {
-  const fromFile = parseWireArguments(["--function-url", "https://Func.example.com:8443/", "--mode", "relay", "--identity", "x", "--function-key-file", keyFile]);
+  const fromFile = parseWireArguments(["--function-url", "https://Func.example.com:8443/", "--mode", "relay", "--identity", "x", "--function-key-file", keyFile, "--out", dir]);
   assert.ok(fromFile.action === "install" && fromFile.functionKey === "AbCdEfGhIjKlMnOp0123==");
   assert.ok(fromFile.action === "install" && fromFile.function.host === "func.example.com" && fromFile.function.port === 8443);
   const withCa = parseWireArguments([...urlMode, "--ca-bundle-file", caFile, "--timeout-seconds", "10", "--no-crd"]);

@@ -16,6 +16,8 @@ const relay = [
   "11111111-2222-3333-4444-555555555555",
   "--function-key",
   "AbCdEfGhIjKlMnOp0123==",
+  // The relay's objects carry its function key and TLS key: stdout only when asked for by name.
+  "--print-secrets",
 ];
 
 async function wire(argv: string[]) {
@@ -149,6 +151,20 @@ Render("the credential spec webhook: GMSACredentialSpec CREATE and UPDATE only, 
   assert.is(webhook.sideEffects, "None");
   assert.is(webhook.namespaceSelector, undefined);
   assert.is(webhook.matchConditions, undefined);
+});
+
+Render("relay objects carry the function key and the relay's TLS key: not on stdout unless --print-secrets, --out or --apply says so", async () => {
+  const refused = await wire(relay.filter((arg) => arg !== "--print-secrets"));
+  assert.is(refused.code, 2);
+  assert.is(refused.stdout, "", "nothing secret is printed");
+  assert.match(
+    refused.stderr,
+    /--mode relay: the objects carry the function key and the relay's TLS key, so they are not printed: write them with --out DIR .* or --apply; --print-secrets/,
+  );
+  assert.not.match(refused.stderr, /AbCdEfGhIjKlMnOp0123==/);
+  const urlMode = await wire(["--function-url", "https://func-gmsa.azurewebsites.net", "--mode", "url", "--identity", "11111111-2222-3333-4444-555555555555"]);
+  assert.is(urlMode.code, 0, "url objects carry no secret: printed as before");
+  assert.match(urlMode.stdout, /kind: MutatingWebhookConfiguration/);
 });
 
 Render.run();
