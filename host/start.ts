@@ -1,3 +1,6 @@
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { delimiter } from "node:path";
 import { createAdmissionRuntime, createFleetRuntime, useAdmissionRuntime } from "../functions/runtime.js";
 import { readAdmissionSettings, readFleetSettings } from "../lib/settings.js";
 import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
@@ -11,8 +14,40 @@ import { generateServingCertificate, servingCertificateFromFiles } from "./servi
  * fleet GMSA_CLUSTERS names, or, with neither, against a local control plane started here with
  * the webhook wired into it.
  */
+/** A port this process can listen on now, or why not: checked before anything slow starts. */
+function portProblem(port: number): Promise<string | undefined> {
+  if (port === 0) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", (error: NodeJS.ErrnoException) =>
+      resolve(
+        error.code === "EADDRINUSE"
+          ? `PORT ${port}: 127.0.0.1:${port} is already in use; set PORT to a free port (PORT=0 picks one)`
+          : `PORT ${port}: cannot listen on 127.0.0.1:${port} (${error.code ?? error.message})`,
+      ),
+    );
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(undefined)));
+  });
+}
+
+/** Every file KUBECONFIG names must exist: a typo would otherwise surface as a bare ENOENT later. */
+function kubeconfigProblem(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const missing = value.split(delimiter).filter((path) => path !== "" && !existsSync(path));
+  if (missing.length === 0) return undefined;
+  return `KUBECONFIG names ${missing.join(", ")}, which does not exist: point it at a kubeconfig file, or unset it to start a local cluster`;
+}
+
 async function main(): Promise<void> {
-  const host = readHostSettings();
+  let host: ReturnType<typeof readHostSettings>;
+  try {
+    host = readHostSettings();
+    const problem = kubeconfigProblem(process.env.KUBECONFIG) ?? (await portProblem(host.port));
+    if (problem) throw new Error(problem);
+  } catch (error) {
+    process.stderr.write(`gmsa-admission: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  }
   const fleetGiven = Boolean(process.env.GMSA_CLUSTERS?.trim());
   const clusterGiven = fleetGiven || Boolean(process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST || process.env.GMSA_CLUSTER_ACCESS);
   let local: LocalCluster | undefined;
