@@ -98,6 +98,11 @@ async function main(): Promise<void> {
       for (const name of runtime.unavailable.keys()) lines.push(`  ${name}: not served (answers 503): its settings are wrong, see the gmsa.clusterUnavailable line above`);
       const served = runtime.members.size;
       process.stdout.write(`gmsa-admission ready for ${served} cluster${served === 1 ? "" : "s"}${ca}:\n${lines.join("\n")}\n`);
+      if (served === 0) {
+        // Running, so that /health and /metrics say the same, but nothing is admitted: say so loudly.
+        const why = [...runtime.unavailable].map(([name, reason]) => `  ${name}: ${reason}`).join("\n");
+        say(`gmsa-admission: NO CLUSTER IS SERVED: every member of GMSA_CLUSTERS is kept out of service by its settings, so every admission is refused with 503:\n${why}`);
+      }
     } else {
       const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
       process.stdout.write(`gmsa-admission ready at ${server.url}/mutate, ${server.url}/validate and ${server.url}/validate-credspec${ca}\n`);

@@ -65,4 +65,37 @@ Errors("a PORT in use is named before a local control plane is started", async (
   }
 });
 
+Errors("a fleet whose every member is out of service says loudly that nothing is served, and why for each", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-start-"));
+  const secret = "alpha-secret-0123456789abcdefghij".padEnd(40, "x");
+  const child = spawn("tsx", [join(__dirname, "..", "..", "host", "start.ts")], {
+    env: {
+      ...process.env,
+      KUBECONFIG: "",
+      PORT: "0",
+      XDG_CACHE_HOME: dir,
+      GMSA_CLUSTERS: JSON.stringify({ alpha: { kubeconfig: join(dir, "missing-kubeconfig") } }),
+      GMSA_CLUSTER_SECRET_ALPHA: secret,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  try {
+    const deadline = Date.now() + 60_000;
+    while (!/NO CLUSTER IS SERVED[\s\S]*\n  alpha: /.test(output) && child.exitCode === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.match(output, /gmsa-admission ready for 0 clusters/);
+    assert.match(output, /NO CLUSTER IS SERVED: every member of GMSA_CLUSTERS is kept out of service by its settings, so every admission is refused with 503:\n  alpha: /);
+    assert.not.ok(output.includes(secret), "no secret is printed");
+  } finally {
+    // tsx passes SIGTERM on to the program it runs (a SIGKILL would leave that program running).
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+});
+
 Errors.run();
