@@ -12,8 +12,8 @@ import { isLoopbackHttp, plainHttpProblem } from "./plainHttp.js";
  * from what is sent and from what is read, without an error (kubernetes-client/javascript issue
  * 2825). So client-node is used here only for what it does well through its public API: loading
  * the kubeconfig, its credentials (tokens, exec plugins, client certificates) and its TLS settings
- * (`applyToHTTPSOptions`, `createDispatcherOptions`). The request itself goes through undici with a
- * connection pool this module owns, and the body is the caller's JSON text.
+ * (`applyToHTTPSOptions`, and the cluster's `proxyUrl`). The request itself goes through undici with
+ * a connection pool this module owns, and the body is the caller's JSON text.
  */
 
 export interface ApiReply {
@@ -66,25 +66,20 @@ async function dispatcherFor(config: KubeConfig, server: string): Promise<Dispat
   const cluster = config.getCurrentCluster();
   // kubectl proxy on this machine: plain HTTP, no TLS settings to carry.
   if (isLoopbackHttp(server) && !cluster?.proxyUrl) return new Agent();
-  const tls: Record<string, unknown> = {};
-  await config.applyToHTTPSOptions(tls);
-  const options = config.createDispatcherOptions(cluster, {
-    ...(tls.ca === undefined ? {} : { ca: tls.ca as Buffer }),
-    ...(tls.cert === undefined ? {} : { cert: tls.cert as Buffer }),
-    ...(tls.key === undefined ? {} : { key: tls.key as Buffer }),
-    ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized as boolean }),
-    ...(tls.servername === undefined ? {} : { servername: tls.servername as string }),
-  });
-  switch (options.type) {
-    case "agent":
-      return new Agent({ connect: options.connect });
-    case "proxy":
-      return new ProxyAgent({ uri: options.uri, requestTls: options.requestTls, connect: options.connect });
-    case "socks":
-      return new Socks5ProxyAgent(options.uri, { requestTls: options.requestTls });
-    case "none":
-      return new Agent();
-  }
+  const applied: Record<string, unknown> = {};
+  await config.applyToHTTPSOptions(applied);
+  // The TLS settings client-node worked out for this cluster and user: its CA, the client
+  // certificate and key, the name to verify, and whether to verify at all.
+  const tls = {
+    ...(applied.ca === undefined ? {} : { ca: applied.ca as Buffer }),
+    ...(applied.cert === undefined ? {} : { cert: applied.cert as Buffer }),
+    ...(applied.key === undefined ? {} : { key: applied.key as Buffer }),
+    ...(applied.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: applied.rejectUnauthorized as boolean }),
+    ...(applied.servername === undefined ? {} : { servername: applied.servername as string }),
+  };
+  const proxy = cluster?.proxyUrl;
+  if (proxy) return proxy.startsWith("socks") ? new Socks5ProxyAgent(proxy, { requestTls: tls }) : new ProxyAgent({ uri: proxy, requestTls: tls });
+  return new Agent({ connect: { ...tls, keepAlive: true } });
 }
 
 /** The headers (and TLS settings) client-node applies for the kubeconfig's user. */

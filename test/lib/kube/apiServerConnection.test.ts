@@ -1,6 +1,6 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { apiServerConnection, ApiServerConnectionError } from "../../../lib/kube/apiServerConnection.js";
@@ -122,6 +122,33 @@ Connection("plain HTTP to another host is refused before anything is sent; a kub
     (error: unknown) => error instanceof ApiServerConnectionError && /plain HTTP on another host/.test((error as Error).message),
   );
   assert.throws(() => apiServerConnection(new KubeConfig()), /no current cluster/);
+});
+
+Connection("a kubeconfig's proxy-url is honoured: CONNECT through an HTTP proxy, a SOCKS5 greeting to a SOCKS proxy", async () => {
+  for (const [scheme, expected] of [
+    ["http", (first: Buffer) => first.toString("latin1").startsWith("CONNECT api.example.com:6443 ")],
+    ["socks5", (first: Buffer) => first[0] === 5],
+  ] as const) {
+    const firstBytes: Buffer[] = [];
+    const proxy = createNetServer((socket) => socket.once("data", (data: Buffer) => (firstBytes.push(data), socket.destroy())));
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const config = new KubeConfig();
+    config.loadFromOptions({
+      clusters: [{ name: "c", server: "https://api.example.com:6443", skipTLSVerify: false, proxyUrl: `${scheme}://127.0.0.1:${(proxy.address() as AddressInfo).port}` }],
+      users: [{ name: "u", token: "t0ken" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    const connection = apiServerConnection(config, { timeoutMs: 2000 });
+    try {
+      await connection.send({ method: "GET", path: "/api/v1/namespaces/a" }).catch(() => undefined);
+      assert.ok(firstBytes.length > 0, `${scheme}: the proxy was never reached`);
+      assert.ok(expected(firstBytes[0]!), `${scheme}: ${firstBytes[0]!.toString("latin1").slice(0, 40)}`);
+    } finally {
+      await connection.close();
+      proxy.close();
+    }
+  }
 });
 
 Connection.run();
