@@ -18,10 +18,10 @@ export class AllowFromError extends Error {}
 
 /**
  * The widest address block the relay admits. The API server's own subnet (API Server VNet
- * Integration) is a /28 or so; a block as wide as a whole VNet would admit its node and pod
- * subnets, and so every pod.
+ * Integration) is a /28; a block as wide as a /16 is a whole VNet or AKS's overlay pod CIDR
+ * (10.244.0.0/16), and would admit every pod.
  */
-export const widestPrefix = { v4: 16, v6: 64 } as const;
+export const widestPrefix = { v4: 24, v6: 112 } as const;
 
 /** The NetworkPolicy peer that stands for an allowed source. */
 export function networkPolicyPeer(source: RelayAllowedSource) {
@@ -177,6 +177,11 @@ export function relayIngressProblem(policies: readonly unknown[], podLabels: Rea
         if (isEmptySelector(peer.namespaceSelector) && (peer.podSelector === undefined || peer.podSelector === null || isEmptySelector(peer.podSelector))) {
           return `${where} admits every pod of every namespace`;
         }
+        // Labels are chosen by whoever creates a pod or (often) a namespace: only a namespace's
+        // name, which nobody can give another namespace, pins a source down.
+        if (peer.namespaceSelector !== undefined && peer.namespaceSelector !== null && peer.namespaceSelector.matchLabels?.["kubernetes.io/metadata.name"] === undefined) {
+          return `${where} admits pods of namespaces chosen by labels, not by name: anyone who may label a namespace and create pods there can match it`;
+        }
         const cidr = peer.ipBlock?.cidr;
         if (cidr !== undefined && tooWide(cidr)) return `${where} admits ${cidr}, wider than any API server subnet`;
       }
@@ -189,5 +194,7 @@ function tooWide(cidr: string): boolean {
   const [address = "", bits = ""] = cidr.split("/");
   const prefix = Number(bits);
   if (!Number.isInteger(prefix)) return true;
+  // An IPv4-mapped block (::ffff:a.b.c.d/n) is an IPv4 block of n - 96 bits.
+  if (/^::ffff:/i.test(address)) return prefix - 96 < widestPrefix.v4;
   return isIPv6(address) ? prefix < widestPrefix.v6 : prefix < widestPrefix.v4;
 }

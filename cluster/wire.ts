@@ -1,5 +1,5 @@
 import { KubeConfig } from "@kubernetes/client-node";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { applyObjects } from "./applyObjects.js";
@@ -221,6 +221,8 @@ async function install(request: Install, io: WireIo): Promise<void> {
     writeFileSync(join(request.certificateOutDir, "ca.crt"), certificate.caPem);
     writeFileSync(join(request.certificateOutDir, "tls.crt"), certificate.certPem);
     writeFileSync(join(request.certificateOutDir, "tls.key"), certificate.keyPem, { mode: 0o600 });
+    // An existing file keeps its mode through a write: the key is made the owner's alone either way.
+    chmodSync(join(request.certificateOutDir, "tls.key"), 0o600);
     io.stderr(`relay certificate written to ${request.certificateOutDir}\n`);
   }
   if (request.outDir) {

@@ -102,6 +102,9 @@ export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: n
   const server = cluster.server.replace(/\/+$/, "");
   const problem = plainHttpProblem(server);
   if (problem !== undefined) throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: ${problem}`);
+  // Plain HTTP is for a proxy on this machine; through another proxy its credentials would travel in clear.
+  if (server.startsWith("http:") && cluster.proxyUrl)
+    throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: a plain-HTTP server is not reached through proxy-url`);
   const timeoutMs = options.timeoutMs ?? defaultCallTimeoutMs;
   let dispatcher: Promise<Dispatcher | undefined> | undefined;
 

@@ -59,20 +59,42 @@ const open: Array<[string, unknown[], RegExp]> = [
   ],
 ];
 
+open.push(
+  [
+    "pods of any namespace that carry a label anyone can set",
+    [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: "konnectivity-agent" } } }] }] })],
+    /chosen by labels, not by name/,
+  ],
+  [
+    "namespaces chosen by an expression that matches them all",
+    [
+      policy("p", {
+        podSelector: relaySelector,
+        ingress: [
+          { from: [{ namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "Exists" }] }, podSelector: { matchLabels: { app: "x" } } }] },
+        ],
+      }),
+    ],
+    /chosen by labels, not by name/,
+  ],
+  [
+    "AKS's overlay pod CIDR",
+    [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ ipBlock: { cidr: "10.244.0.0/16" } }] }] })],
+    /10\.244\.0\.0\/16, wider than any API server subnet/,
+  ],
+  ["an IPv4-mapped IPv6 block", [policy("p", { podSelector: relaySelector, ingress: [{ from: [{ ipBlock: { cidr: "::ffff:0:0/96" } }] }] })], /::ffff:0:0\/96/],
+);
+
 for (const [what, policies, why] of open) {
   Ingress(`open: ${what}`, () => {
     assert.match(relayIngressProblem(policies, relayPodLabels) ?? "", why);
   });
 }
 
-Ingress("closed: an open policy for other pods, a specific pod in any namespace, a subnet", () => {
+Ingress("closed: an open policy for other pods, a subnet", () => {
   const others = policy("web", { podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "NotIn", values: ["gmsa-admission-relay"] }] }, ingress: [{}] });
-  const specificPods = policy("agents", {
-    podSelector: relaySelector,
-    ingress: [{ from: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: "konnectivity-agent" } } }] }],
-  });
   const subnet = policy("subnet", { podSelector: relaySelector, ingress: [{ from: [{ ipBlock: { cidr: "10.224.0.0/28" } }] }] });
-  assert.is(relayIngressProblem([guarded, others, specificPods, subnet], relayPodLabels), undefined);
+  assert.is(relayIngressProblem([guarded, others, subnet], relayPodLabels), undefined);
 });
 
 Ingress("--relay-allow-from refuses blocks wider than a subnet, and takes a subnet", () => {
@@ -82,9 +104,10 @@ Ingress("--relay-allow-from refuses blocks wider than a subnet, and takes a subn
       (error: unknown) => error instanceof AllowFromError && /wider than/.test((error as Error).message),
       cidr,
     );
-  assert.is(parseCidr("10.1.0.0/16"), "10.1.0.0/16");
+  assert.is(parseCidr("10.1.2.0/24"), "10.1.2.0/24");
+  assert.throws(() => parseCidr("10.244.0.0/16"), /wider than/, "AKS's overlay pod CIDR");
   assert.is(parseCidr("10.224.0.0/28"), "10.224.0.0/28");
-  assert.is(parseCidr("fd00:1:2:3::/64"), "fd00:1:2:3::/64");
+  assert.is(parseCidr("fd00:1:2:3::100/120"), "fd00:1:2:3::100/120");
 });
 
 Ingress.run();

@@ -70,14 +70,14 @@ const refused: ReadonlyArray<readonly [string, readonly string[], RegExp]> = [
   ["an unknown allowed source", [...relay, "--relay-allow-from", "kube-system"], /--relay-allow-from: "kube-system" is neither "konnectivity" nor a CIDR/],
   ["an address without a prefix", [...relay, "--relay-allow-from", "10.1.2.0"], /neither "konnectivity" nor a CIDR/],
   ["a CIDR with host bits", [...relay, "--relay-allow-from", "10.1.2.5/28"], /host bits set/],
-  ["an IPv6 CIDR with host bits", [...relay, "--relay-allow-from", "fd00::1/64"], /host bits set/],
+  ["an IPv6 CIDR with host bits", [...relay, "--relay-allow-from", "fd00::1/120"], /host bits set/],
   ["a prefix longer than the address", [...relay, "--relay-allow-from", "10.1.2.0/33"], /at most 32/],
   ["every address", [...relay, "--relay-allow-from", "0.0.0.0/0"], /allows every address/],
   ["every IPv6 address", [...relay, "--relay-allow-from", "::/0"], /allows every address/],
   ["an octet out of range", [...relay, "--relay-allow-from", "10.1.256.0/24"], /neither "konnectivity" nor a CIDR/],
   ["an empty entry", [...relay, "--relay-allow-from", "konnectivity,"], /empty entry/],
   ["an empty list", [...relay, "--relay-allow-from", ""], /empty entry/],
-  ["a source given twice", [...relay, "--relay-allow-from", "10.1.0.0/16,10.1.0.0/16"], /given twice/],
+  ["a source given twice", [...relay, "--relay-allow-from", "10.1.0.0/28,10.1.0.0/28"], /given twice/],
   ["YAML smuggled into a source", [...relay, "--relay-allow-from", "10.1.0.0/16\n- ipBlock: {cidr: 0.0.0.0/0}"], /neither "konnectivity" nor a CIDR/],
 ];
 
@@ -118,12 +118,12 @@ Args("accepts relay mode with its defaults", () => {
 });
 
 Args("--relay-allow-from takes konnectivity and CIDRs, IPv4 and IPv6, in the order given", () => {
-  const request = parseWireArguments([...relay, "--relay-allow-from", "10.224.0.0/28, konnectivity,FD00:AB::/64,192.168.1.7/32"]);
+  const request = parseWireArguments([...relay, "--relay-allow-from", "10.224.0.0/28, konnectivity,FD00:AB::100/120,192.168.1.7/32"]);
   assert.ok(request.action === "install");
   assert.equal(request.relayAllowFrom, [
     { kind: "cidr", cidr: "10.224.0.0/28" },
     { kind: "konnectivity" },
-    { kind: "cidr", cidr: "fd00:ab::/64" },
+    { kind: "cidr", cidr: "fd00:ab::100/120" },
     { kind: "cidr", cidr: "192.168.1.7/32" },
   ]);
 });

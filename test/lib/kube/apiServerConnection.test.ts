@@ -122,6 +122,14 @@ Connection("plain HTTP to another host is refused before anything is sent; a kub
     (error: unknown) => error instanceof ApiServerConnectionError && /plain HTTP on another host/.test((error as Error).message),
   );
   assert.throws(() => apiServerConnection(new KubeConfig()), /no current cluster/);
+  const proxied = new KubeConfig();
+  proxied.loadFromOptions({
+    clusters: [{ name: "c", server: "http://127.0.0.1:8001", skipTLSVerify: true, proxyUrl: "http://proxy.example.com:3128" }],
+    users: [{ name: "u", token: "t0ken" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  assert.throws(() => apiServerConnection(proxied), /a plain-HTTP server is not reached through proxy-url/, "credentials would travel in clear to the proxy");
 });
 
 Connection("a kubeconfig's proxy-url is honoured: CONNECT through an HTTP proxy, a SOCKS5 greeting to a SOCKS proxy", async () => {
