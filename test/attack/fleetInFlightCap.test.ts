@@ -1,8 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { startFakeApiServer } from "../support/fakeApiServer.js";
-import { credSpecFixture } from "../support/fixtures.js";
+import { hungAndHealthyMembers } from "../support/hungMember.js";
 import { httpsCall } from "../support/httpsClient.js";
 import { startLocalFleetWebhook } from "../support/localWebhook.js";
 import { podNaming, review } from "../support/reviews.js";
@@ -19,13 +18,7 @@ const secrets = { alpha: "alpha-secret-".padEnd(40, "a"), beta: "beta-secret-012
 const specName = "webapp1-credspec";
 
 Cap("a hung member's excess admissions are shed at once instead of each holding an invocation for the whole budget, and a healthy member's are untouched", async () => {
-  const alpha = await startFakeApiServer();
-  const beta = await startFakeApiServer();
-  for (const api of [alpha, beta]) {
-    api.state.credSpecs = new Map([[specName, credSpecFixture(specName) as unknown as Record<string, unknown>]]);
-    api.state.grants = new Set([`system:serviceaccount:apps:default|${specName}`]);
-  }
-  alpha.state.delayMs = 60_000;
+  const { alpha, beta } = await hungAndHealthyMembers(specName);
   const budgetMs = 2000;
   const slots = 16;
   const waiting = 16;

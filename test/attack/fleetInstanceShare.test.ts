@@ -2,8 +2,7 @@ import { performance } from "node:perf_hooks";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { memberShare } from "../../lib/kube/apiSlots.js";
-import { startFakeApiServer } from "../support/fakeApiServer.js";
-import { credSpecFixture } from "../support/fixtures.js";
+import { hungAndHealthyMembers } from "../support/hungMember.js";
 import { httpsCall } from "../support/httpsClient.js";
 import { startLocalFleetWebhook } from "../support/localWebhook.js";
 import { gmsa, pod, review } from "../support/reviews.js";
@@ -26,13 +25,7 @@ function podIn(namespace: string) {
 }
 
 Share("a hung member holds at most its share of an instance's invocations, from however many namespaces; another member is answered meanwhile", async () => {
-  const alpha = await startFakeApiServer();
-  const beta = await startFakeApiServer();
-  for (const api of [alpha, beta]) {
-    api.state.credSpecs = new Map([[specName, credSpecFixture(specName) as unknown as Record<string, unknown>]]);
-    api.state.grants = new Set([`system:serviceaccount:apps:default|${specName}`]);
-  }
-  alpha.state.delayMs = 60_000;
+  const { alpha, beta } = await hungAndHealthyMembers(specName);
   const budgetMs = 2000;
   const instanceConcurrency = 8;
   const share = memberShare(instanceConcurrency);
