@@ -6,8 +6,9 @@ import { promisify } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CustomObjectsApi } from "@kubernetes/client-node";
+import { apiServerConnection } from "../lib/kube/apiServerConnection.js";
 import { unzipSync } from "fflate";
+import { applyObjects } from "../cluster/applyObjects.js";
 import { packageApp } from "../scripts/package.js";
 import { credSpecCache } from "../lib/kube/credSpecCache.js";
 import { credSpecApi } from "../lib/kube/credSpecApi.js";
@@ -92,23 +93,13 @@ async function prepareCluster(local: LocalCluster, webhookUrl: string, caPem: st
     { apiVersion: "v1", kind: "Namespace", metadata: { name: "apps" } },
     ...useGrant({ name: "use-all", namespace: "apps", group: "system:serviceaccounts:apps" }),
   ]);
-  const api = admin.makeApiClient(CustomObjectsApi);
   const spec = credSpecFixture("payroll-gmsa").credspec!;
-  for (let i = 0; i < credSpecCount; i += 25) {
-    await Promise.all(
-      Array.from({ length: Math.min(25, credSpecCount - i) }, (_, j) =>
-        api.createClusterCustomObject({
-          group: "windows.k8s.io",
-          version: "v1",
-          plural: "gmsacredentialspecs",
-          body: { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpec", metadata: { name: `spec-${i + j}` }, credspec: spec },
-        }),
-      ),
-    );
-  }
+  await applyObjects(
+    admin,
+    Array.from({ length: credSpecCount }, (_, i) => ({ apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpec", metadata: { name: `spec-${i}` }, credspec: spec })),
+  );
 }
 
-/** The mutate review, and the validate review of the pod as mutate left it (contents inlined). */
 async function reviewBodies(url: string, caPem: string, dir: string): Promise<{ mutate: string; validate: string }> {
   const created = gmsaPod();
   const answer = await postReview(`${url}/mutate`, caPem, review("CREATE", created));
@@ -217,13 +208,15 @@ async function cacheHeap(adminKubeconfig: string): Promise<{ size: number; perSp
   const gc = runInNewContext("gc") as () => void;
   gc();
   const before = process.memoryUsage().heapUsed;
-  const cache = credSpecCache(admin, { direct: credSpecApi(admin.makeApiClient(CustomObjectsApi), { timeoutMs: 2000 }), log: () => {} });
+  const connection = apiServerConnection(admin);
+  const cache = credSpecCache(connection, { direct: credSpecApi(connection, { timeoutMs: 2000 }), log: () => {} });
   await cache.lookup("spec-0", new AbortController().signal);
   while (!cache.status().synced) await sleep(50);
   gc();
   const after = process.memoryUsage().heapUsed;
   const size = cache.status().size;
   await cache.stop();
+  await connection.close();
   return { size, perSpecKiB: (after - before) / size / 1024 };
 }
 

@@ -1,4 +1,3 @@
-import { AuthorizationV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import type * as t from "io-ts";
 import { parseArgs } from "node:util";
@@ -7,6 +6,7 @@ import { explainPod } from "../lib/credspec/explainPod.js";
 import { RbacBinding, RbacList, RbacRole, whoMayUse, type UseGrantFound } from "../lib/credspec/rbacUse.js";
 import { credSpecNameProblem } from "../lib/gmsa/credSpecName.js";
 import { serviceAccountPrincipal } from "../lib/gmsa/ports.js";
+import { apiServerConnection, type ApiServerConnection } from "../lib/kube/apiServerConnection.js";
 import { credSpecApi } from "../lib/kube/credSpecApi.js";
 import { useAuthorization } from "../lib/kube/useAuthorization.js";
 import { readPolicySettings } from "../lib/settings.js";
@@ -38,19 +38,30 @@ export async function whoCanUse(args: readonly string[], io: CredspecIo): Promis
     credSpec,
     values.namespace,
   );
-  const authorizer = useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: reviewTimeoutMs });
   const rows = [["KIND", "SUBJECT", "NAMESPACE", "ACCESS REVIEW", "VIA"]];
-  const seen = new Set<string>();
-  for (const grant of found) {
-    const row = [grant.subject.kind, subjectName(grant), grant.namespace ?? "*", await confirm(grant, credSpec, authorizer, values.namespace), grant.via];
-    const key = row.slice(0, 3).join(" ");
-    if (seen.has(key)) continue;
-    seen.add(key);
-    rows.push(row);
-  }
+  await withConnection(config, async (connection) => {
+    const authorizer = useAuthorization(connection, { timeoutMs: reviewTimeoutMs });
+    const seen = new Set<string>();
+    for (const grant of found) {
+      const row = [grant.subject.kind, subjectName(grant), grant.namespace ?? "*", await confirm(grant, credSpec, authorizer, values.namespace), grant.via];
+      const key = row.slice(0, 3).join(" ");
+      if (seen.has(key)) continue;
+      seen.add(key);
+      rows.push(row);
+    }
+  });
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) io.stdout(`${row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join("  ")}\n`);
   return exitCodes.ok;
+}
+
+async function withConnection<T>(config: ReturnType<CredspecIo["kubeConfig"]>, work: (connection: ApiServerConnection) => Promise<T>): Promise<T> {
+  const connection = apiServerConnection(config, { timeoutMs: reviewTimeoutMs });
+  try {
+    return await work(connection);
+  } finally {
+    await connection.close();
+  }
 }
 
 function subjectName(grant: UseGrantFound): string {
@@ -84,18 +95,20 @@ export async function explain(args: readonly string[], io: CredspecIo): Promise<
   const settings = readPolicySettings();
   const config = io.kubeConfig();
   const bounds = { timeoutMs: reviewTimeoutMs };
-  const explanation = await explainPod(
-    documents[0],
-    {
-      credSpecs: credSpecApi(config.makeApiClient(CustomObjectsApi), bounds),
-      authorizer: useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds),
-      settings,
-      signal: AbortSignal.timeout(3 * reviewTimeoutMs),
-    },
-    {
-      ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
-      ...(values.as === undefined ? {} : { user: { username: values.as, groups: ["system:authenticated", ...(values["as-group"] ?? [])] } }),
-    },
+  const explanation = await withConnection(config, (connection) =>
+    explainPod(
+      documents[0],
+      {
+        credSpecs: credSpecApi(connection, bounds),
+        authorizer: useAuthorization(connection, bounds),
+        settings,
+        signal: AbortSignal.timeout(3 * reviewTimeoutMs),
+      },
+      {
+        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+        ...(values.as === undefined ? {} : { user: { username: values.as, groups: ["system:authenticated", ...(values["as-group"] ?? [])] } }),
+      },
+    ),
   );
   for (const line of explanation.lines) io.stdout(`${line}\n`);
   return explanation.admitted ? exitCodes.ok : exitCodes.failed;

@@ -1,7 +1,7 @@
-import { ApiException, Observable, type ConfigurationOptions, type ObservableMiddleware } from "@kubernetes/client-node";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { ClusterUnavailableError } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
+import { ApiServerConnectionError, type ApiReply } from "./apiServerConnection.js";
 import type { ApiSlots } from "./apiSlots.js";
 import { EntraTokenError } from "./entraTokenError.js";
 
@@ -11,7 +11,10 @@ import { EntraTokenError } from "./entraTokenError.js";
  * answer), and turns every way it can fail into an ApiOutcome: the HTTP status when the server
  * answered, or a ClusterUnavailableError when it did not.
  */
-export type ApiOutcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly status: number; readonly body: unknown };
+export type ApiOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly status: number; readonly body: unknown };
+
+/** One call, sent within the signal it is given (the admission's, bounded by the call's timeout). */
+export type ApiSend = (signal: AbortSignal) => Promise<ApiReply>;
 
 /** How calls to one API server are bounded, and what to do when its credentials or address go stale. */
 export interface ApiCallOptions {
@@ -34,7 +37,7 @@ const firstRetryDelayMs = 100;
  * or the server's Retry-After, but only while the admission's signal allows: the budget, not the
  * retry count, is what bounds an admission.
  */
-export async function callApi<T>(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: (options: ConfigurationOptions) => Promise<T>): Promise<ApiOutcome<T>> {
+export async function callApi(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
   // Refused at once when too many admissions already wait on this server; counted until it settles, retries included.
   const leave = bounds.slots?.hold(signal);
   try {
@@ -44,7 +47,7 @@ export async function callApi<T>(description: string, signal: AbortSignal, bound
   }
 }
 
-async function callWithRetries<T>(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: (options: ConfigurationOptions) => Promise<T>): Promise<ApiOutcome<T>> {
+async function callWithRetries(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
   let reauthenticated = false;
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
@@ -94,9 +97,9 @@ function pause(ms: number, signal: AbortSignal, failure: ClusterUnavailableError
   });
 }
 
-async function callOnce<T>(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: (options: ConfigurationOptions) => Promise<T>): Promise<ApiOutcome<T>> {
+async function callOnce(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
   const release = await takeSlot(description, signal, bounds.slots);
-  let outcome: ApiOutcome<T>;
+  let outcome: ApiOutcome;
   try {
     outcome = await callInSlot(description, signal, bounds.timeoutMs, call);
   } catch (error) {
@@ -125,31 +128,14 @@ async function takeSlot(description: string, signal: AbortSignal, slots: ApiSlot
   }
 }
 
-async function callInSlot<T>(description: string, signal: AbortSignal, timeoutMs: number, call: (options: ConfigurationOptions) => Promise<T>): Promise<ApiOutcome<T>> {
+async function callInSlot(description: string, signal: AbortSignal, timeoutMs: number, call: ApiSend): Promise<ApiOutcome> {
   const callSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
-  const bound: ObservableMiddleware = {
-    pre: (context) => {
-      context.setSignal(callSignal);
-      return new Observable(Promise.resolve(context));
-    },
-    post: (context) => new Observable(Promise.resolve(context)),
-  };
-  const options: ConfigurationOptions = { middleware: [bound], middlewareMergeStrategy: "append" };
   countRequest("apiCalls", signal);
+  let reply: ApiReply;
   try {
-    return { ok: true, value: await call(options) };
+    reply = await call(callSignal);
   } catch (error) {
-    if (error instanceof ApiException) {
-      const status = error.code;
-      if (status >= 500 || status === 429) {
-        countRequest("apiErrors", signal);
-        throw new ClusterUnavailableError(`the Kubernetes API server answered ${status} to ${description}`, "serverError", status, retryAfterMs(error.headers));
-      }
-      // A 4xx is an answer the policy acts on (a spec that does not exist, a review refused),
-      // not a failure of the API server: counting it would overstate API errors.
-      return { ok: false, status, body: error.body };
-    }
-    // Everything past here is a call that got no answer at all.
+    // Everything here is a call that got no answer at all.
     countRequest("apiErrors", signal);
     if (error instanceof EntraTokenError) {
       throw new ClusterUnavailableError(`no Microsoft Entra token for the Kubernetes API server, for ${description}: ${error.message}`, "rejected");
@@ -159,15 +145,19 @@ async function callInSlot<T>(description: string, signal: AbortSignal, timeoutMs
     }
     throw new ClusterUnavailableError(`the Kubernetes API server could not be reached for ${description}: ${describe(error)}`, "unreachable");
   }
-}
-
-function retryAfterMs(headers: Record<string, string> | undefined): number | undefined {
-  const value = headers?.["retry-after"];
-  if (!value || !/^\d+$/.test(value.trim())) return undefined;
-  return Number(value) * 1000;
+  const status = reply.status;
+  if (status >= 500 || status === 429) {
+    countRequest("apiErrors", signal);
+    throw new ClusterUnavailableError(`the Kubernetes API server answered ${status} to ${description}`, "serverError", status, reply.retryAfterMs);
+  }
+  // A 4xx is an answer the policy acts on (a spec that does not exist, a review refused),
+  // not a failure of the API server: counting it would overstate API errors.
+  if (status >= 300) return { ok: false, status, body: reply.body };
+  return { ok: true, value: reply.body };
 }
 
 function describe(error: unknown): string {
+  if (error instanceof ApiServerConnectionError) return error.detail;
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
   return `${error.message}${cause}`;

@@ -1,19 +1,23 @@
+import { createHash } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { Agent, ProxyAgent, request, Socks5ProxyAgent, type Dispatcher } from "undici";
 import { isLoopbackHttp, plainHttpProblem } from "./plainHttp.js";
 
 /**
- * Calls to an API server that send and receive the wire JSON exactly as written.
+ * Calls to an API server that send and receive the wire JSON exactly as written, over one pool
+ * of kept-alive connections per cluster.
  *
  * @kubernetes/client-node's generated clients pass every body through their model serializer,
  * which knows model property names, not wire names: a field whose model name differs from its
  * wire name (`NetworkPolicyIngressRule.from` is `_from` there, and
  * `x-kubernetes-preserve-unknown-fields` is `x_kubernetes_preserve_unknown_fields`) is dropped
  * from what is sent and from what is read, without an error (kubernetes-client/javascript issue
- * 2825). So client-node is used here only for what it does well through its public API: loading
- * the kubeconfig, its credentials (tokens, exec plugins, client certificates) and its TLS settings
- * (`applyToHTTPSOptions`, and the cluster's `proxyUrl`). The request itself goes through undici with
- * a connection pool this module owns, and the body is the caller's JSON text.
+ * 2825). Its clients also build a new connection pool for every request, so each call pays a TLS
+ * handshake. So client-node is used here only for what it does well through its public API:
+ * loading the kubeconfig, its credentials (tokens, exec plugins, client certificates, custom
+ * authenticators) and its TLS settings (`applyToHTTPSOptions`, `createDispatcherOptions`). The
+ * request itself goes through undici over a pool this module owns, and the body is the caller's
+ * JSON text.
  */
 
 export interface ApiReply {
@@ -22,6 +26,8 @@ export interface ApiReply {
   readonly body: unknown;
   /** The API server's `Warning` headers, as a client such as kubectl would print them. */
   readonly warnings: readonly string[];
+  /** `Retry-After`, in milliseconds, when the server sent one in whole seconds. */
+  readonly retryAfterMs?: number;
 }
 
 export interface ApiRequest {
@@ -31,20 +37,48 @@ export interface ApiRequest {
   /** Sent as JSON text, unchanged. */
   readonly body?: unknown;
   readonly contentType?: string;
+  /** Ends the call early: the caller's deadline. */
+  readonly signal?: AbortSignal;
+  /** This call's own bound, instead of the connection's. */
+  readonly timeoutMs?: number;
+}
+
+/** A watch's open stream: one JSON event per line, as the API server writes them. */
+export interface ApiStream {
+  readonly status: number;
+  /** The error the server answered instead of a stream (a status other than 200). */
+  readonly body: unknown;
+  /** Each line of the stream as it arrives; ends when the server ends the stream. */
+  lines(): AsyncIterable<string>;
+}
+
+export interface StreamRequest {
+  readonly path: string;
+  readonly signal: AbortSignal;
+  /** A stream that sends nothing for this long is given up (a silent network, not a quiet cluster: pass more than the watch's own timeout). */
+  readonly idleTimeoutMs: number;
 }
 
 export interface ApiServerConnection {
   /** The server's URL, for messages. */
   readonly server: string;
   send(call: ApiRequest): Promise<ApiReply>;
+  stream(call: StreamRequest): Promise<ApiStream>;
   close(): Promise<void>;
 }
 
 /** No answer within this long, or a server that stops sending, fails the call instead of hanging the command. */
 export const defaultCallTimeoutMs = 30_000;
 
+/** The server did not answer: refused, reset, a TLS failure, a timeout, or the caller gave up. */
 export class ApiServerConnectionError extends Error {
   override readonly name = "ApiServerConnectionError";
+  /** Why, in the words of the network layer: `connect ECONNREFUSED 127.0.0.1:6443`. */
+  readonly detail: string;
+  constructor(message: string, detail: string) {
+    super(message);
+    this.detail = detail;
+  }
 }
 
 function headerRecord(headers: unknown): Record<string, string> {
@@ -62,95 +96,212 @@ function warningsOf(raw: string | string[] | undefined): string[] {
   return (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).map((warning) => warning.replace(/^\d{3} \S+ "(.*)"$/s, "$1"));
 }
 
-async function dispatcherFor(config: KubeConfig, server: string): Promise<Dispatcher | undefined> {
-  const cluster = config.getCurrentCluster();
-  // kubectl proxy on this machine: plain HTTP, no TLS settings to carry.
-  if (isLoopbackHttp(server) && !cluster?.proxyUrl) return new Agent();
-  const applied: Record<string, unknown> = {};
-  await config.applyToHTTPSOptions(applied);
-  // The TLS settings client-node worked out for this cluster and user: its CA, the client
-  // certificate and key, the name to verify, and whether to verify at all.
-  const tls = {
-    ...(applied.ca === undefined ? {} : { ca: applied.ca as Buffer }),
-    ...(applied.cert === undefined ? {} : { cert: applied.cert as Buffer }),
-    ...(applied.key === undefined ? {} : { key: applied.key as Buffer }),
-    ...(applied.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: applied.rejectUnauthorized as boolean }),
-    ...(applied.servername === undefined ? {} : { servername: applied.servername as string }),
-  };
-  const proxy = cluster?.proxyUrl;
-  if (proxy) return proxy.startsWith("socks") ? new Socks5ProxyAgent(proxy, { requestTls: tls }) : new ProxyAgent({ uri: proxy, requestTls: tls });
-  return new Agent({ connect: { ...tls, keepAlive: true } });
+function retryAfterOf(raw: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || !/^\d+$/.test(value.trim())) return undefined;
+  return Number(value) * 1000;
 }
 
-/** The headers (and TLS settings) client-node applies for the kubeconfig's user. */
-async function credentialsFor(config: KubeConfig, server: string): Promise<Record<string, unknown>> {
-  const options: Record<string, unknown> = {};
-  // kubectl proxy on this machine adds the credentials itself; client-node refuses plain HTTP
-  // unless TLS checks are skipped, which mean nothing without TLS.
-  if (isLoopbackHttp(server) && config.getCurrentCluster()?.skipTLSVerify !== true) return options;
-  await config.applyToHTTPSOptions(options);
-  return options;
+function detailOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error && !error.message.includes(error.cause.message) ? `: ${error.cause.message}` : "";
+  return `${error.message}${cause}`;
+}
+
+/** What one call needs: where to send it, the headers that authenticate it, and the pool to send it over. */
+interface Prepared {
+  readonly server: string;
+  readonly headers: Record<string, string>;
+  readonly pool: Dispatcher | undefined;
 }
 
 /**
  * A connection to the kubeconfig's current cluster. Credentials are applied to every call (an
- * exec plugin's token may be renewed between them); TLS settings are read once.
+ * exec plugin's or Entra's token may be renewed between them). The pool is kept while the TLS
+ * settings stay the same: a rotated CA or client certificate (or a new server URL) gets a new
+ * pool, and the old one closes once its calls are done.
  */
 export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: number } = {}): ApiServerConnection {
-  const cluster = config.getCurrentCluster();
-  if (cluster === null) throw new ApiServerConnectionError("the kubeconfig has no current cluster (set current-context)");
-  const server = cluster.server.replace(/\/+$/, "");
-  const problem = plainHttpProblem(server);
-  if (problem !== undefined) throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: ${problem}`);
-  // Plain HTTP is for a proxy on this machine; through another proxy its credentials would travel in clear.
-  if (server.startsWith("http:") && cluster.proxyUrl)
-    throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: a plain-HTTP server is not reached through proxy-url`);
+  const initial = target(config);
   const timeoutMs = options.timeoutMs ?? defaultCallTimeoutMs;
-  let dispatcher: Promise<Dispatcher | undefined> | undefined;
+  let pool: { key: string; dispatcher: Dispatcher | undefined } | undefined;
+  const retired = new Set<Dispatcher>();
+
+  async function prepare(): Promise<Prepared> {
+    const { server, cluster } = target(config);
+    const applied: Record<string, unknown> = {};
+    // kubectl proxy on this machine adds the credentials itself and needs no TLS settings;
+    // client-node refuses plain HTTP unless TLS checks are skipped, which mean nothing there.
+    const loopback = isLoopbackHttp(server);
+    if (!loopback || cluster.skipTLSVerify === true) await config.applyToHTTPSOptions(applied);
+    const user = config.getCurrentUser();
+    const headers: Record<string, string> = {
+      ...headerRecord(applied.headers),
+      ...(user?.username ? { authorization: `Basic ${Buffer.from(`${user.username}:${user.password ?? ""}`).toString("base64")}` } : {}),
+      accept: "application/json",
+    };
+    if (loopback && !cluster.proxyUrl) return { server, headers, pool: undefined };
+    // The TLS settings client-node worked out for this cluster and user: its CA, the client
+    // certificate and key, the name to verify, whether to verify at all, and the proxy.
+    const dispatch = config.createDispatcherOptions({ ...cluster, server }, applied);
+    const key = fingerprint(server, dispatch);
+    if (pool?.key !== key) {
+      if (pool?.dispatcher) retire(pool.dispatcher);
+      pool = { key, dispatcher: dispatcherFrom(dispatch) };
+    }
+    return { server, headers, pool: pool.dispatcher };
+  }
+
+  function retire(dispatcher: Dispatcher): void {
+    retired.add(dispatcher);
+    void dispatcher
+      .close()
+      .catch(() => {})
+      .finally(() => retired.delete(dispatcher));
+  }
 
   return {
-    server,
+    server: initial.server,
     async send(call) {
-      dispatcher ??= dispatcherFor(config, server);
-      const pool = await dispatcher;
-      const authentication = await credentialsFor(config, server);
-      const user = config.getCurrentUser();
-      const headers: Record<string, string> = {
-        ...headerRecord(authentication.headers),
-        ...(user?.username ? { authorization: `Basic ${Buffer.from(`${user.username}:${user.password ?? ""}`).toString("base64")}` } : {}),
-        accept: "application/json",
-        ...(call.body === undefined ? {} : { "content-type": call.contentType ?? "application/json" }),
-      };
-      const url = `${server}${call.path}`;
+      const { server, headers, pool: dispatcher } = await prepare();
+      const bound = call.timeoutMs ?? timeoutMs;
       let reply: Dispatcher.ResponseData;
       try {
-        reply = await request(url, {
+        reply = await request(`${server}${call.path}`, {
           method: call.method,
-          headers,
+          headers: call.body === undefined ? headers : { ...headers, "content-type": call.contentType ?? "application/json" },
           ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
-          ...(pool === undefined ? {} : { dispatcher: pool }),
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-          signal: AbortSignal.timeout(timeoutMs),
+          ...(dispatcher === undefined ? {} : { dispatcher }),
+          headersTimeout: bound,
+          bodyTimeout: bound,
+          signal: call.signal ?? AbortSignal.timeout(bound),
         });
       } catch (error) {
-        const why = error instanceof Error ? error.message : String(error);
-        throw new ApiServerConnectionError(`${call.method} ${call.path} at ${server}: no answer (${why})`);
+        throw new ApiServerConnectionError(`${call.method} ${call.path} at ${server}: no answer (${detailOf(error)})`, detailOf(error));
       }
-      const text = await reply.body.text();
+      let text: string;
+      try {
+        text = await reply.body.text();
+      } catch (error) {
+        throw new ApiServerConnectionError(`${call.method} ${call.path} at ${server}: the answer broke off (${detailOf(error)})`, detailOf(error));
+      }
       let body: unknown;
       try {
         body = text === "" ? undefined : JSON.parse(text);
       } catch {
         body = text;
       }
-      const warning = reply.headers.warning;
-      return { status: reply.statusCode, body, warnings: warningsOf(warning) };
+      const retryAfterMs = retryAfterOf(reply.headers["retry-after"]);
+      return { status: reply.statusCode, body, warnings: warningsOf(reply.headers.warning), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+    },
+    async stream(call) {
+      const { server, headers, pool: dispatcher } = await prepare();
+      let reply: Dispatcher.ResponseData;
+      try {
+        reply = await request(`${server}${call.path}`, {
+          method: "GET",
+          headers,
+          ...(dispatcher === undefined ? {} : { dispatcher }),
+          headersTimeout: timeoutMs,
+          bodyTimeout: call.idleTimeoutMs,
+          signal: call.signal,
+        });
+      } catch (error) {
+        throw new ApiServerConnectionError(`GET ${call.path} at ${server}: no answer (${detailOf(error)})`, detailOf(error));
+      }
+      if (reply.statusCode !== 200) {
+        const text = await reply.body.text().catch(() => "");
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // Not JSON: kept as text.
+        }
+        return { status: reply.statusCode, body, lines: () => (async function* () {})() };
+      }
+      const source = reply.body;
+      return {
+        status: 200,
+        body: undefined,
+        async *lines() {
+          let pending = "";
+          try {
+            source.setEncoding("utf8");
+            for await (const chunk of source as AsyncIterable<string>) {
+              pending += chunk;
+              let end = pending.indexOf("\n");
+              while (end >= 0) {
+                const line = pending.slice(0, end).trim();
+                pending = pending.slice(end + 1);
+                if (line !== "") yield line;
+                end = pending.indexOf("\n");
+              }
+            }
+          } catch (error) {
+            throw new ApiServerConnectionError(`GET ${call.path} at ${server}: the stream broke off (${detailOf(error)})`, detailOf(error));
+          } finally {
+            source.destroy();
+          }
+          if (pending.trim() !== "") yield pending.trim();
+        },
+      };
     },
     async close() {
-      const pool = await dispatcher?.catch(() => undefined);
-      dispatcher = undefined;
-      await pool?.close().catch(() => {});
+      const open = [pool?.dispatcher, ...retired];
+      pool = undefined;
+      await Promise.all(open.map((dispatcher) => dispatcher?.destroy().catch(() => {})));
     },
   };
+}
+
+/** The current cluster and its URL, checked: read on every call, since an Entra cluster's endpoint may be read again. */
+function target(config: KubeConfig): { server: string; cluster: NonNullable<ReturnType<KubeConfig["getCurrentCluster"]>> } {
+  const cluster = config.getCurrentCluster();
+  if (cluster === null) throw new ApiServerConnectionError("the kubeconfig has no current cluster (set current-context)", "no current cluster");
+  const server = cluster.server.replace(/\/+$/, "");
+  const problem = plainHttpProblem(server);
+  if (problem !== undefined) throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: ${problem}`, problem);
+  // Plain HTTP is for a proxy on this machine; through another proxy its credentials would travel in clear.
+  if (server.startsWith("http:") && cluster.proxyUrl) {
+    const problem = "a plain-HTTP server is not reached through proxy-url";
+    throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: ${problem}`, problem);
+  }
+  return { server, cluster };
+}
+
+/**
+ * Names a pool by what it was made from, TLS material included, without writing buffers out as
+ * JSON (a CA bundle is kilobytes, and this runs on every call).
+ */
+function fingerprint(server: string, options: ReturnType<KubeConfig["createDispatcherOptions"]>): string {
+  const hash = createHash("sha256").update(server).update("\0").update(options.type);
+  const add = (fields: object | undefined): void => {
+    if (fields === undefined) return;
+    for (const [name, value] of Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1))) {
+      hash.update("\0").update(name).update("=");
+      if (Buffer.isBuffer(value) || typeof value === "string") hash.update(value);
+      else if (Array.isArray(value)) for (const item of value) hash.update(Buffer.isBuffer(item) || typeof item === "string" ? item : JSON.stringify(item)).update(",");
+      else hash.update(JSON.stringify(value) ?? "undefined");
+    }
+  };
+  if (options.type === "proxy" || options.type === "socks") {
+    hash.update("\0").update(options.uri);
+    add(options.requestTls);
+  }
+  if (options.type === "proxy" || options.type === "agent") add(options.connect);
+  return hash.digest("base64");
+}
+
+function dispatcherFrom(options: ReturnType<KubeConfig["createDispatcherOptions"]>): Dispatcher | undefined {
+  switch (options.type) {
+    case "proxy":
+      return new ProxyAgent({ uri: options.uri, requestTls: options.requestTls, ...(options.connect ? { connect: options.connect } : {}) });
+    case "socks":
+      return new Socks5ProxyAgent(options.uri, { requestTls: options.requestTls });
+    case "agent":
+      return new Agent({ connect: options.connect });
+    case "none":
+      // No TLS settings of the kubeconfig's own: a pool of this connection's, verified against the system's CAs.
+      return new Agent({ connect: { keepAlive: true } });
+  }
 }

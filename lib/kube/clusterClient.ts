@@ -1,16 +1,16 @@
 import type { TokenCredential } from "@azure/core-auth";
-import { AuthorizationV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
 import type { CredSpecSource, UseAuthorizer } from "../gmsa/ports.js";
 import type { AdmissionSettings } from "../settings.js";
 import type { ApiCallOptions } from "./apiCall.js";
+import { apiServerConnection, type ApiServerConnection } from "./apiServerConnection.js";
 import { apiSlots, memberShare } from "./apiSlots.js";
 import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
 import { entraKubeConfig, type EntraKubeConfig } from "./entraKubeConfig.js";
 import { plainHttpProblem } from "./plainHttp.js";
-import { shareConnections, type SharedConnections } from "./sharedConnections.js";
 import { useAuthorization } from "./useAuthorization.js";
 
 /** The cluster-facing half of the product: the two ports, bound to one API server. */
@@ -94,7 +94,7 @@ const unwatchedNotFoundTtlMs = 1_000;
  * calls in flight.
  */
 export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: ClusterLog = consoleLog): ClusterPorts {
-  return portsOver(config, shareConnections(config), settings, log);
+  return portsOver(config, apiServerConnection(config, { timeoutMs: settings.apiTimeoutMs }), settings, log);
 }
 
 /** What a cluster client keeps across its starts: how the cluster is reached. */
@@ -119,7 +119,7 @@ export interface KeptClusterAccess {
  * the latest read may be kept.
  */
 export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: AdmissionSettings, log: ClusterLog = consoleLog): KeptClusterAccess {
-  let kept: { config: KubeConfig; connections: SharedConnections } | undefined;
+  let kept: { config: KubeConfig; connection: ApiServerConnection } | undefined;
   let reads = 0;
   return {
     async start() {
@@ -127,14 +127,14 @@ export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: Adm
         const read = ++reads;
         const config = await load();
         if (read !== reads || kept) throw new Error("the cluster's access was read too late: a newer start read it again");
-        kept = { config, connections: shareConnections(config) };
+        kept = { config, connection: apiServerConnection(config, { timeoutMs: settings.apiTimeoutMs }) };
       }
-      return portsOver(kept.config, kept.connections, settings, log);
+      return portsOver(kept.config, kept.connection, settings, log);
     },
   };
 }
 
-function portsOver(config: KubeConfig, connections: SharedConnections, settings: AdmissionSettings, log: ClusterLog): ClusterPorts {
+function portsOver(config: KubeConfig, connection: ApiServerConnection, settings: AdmissionSettings, log: ClusterLog): ClusterPorts {
   const entra = isEntra(config) ? config : undefined;
   const slots = apiSlots(settings.apiConcurrency, settings.apiMaxWaiting, { maxHeldAtAll: memberShare(settings.instanceConcurrency) });
   const bounds: ApiCallOptions = {
@@ -149,9 +149,9 @@ function portsOver(config: KubeConfig, connections: SharedConnections, settings:
         }
       : {}),
   };
-  const direct = credSpecApi(config.makeApiClient(CustomObjectsApi), bounds);
+  const direct = credSpecApi(connection, bounds);
   const cache = settings.credSpecCache
-    ? credSpecCache(config, {
+    ? credSpecCache(connection, {
         direct,
         log,
         maxSpecs: settings.credSpecCacheMaxSpecs,
@@ -161,7 +161,7 @@ function portsOver(config: KubeConfig, connections: SharedConnections, settings:
     : undefined;
   return {
     credSpecs: cache ?? rememberingNotFound(direct, notFoundMemory(), () => unwatchedNotFoundTtlMs),
-    authorizer: useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), bounds), {
+    authorizer: useDecisionCache(useAuthorization(connection, bounds), {
       ttlMs: settings.authCacheTtlMs,
       hold: (signal, namespace) => slots.hold(signal, namespace),
     }),
@@ -169,8 +169,8 @@ function portsOver(config: KubeConfig, connections: SharedConnections, settings:
     cacheStatus: () => cache?.status(),
     stop: async () => {
       await cache?.stop();
-      // The pools only: the next use of the KubeConfig opens new ones.
-      await connections.close();
+      // The pools only: the next call over the connection opens new ones.
+      await connection.close();
     },
   };
 }

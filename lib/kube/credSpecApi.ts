@@ -1,10 +1,13 @@
-import type { CustomObjectsApi } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { callApi, type ApiCallOptions } from "./apiCall.js";
+import type { ApiServerConnection } from "./apiServerConnection.js";
 
 export const credSpecResource = { group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs" } as const;
+
+/** Where the cluster's credential specs are listed and watched; one spec is this plus `/<name>`. */
+export const credSpecPath = `/apis/${credSpecResource.group}/${credSpecResource.version}/${credSpecResource.plural}`;
 
 /** A credential spec object, as far as admission reads it: `credspec` must be a JSON object. */
 const CredSpecObject = t.partial({ credspec: t.unknown });
@@ -20,10 +23,13 @@ export function lookupFromObject(object: unknown): CredSpecLookup {
 }
 
 /** Reads GMSACredentialSpecs straight from the API server: one GET per lookup. */
-export function credSpecApi(api: CustomObjectsApi, bounds: ApiCallOptions): CredSpecSource {
+export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOptions): CredSpecSource {
   return {
     async lookup(name, signal) {
-      const outcome = await callApi(`GET gmsacredentialspecs/${name}`, signal, bounds, (options) => api.getClusterCustomObject({ ...credSpecResource, name }, options));
+      const path = `${credSpecPath}/${encodeURIComponent(name)}`;
+      const outcome = await callApi(`GET gmsacredentialspecs/${name}`, signal, bounds, (callSignal) =>
+        connection.send({ method: "GET", path, signal: callSignal, timeoutMs: bounds.timeoutMs }),
+      );
       if (outcome.ok) return lookupFromObject(outcome.value);
       if (outcome.status === 404) return { kind: "notFound" };
       throw new ClusterUnavailableError(

@@ -1,11 +1,10 @@
-import { CustomObjectsApi, makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
-import { isLeft } from "fp-ts/Either";
-import * as t from "io-ts";
 import { notFoundMemory } from "../caching/notFoundMemory.js";
 import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
 import { countRequest } from "../observability/requestCounters.js";
-import { credSpecResource, lookupFromObject } from "./credSpecApi.js";
+import type { ApiServerConnection } from "./apiServerConnection.js";
+import { credSpecPath, lookupFromObject } from "./credSpecApi.js";
+import { listWatch, ListWatchError, type ListWatch, type ListedObject } from "./listWatch.js";
 
 /**
  * Every GMSACredentialSpec of the cluster, kept in memory by one list+watch per instance and
@@ -72,22 +71,13 @@ class CredSpecCacheOverflow extends Error {
   }
 }
 
-const ListPage = t.type({
-  metadata: t.partial({ resourceVersion: t.string, continue: t.string }),
-  items: t.array(t.intersection([t.UnknownRecord, t.partial({ metadata: t.partial({ name: t.string, namespace: t.string, resourceVersion: t.string }) })])),
-});
-
-type CredSpecObject = KubernetesObject & { credspec?: unknown };
-
-export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions): CredSpecCache {
-  const api = config.makeApiClient(CustomObjectsApi);
-  const path = `/apis/${credSpecResource.group}/${credSpecResource.version}/${credSpecResource.plural}`;
+export function credSpecCache(connection: ApiServerConnection, options: CredSpecCacheOptions): CredSpecCache {
   const minBackoff = options.minBackoffMs ?? 500;
   const maxBackoff = options.maxBackoffMs ?? 30_000;
   const entries = new Map<string, CredSpecLookup>();
   const notFound = notFoundMemory({ ...(options.maxNotFound !== undefined ? { maxEntries: options.maxNotFound } : {}), ...(options.now ? { now: options.now } : {}) });
   const notFoundTtl = () => (synced && !stale ? (options.notFoundTtlMs ?? 5_000) : (options.unwatchedNotFoundTtlMs ?? 1_000));
-  let informer: ReturnType<typeof makeInformer<CredSpecObject>> | undefined;
+  let watcher: ListWatch | undefined;
   // The first lookup has asked for the start; it happens once its read is answered.
   let starting = false;
   let synced = false;
@@ -115,10 +105,9 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     overflow = true;
     clearTimeout(retry);
     clearTimeout(settled);
-    const watching = informer;
-    // Dropped, so that the informer's own copy of every object goes with it.
-    informer = undefined;
-    void watching?.stop();
+    const watching = watcher;
+    watcher = undefined;
+    watching?.stop();
     entries.clear();
     sizes.clear();
     bytes = 0;
@@ -127,7 +116,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     options.log("warn", `credential spec cache stopped: ${reason}; every lookup now reads the API server`);
   }
 
-  const remember = (object: CredSpecObject) => {
+  const remember = (object: ListedObject) => {
     const name = object.metadata?.name;
     if (!name || overflow) return;
     const size = jsonSize(object);
@@ -138,7 +127,7 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     const beyond = beyondBounds(entries.size, bytes);
     if (beyond) overflowed(beyond);
   };
-  const forget = (object: CredSpecObject) => {
+  const forget = (object: ListedObject) => {
     const name = object.metadata?.name;
     if (!name) return;
     entries.delete(name);
@@ -146,65 +135,66 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
     sizes.delete(name);
   };
 
-  // In pages, each counted as it comes: a cluster past a bound is refused a page past it.
-  async function list(): Promise<KubernetesListObject<CredSpecObject>> {
-    const items: CredSpecObject[] = [];
-    let held = 0;
-    let resourceVersion: string | undefined;
-    let next: string | undefined;
-    do {
-      const answer: unknown = await api.listClusterCustomObject({ ...credSpecResource, limit: pageSize, ...(next ? { _continue: next } : {}) });
-      const page = ListPage.decode(answer);
-      if (isLeft(page)) throw new Error("the credential spec list is not a list of objects");
-      // Every page of one list comes from the same snapshot, the first page's.
-      resourceVersion ??= page.right.metadata.resourceVersion;
-      for (const item of page.right.items) {
-        items.push(item);
-        held += jsonSize(item);
-      }
-      const beyond = beyondBounds(items.length, held);
-      if (beyond) throw new CredSpecCacheOverflow(beyond);
-      next = page.right.metadata.continue || undefined;
-    } while (next);
-    return { apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpecList", metadata: resourceVersion === undefined ? {} : { resourceVersion }, items };
-  }
-
   let attempt = 0;
   let failedAttempt = -1;
   let settled: NodeJS.Timeout | undefined;
 
   function start(): void {
-    informer = makeInformer<CredSpecObject>(config, path, list);
-    informer.on("add", remember);
-    informer.on("update", remember);
-    informer.on("delete", forget);
-    informer.on("error", (error) => {
-      if (error instanceof CredSpecCacheOverflow) return overflowed(error.message);
-      instanceCounters.watchErrors += 1;
-      // The informer reports a failed list or watch here and then resolves start() as usual:
-      // remember which attempt failed so that it is not taken for a sync.
-      failedAttempt = attempt;
-      clearTimeout(settled);
-      if (stopped || overflow) return;
-      stale = synced;
-      failures += 1;
-      if (statusOf(error) === 401) options.onUnauthorized?.();
-      const delay = Math.min(maxBackoff, minBackoff * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2);
-      options.log("warn", `credential spec watch failed (${describe(error)}); ${synced ? "serving the last known specs, " : ""}reconnecting in ${Math.round(delay)} ms`);
-      retry = setTimeout(connect, delay);
-      retry.unref();
-    });
+    // Counted page by page as the list arrives: a cluster past a bound is refused a page past it.
+    let listed = 0;
+    let listedBytes = 0;
+    watcher = listWatch(
+      connection,
+      credSpecPath,
+      {
+        page: (items, first) => {
+          if (first) [listed, listedBytes] = [0, 0];
+          listed += items.length;
+          for (const item of items) listedBytes += jsonSize(item);
+          const beyond = beyondBounds(listed, listedBytes);
+          if (beyond) throw new CredSpecCacheOverflow(beyond);
+        },
+        replace: (items) => {
+          const present = new Set<string>();
+          for (const item of items) {
+            if (item.metadata?.name) present.add(item.metadata.name);
+            remember(item);
+          }
+          for (const name of [...entries.keys()]) if (!present.has(name)) forget({ metadata: { name } });
+        },
+        upsert: remember,
+        remove: forget,
+        error: failed,
+      },
+      { pageSize },
+    );
     connect();
   }
 
+  function failed(error: unknown): void {
+    if (error instanceof CredSpecCacheOverflow) return overflowed(error.message);
+    instanceCounters.watchErrors += 1;
+    // Remember which attempt failed, so that it is not taken for a sync.
+    failedAttempt = attempt;
+    clearTimeout(settled);
+    if (stopped || overflow) return;
+    stale = synced;
+    failures += 1;
+    if (error instanceof ListWatchError && error.status === 401) options.onUnauthorized?.();
+    const delay = Math.min(maxBackoff, minBackoff * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2);
+    options.log("warn", `credential spec watch failed (${describe(error)}); ${synced ? "serving the last known specs, " : ""}reconnecting in ${Math.round(delay)} ms`);
+    retry = setTimeout(connect, delay);
+    retry.unref();
+  }
+
   function connect(): void {
-    if (stopped || !informer) return;
+    if (stopped || !watcher) return;
     if (failures > 0) instanceCounters.watchRestarts += 1;
     const current = ++attempt;
-    const watching = informer;
+    const watching = watcher;
     watching.start().then(
       () => {
-        if (stopped || overflow) return void watching.stop();
+        if (stopped || overflow) return watching.stop();
         if (failedAttempt === current) return;
         if (stale || !synced) options.log("info", `credential spec cache ${synced ? "resynced" : "synced"}: ${entries.size} specs`);
         synced = true;
@@ -213,8 +203,9 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
         settled = setTimeout(() => (failures = 0), 30_000);
         settled.unref();
       },
-      () => {
-        // The informer reports the same failure through its error callback, which retries.
+      (error: unknown) => {
+        if (stopped || overflow || watcher !== watching) return;
+        failed(error);
       },
     );
   }
@@ -259,13 +250,13 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
   function startSoon(): void {
     setImmediate(() => {
       starting = false;
-      if (!informer && !stopped && !overflow) start();
+      if (!watcher && !stopped && !overflow) start();
     });
   }
 
   return {
     async lookup(name, signal) {
-      if (informer || starting || stopped || overflow) return answer(name, signal);
+      if (watcher || starting || stopped || overflow) return answer(name, signal);
       starting = true;
       try {
         return await answer(name, signal);
@@ -274,12 +265,12 @@ export function credSpecCache(config: KubeConfig, options: CredSpecCacheOptions)
       }
     },
     knownNames: () => (synced && !stale ? [...entries.keys()] : undefined),
-    status: () => ({ started: informer !== undefined, synced, stale, size: entries.size, notFound: notFound.size, overflow }),
+    status: () => ({ started: watcher !== undefined, synced, stale, size: entries.size, notFound: notFound.size, overflow }),
     async stop() {
       stopped = true;
       clearTimeout(retry);
       clearTimeout(settled);
-      await informer?.stop();
+      watcher?.stop();
     },
   };
 }
@@ -308,12 +299,6 @@ export function jsonSize(value: unknown): number {
     }
   }
   return size;
-}
-
-function statusOf(error: unknown): number | undefined {
-  if (typeof error !== "object" || error === null) return undefined;
-  const { statusCode, code } = error as { statusCode?: unknown; code?: unknown };
-  return typeof statusCode === "number" ? statusCode : typeof code === "number" ? code : undefined;
 }
 
 function describe(error: unknown): string {

@@ -5,9 +5,7 @@ import type { EntraTokenCache, EntraTokenStatus } from "./entraTokenCache.js";
 
 // The KubeConfig of a managed cluster reached with Entra tokens. It lives apart from
 // entraAccess.ts, which talks to Azure (identity, ARM) and is loaded only by an instance that
-// uses Entra: that module must import nothing of @kubernetes/client-node, or the bundler, which
-// defers the whole graph of a lazily loaded module, would defer client-node with it and could no
-// longer leave out the parts of client-node the product never uses (scripts/package.ts).
+// uses Entra.
 
 export type ClusterCredentialsRefresh =
   | { readonly outcome: "skipped"; readonly reason: string }
@@ -27,9 +25,9 @@ export interface EntraKubeConfigParts {
 const entraUserName = "entra-managed-identity";
 
 /**
- * A KubeConfig whose every request carries `Authorization: Bearer <Entra token>`: clients from
- * makeApiClient, Watch and informers, and websocket calls alike, because the token is applied
- * by an authenticator that client-node consults on all of those paths. Made by entraKubeConfig().
+ * A KubeConfig whose every request carries `Authorization: Bearer <Entra token>`: the token is
+ * applied by an authenticator, which client-node consults whenever credentials are applied
+ * (`applyToHTTPSOptions`, on every call of the API server connection). Made by entraKubeConfig().
  */
 export class EntraKubeConfig extends KubeConfig {
   readonly resourceId: string | undefined;
@@ -80,9 +78,9 @@ export class EntraKubeConfig extends KubeConfig {
 
   /**
    * Reads the API server URL and CA from ARM again (after a CA rotation, say): call it when
-   * connections fail. At most once per interval; concurrent calls share one read. A new CA
-   * takes effect for the next request. A new server URL takes effect for Watch, informers and
-   * clients made afterwards; clients already made keep the URL they were made with. A re-read
+   * connections fail. At most once per interval; concurrent calls share one read. A new CA or
+   * server URL takes effect for the next call (the connection reads both on every call, and opens
+   * a new pool when they change); a watch already open keeps its stream until it ends. A re-read
    * that names a host the cluster does not declare fails like any other: the endpoint stays.
    */
   async refreshClusterCredentials(): Promise<ClusterCredentialsRefresh> {

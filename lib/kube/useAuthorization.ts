@@ -1,6 +1,8 @@
-import type { AuthorizationV1Api, V1ResourceAttributes } from "@kubernetes/client-node";
+import { isLeft } from "fp-ts/Either";
+import * as t from "io-ts";
 import { ClusterUnavailableError, type Principal, type UseAuthorizer } from "../gmsa/ports.js";
 import { callApi, type ApiCallOptions } from "./apiCall.js";
+import type { ApiServerConnection } from "./apiServerConnection.js";
 import { credSpecResource } from "./credSpecApi.js";
 
 /**
@@ -8,10 +10,15 @@ import { credSpecResource } from "./credSpecApi.js";
  * LocalSubjectAccessReview in the pod's namespace for a service account, a SubjectAccessReview
  * for the requesting user.
  */
-export function useAuthorization(api: AuthorizationV1Api, bounds: ApiCallOptions): UseAuthorizer {
+/** What admission reads of an access review's answer. */
+const ReviewAnswer = t.partial({
+  status: t.partial({ allowed: t.boolean, denied: t.boolean, reason: t.string, evaluationError: t.string }),
+});
+
+export function useAuthorization(connection: ApiServerConnection, bounds: ApiCallOptions): UseAuthorizer {
   return {
     async mayUse(principal, namespace, credSpecName, signal) {
-      const resourceAttributes: V1ResourceAttributes = {
+      const resourceAttributes = {
         namespace,
         verb: "use",
         group: credSpecResource.group,
@@ -26,10 +33,13 @@ export function useAuthorization(api: AuthorizationV1Api, bounds: ApiCallOptions
         resourceAttributes,
       };
       const local = principal.serviceAccount !== undefined;
-      const outcome = await callApi(`${local ? "a LocalSubjectAccessReview" : "a SubjectAccessReview"} for ${describe(principal)}`, signal, bounds, (options) =>
-        local
-          ? api.createNamespacedLocalSubjectAccessReview({ namespace, body: { apiVersion: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", spec } }, options)
-          : api.createSubjectAccessReview({ body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec } }, options),
+      const kind = local ? "LocalSubjectAccessReview" : "SubjectAccessReview";
+      const path = local
+        ? `/apis/authorization.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/localsubjectaccessreviews`
+        : "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+      const body = { apiVersion: "authorization.k8s.io/v1", kind, spec };
+      const outcome = await callApi(`a ${kind} for ${describe(principal)}`, signal, bounds, (callSignal) =>
+        connection.send({ method: "POST", path, body, signal: callSignal, timeoutMs: bounds.timeoutMs }),
       );
       if (!outcome.ok) {
         throw new ClusterUnavailableError(
@@ -38,7 +48,14 @@ export function useAuthorization(api: AuthorizationV1Api, bounds: ApiCallOptions
           outcome.status,
         );
       }
-      const status = outcome.value.status;
+      const answer = ReviewAnswer.decode(outcome.value);
+      if (isLeft(answer)) {
+        throw new ClusterUnavailableError(
+          `the Kubernetes API server answered the access review for ${describe(principal)} with something that is not an access review`,
+          "rejected",
+        );
+      }
+      const status = answer.right.status;
       if (status?.allowed === true && status.denied !== true) return { allowed: true };
       return { allowed: false, reason: status?.reason || status?.evaluationError || undefined };
     },

@@ -1,6 +1,7 @@
 import { suite } from "uvu";
+import { apiServerConnection } from "../../lib/kube/apiServerConnection.js";
 import * as assert from "uvu/assert";
-import { AuthorizationV1Api, KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import { useDecisionCache } from "../../lib/caching/useDecisionCache.js";
 import type { PolicyDependencies } from "../../lib/gmsa/podAdmission.js";
 import { markAdmissionNamespace, serviceAccountPrincipal } from "../../lib/gmsa/ports.js";
@@ -107,7 +108,7 @@ Bypass("NSB-3: one namespace within its share, its pods naming many specs while 
   config.loadFromFile(api.kubeconfig);
   // One call at once and one more admission waiting per namespace: 2 per namespace, 8 in all.
   const slots = apiSlots(1, 1);
-  const authorizer = useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: 5000, slots }), {
+  const authorizer = useDecisionCache(useAuthorization(apiServerConnection(config), { timeoutMs: 5000, slots }), {
     ttlMs: 5000,
     hold: (signal, namespace) => slots.hold(signal, namespace),
   });
@@ -149,7 +150,7 @@ Bypass("NSB-4: one namespace within its share, its pods naming many specs while 
   config.loadFromFile(api.kubeconfig);
   const slots = apiSlots(1, 1);
   const budgetMs = 1500;
-  const authorizer = useDecisionCache(useAuthorization(config.makeApiClient(AuthorizationV1Api), { timeoutMs: budgetMs, slots }), {
+  const authorizer = useDecisionCache(useAuthorization(apiServerConnection(config), { timeoutMs: budgetMs, slots }), {
     ttlMs: 5000,
     hold: (signal, namespace) => slots.hold(signal, namespace),
   });

@@ -8,7 +8,7 @@ import { memberClient, type MemberTimers } from "../../../lib/fleet/memberClient
 import type { ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
 import { aksServerScope } from "../../../lib/kube/entraAccess.js";
 import { stringify } from "yaml";
-import { shareConnections } from "../../../lib/kube/sharedConnections.js";
+import { apiServerConnection } from "../../../lib/kube/apiServerConnection.js";
 import { ClusterUnavailableError, serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
 import { readAdmissionSettings } from "../../../lib/settings.js";
 import { fakeCredential } from "../../support/fakeCredential.js";
@@ -288,28 +288,19 @@ const Rotation = suite("a pool is kept per TLS identity");
 Rotation("a new CA (a rotated cluster, or another one) gets its own pool and is trusted at once", async () => {
   const [first, second] = [await startFakeApiServer(), await startFakeApiServer()];
   const config = new KubeConfig();
-  const connections = shareConnections(config);
   const point = (api: FakeApiServer) =>
     config.loadFromClusterAndUser({ name: "cluster", server: api.url, caData: Buffer.from(api.caPem).toString("base64"), skipTLSVerify: false }, { name: "user", token: "t" });
+  point(first);
+  const connection = apiServerConnection(config);
   try {
-    point(first);
-    await config
-      .makeApiClient(CustomObjectsApi)
-      .getClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", name: "a" })
-      .catch(() => {});
-    // Same names, another CA: a pool made for the first CA would refuse the second server.
+    assert.is((await connection.send({ method: "GET", path: "/apis/windows.k8s.io/v1/gmsacredentialspecs/a" })).status, 404);
+    // Same names, another CA (and server): a pool made for the first CA would refuse the second server.
     point(second);
-    try {
-      await config.makeApiClient(CustomObjectsApi).getClusterCustomObject({ group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs", name: "b" });
-      assert.unreachable("the fake answers 404");
-    } catch (error) {
-      assert.instance(error, ApiException);
-      assert.is((error as ApiException<unknown>).code, 404);
-    }
+    assert.is((await connection.send({ method: "GET", path: "/apis/windows.k8s.io/v1/gmsacredentialspecs/b" })).status, 404);
     assert.is(first.calls.length, 1);
     assert.is(second.calls.length, 1);
   } finally {
-    await connections.close();
+    await connection.close();
     await first.close();
     await second.close();
   }
@@ -430,6 +421,13 @@ Kept("a read given up on is not joined: the next start reads afresh, and the old
     return config;
   };
   const late = configFor("https://127.0.0.1:1");
+  // Every call over a kubeconfig starts by applying its credentials: none may be prepared over the late read.
+  let prepared = 0;
+  const apply = late.applyToHTTPSOptions.bind(late);
+  late.applyToHTTPSOptions = async (options) => {
+    prepared += 1;
+    return apply(options);
+  };
   let answerLate: (config: KubeConfig) => void = () => {};
   const answers = [new Promise<KubeConfig>((resolve) => (answerLate = resolve)), Promise.resolve(configFor("https://127.0.0.1:2"))];
   let reads = 0;
@@ -456,7 +454,8 @@ Kept("a read given up on is not joined: the next start reads afresh, and the old
     assert.instance(error, Error);
     assert.match((error as Error).message, /too late/);
   }
-  assert.is(Reflect.get(late, "createDispatcher"), Reflect.get(KubeConfig.prototype, "createDispatcher"), "a pool was set up over the late read");
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.is(prepared, 0, "a call was prepared over the late read");
   const again = await access.start();
   context.ports.push(again);
   assert.is(again.server, "https://127.0.0.1:2", "the late read replaced the newer one");

@@ -1,5 +1,6 @@
-import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import { suite } from "uvu";
+import { apiServerConnection } from "../../../lib/kube/apiServerConnection.js";
 import * as assert from "uvu/assert";
 import { credSpecApi } from "../../../lib/kube/credSpecApi.js";
 import { credSpecCache, jsonSize, type CredSpecCache, type CredSpecCacheOptions } from "../../../lib/kube/credSpecCache.js";
@@ -28,8 +29,9 @@ function specs(count: number, padding = 0): Map<string, Record<string, unknown>>
 function open(context: Context, options: Partial<CredSpecCacheOptions> = {}): CredSpecCache {
   const config = new KubeConfig();
   config.loadFromFile(context.api.kubeconfig);
-  const direct = credSpecApi(config.makeApiClient(CustomObjectsApi), { timeoutMs: 2000 });
-  context.cache = credSpecCache(config, { direct, log: (level, message) => context.logs.push(`${level} ${message}`), ...options });
+  const connection = apiServerConnection(config);
+  const direct = credSpecApi(connection, { timeoutMs: 2000 });
+  context.cache = credSpecCache(connection, { direct, log: (level, message) => context.logs.push(`${level} ${message}`), ...options });
   return context.cache;
 }
 

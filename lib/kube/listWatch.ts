@@ -1,0 +1,180 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { isLeft } from "fp-ts/Either";
+import * as t from "io-ts";
+import type { ApiServerConnection, ApiStream } from "./apiServerConnection.js";
+
+/**
+ * Keeps a copy of one resource's objects: a list (in pages) and then a watch from the list's
+ * resource version, as Kubernetes clients do. A watch the server ends (its timeout) is opened again
+ * from the last version seen; a version the server no longer has (410 Gone) is listed again. Any
+ * other failure, of the list or of the watch, ends it and is reported: the caller decides when to
+ * start again (with backoff), and a start always lists afresh.
+ */
+
+/** An object as the watch and the list carry it: what this module reads of it is its name and version. */
+export type ListedObject = Readonly<Record<string, unknown>> & { readonly metadata?: { readonly name?: string; readonly resourceVersion?: string } };
+
+const Listed = t.intersection([t.UnknownRecord, t.partial({ metadata: t.partial({ name: t.string, resourceVersion: t.string }) })]);
+
+const ListPage = t.type({
+  metadata: t.partial({ resourceVersion: t.string, continue: t.string }),
+  items: t.array(Listed),
+});
+
+const WatchEvent = t.type({ type: t.string, object: Listed });
+
+export interface ListWatchHandlers {
+  /** Each page as it arrives, before the list is applied: throw to refuse a list (past a bound, say). */
+  readonly page?: (items: readonly ListedObject[], first: boolean) => void;
+  /** A list arrived: these are all the objects now (any object not among them is gone). */
+  readonly replace: (items: readonly ListedObject[]) => void;
+  readonly upsert: (object: ListedObject) => void;
+  readonly remove: (object: ListedObject) => void;
+  /** The watch broke after start() had resolved; nothing more arrives until the next start(). */
+  readonly error: (error: unknown) => void;
+}
+
+export interface ListWatchOptions {
+  readonly pageSize?: number;
+  /** Asked of the server for each watch (`timeoutSeconds`); it ends the stream then and it is opened again. Default 5 min. */
+  readonly watchTimeoutSeconds?: number;
+  /** For each list page (a watch's first answer is bounded by the connection's own timeout). Default 30 s. */
+  readonly callTimeoutMs?: number;
+}
+
+/** The API server answered with an error status; `status` is it. */
+export class ListWatchError extends Error {
+  override readonly name = "ListWatchError";
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+  ) {
+    super(message);
+  }
+}
+
+export interface ListWatch {
+  /** Lists, then opens the watch: resolves once both are done, rejects on the first failure. Stops any earlier start. */
+  start(): Promise<void>;
+  stop(): void;
+}
+
+export function listWatch(connection: ApiServerConnection, path: string, handlers: ListWatchHandlers, options: ListWatchOptions = {}): ListWatch {
+  const pageSize = options.pageSize ?? 100;
+  const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
+  const callTimeoutMs = options.callTimeoutMs ?? 30_000;
+  let running: AbortController | undefined;
+
+  async function list(signal: AbortSignal): Promise<string> {
+    const items: ListedObject[] = [];
+    let resourceVersion: string | undefined;
+    let next: string | undefined;
+    do {
+      const query = new URLSearchParams({ limit: String(pageSize), ...(next ? { continue: next } : {}) });
+      const reply = await connection.send({
+        method: "GET",
+        path: `${path}?${query}`,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(callTimeoutMs)]),
+        timeoutMs: callTimeoutMs,
+      });
+      if (reply.status !== 200) throw new ListWatchError(`the list of ${path} was answered ${reply.status}${statusMessage(reply.body)}`, reply.status);
+      const page = ListPage.decode(reply.body);
+      if (isLeft(page)) throw new ListWatchError(`the list of ${path} is not a list of objects`, undefined);
+      // Every page of one list comes from the same snapshot, the first page's.
+      resourceVersion ??= page.right.metadata.resourceVersion;
+      items.push(...page.right.items);
+      handlers.page?.(page.right.items, next === undefined);
+      next = page.right.metadata.continue || undefined;
+    } while (next);
+    if (resourceVersion === undefined) throw new ListWatchError(`the list of ${path} carries no resource version to watch from`, undefined);
+    if (signal.aborted) throw signal.reason;
+    handlers.replace(items);
+    return resourceVersion;
+  }
+
+  /** The open stream, or "gone" when the version is too old to watch from. */
+  async function watch(resourceVersion: string, signal: AbortSignal): Promise<ApiStream | "gone"> {
+    const query = new URLSearchParams({ watch: "true", allowWatchBookmarks: "true", resourceVersion, timeoutSeconds: String(watchTimeoutSeconds) });
+    // The wait for the answer is bounded by the connection's own timeout; the stream's silence by the idle bound.
+    const stream = await connection.stream({ path: `${path}?${query}`, signal, idleTimeoutMs: (watchTimeoutSeconds + 30) * 1000 });
+    if (stream.status === 410) return "gone";
+    if (stream.status !== 200) throw new ListWatchError(`the watch of ${path} was answered ${stream.status}${statusMessage(stream.body)}`, stream.status);
+    return stream;
+  }
+
+  /** Reads one stream to its end: the last version seen, or "gone". */
+  async function follow(stream: ApiStream, from: string): Promise<{ resourceVersion: string; events: number } | "gone"> {
+    let resourceVersion = from;
+    let events = 0;
+    for await (const line of stream.lines()) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        throw new ListWatchError(`the watch of ${path} sent a line that is not JSON`, undefined);
+      }
+      const event = WatchEvent.decode(parsed);
+      if (isLeft(event)) throw new ListWatchError(`the watch of ${path} sent an event that is not one`, undefined);
+      const { type, object } = event.right;
+      if (type === "ERROR") {
+        const code = (object as { code?: unknown }).code;
+        if (code === 410) return "gone";
+        throw new ListWatchError(`the watch of ${path} ended with an error${statusMessage(object)}`, typeof code === "number" ? code : undefined);
+      }
+      events += 1;
+      const version = object.metadata?.resourceVersion;
+      if (type === "ADDED" || type === "MODIFIED") handlers.upsert(object);
+      else if (type === "DELETED") handlers.remove(object);
+      else if (type !== "BOOKMARK") continue;
+      if (version) resourceVersion = version;
+    }
+    return { resourceVersion, events };
+  }
+
+  async function keepWatching(first: ApiStream, from: string, signal: AbortSignal): Promise<void> {
+    let stream: ApiStream | "gone" = first;
+    let resourceVersion = from;
+    for (;;) {
+      const opened = Date.now();
+      const ended = stream === "gone" ? "gone" : await follow(stream, resourceVersion);
+      if (signal.aborted) return;
+      if (ended === "gone") resourceVersion = await list(signal);
+      else {
+        resourceVersion = ended.resourceVersion;
+        // A server that ends every watch at once, with nothing in it, is not asked again in a tight loop.
+        if (ended.events === 0 && Date.now() - opened < 1000) await sleep(1000, undefined, { signal });
+      }
+      stream = await watch(resourceVersion, signal);
+    }
+  }
+
+  return {
+    async start() {
+      running?.abort(new Error("started again"));
+      const controller = new AbortController();
+      running = controller;
+      let resourceVersion = await list(controller.signal);
+      let stream = await watch(resourceVersion, controller.signal);
+      if (stream === "gone") {
+        resourceVersion = await list(controller.signal);
+        stream = await watch(resourceVersion, controller.signal);
+        if (stream === "gone") throw new ListWatchError(`the watch of ${path} refused the version its own list gave`, 410);
+      }
+      const opened = stream;
+      void keepWatching(opened, resourceVersion, controller.signal).catch((error: unknown) => {
+        if (controller.signal.aborted) return;
+        controller.abort(error);
+        handlers.error(error);
+      });
+    },
+    stop() {
+      running?.abort(new Error("stopped"));
+      running = undefined;
+    },
+  };
+}
+
+function statusMessage(body: unknown): string {
+  const message = typeof body === "object" && body !== null ? (body as { message?: unknown }).message : undefined;
+  return typeof message === "string" && message !== "" ? `: ${message.slice(0, 200)}` : "";
+}

@@ -1,0 +1,204 @@
+import { KubeConfig } from "@kubernetes/client-node";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { apiServerConnection, type ApiServerConnection } from "../../../lib/kube/apiServerConnection.js";
+import { listWatch, ListWatchError, type ListedObject } from "../../../lib/kube/listWatch.js";
+
+/**
+ * The list and watch the credential spec cache is built on, against a server whose every answer
+ * the test chooses: stream ends, versions too old to watch from, bookmarks, and objects deleted
+ * between two lists.
+ */
+interface Scripted {
+  /** What a list answers: the objects and the version. */
+  list: () => { items: ListedObject[]; resourceVersion: string } | { status: number };
+  /** What each watch does, in order: its events (then it ends, or stays open when `hold`), or an error status. */
+  watches: Array<{ events: unknown[]; hold?: boolean } | { status: number }>;
+}
+
+interface Harness {
+  readonly connection: ApiServerConnection;
+  readonly requests: string[];
+  readonly open: Set<ServerResponse>;
+  close(): Promise<void>;
+}
+
+async function serve(script: Scripted): Promise<Harness> {
+  const requests: string[] = [];
+  const open = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    requests.push(req.url ?? "");
+    const url = new URL(req.url ?? "/", "http://x");
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (url.searchParams.get("watch") !== "true") {
+      const listed = script.list();
+      if ("status" in listed) return json(listed.status, { kind: "Status", code: listed.status, message: "refused by the test" });
+      return json(200, { kind: "List", metadata: { resourceVersion: listed.resourceVersion }, items: listed.items });
+    }
+    const next = script.watches.shift() ?? { events: [], hold: true };
+    if ("status" in next) return json(next.status, { kind: "Status", code: next.status, message: "too old resource version" });
+    res.writeHead(200, { "content-type": "application/json" });
+    res.flushHeaders();
+    for (const event of next.events) res.write(`${JSON.stringify(event)}\n`);
+    if (next.hold) {
+      open.add(res);
+      res.on("close", () => open.delete(res));
+    } else res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: false }],
+    users: [{ name: "u" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  const connection = apiServerConnection(config, { timeoutMs: 2000 });
+  return {
+    connection,
+    requests,
+    open,
+    async close() {
+      await connection.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const spec = (name: string, resourceVersion: string): ListedObject => ({ metadata: { name, resourceVersion } });
+
+/** A copy kept the way the cache keeps it, and what was reported. */
+function keeper() {
+  const held = new Map<string, string | undefined>();
+  const errors: unknown[] = [];
+  return {
+    held,
+    errors,
+    handlers: {
+      replace: (items: readonly ListedObject[]) => {
+        held.clear();
+        for (const item of items) held.set(item.metadata!.name!, item.metadata?.resourceVersion);
+      },
+      upsert: (item: ListedObject) => void held.set(item.metadata!.name!, item.metadata?.resourceVersion),
+      remove: (item: ListedObject) => void held.delete(item.metadata!.name!),
+      error: (error: unknown) => void errors.push(error),
+    },
+  };
+}
+
+async function until(condition: () => boolean, what: string, ms = 5000): Promise<void> {
+  const started = Date.now();
+  while (!condition()) {
+    if (Date.now() - started > ms) assert.unreachable(`${what} within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const watchesOf = (requests: string[]) => requests.filter((r) => r.includes("watch=true")).map((r) => new URL(r, "http://x").searchParams.get("resourceVersion"));
+const listsOf = (requests: string[]) => requests.filter((r) => !r.includes("watch=true")).length;
+
+const ListWatch = suite("list and watch");
+
+ListWatch("a watch the server ends is opened again from the last version seen, bookmarks included, without listing again", async () => {
+  const harness = await serve({
+    list: () => ({ items: [spec("a", "5")], resourceVersion: "10" }),
+    watches: [
+      {
+        events: [
+          { type: "ADDED", object: spec("b", "11") },
+          { type: "BOOKMARK", object: { metadata: { resourceVersion: "14" } } },
+        ],
+      },
+      {
+        events: [
+          { type: "MODIFIED", object: spec("a", "15") },
+          { type: "DELETED", object: spec("b", "16") },
+        ],
+        hold: true,
+      },
+    ],
+  });
+  const kept = keeper();
+  const watch = listWatch(harness.connection, "/apis/windows.k8s.io/v1/gmsacredentialspecs", kept.handlers);
+  try {
+    await watch.start();
+    await until(() => kept.held.get("a") === "15" && !kept.held.has("b"), "the second watch's events");
+    assert.equal(watchesOf(harness.requests), ["10", "14"]);
+    assert.is(listsOf(harness.requests), 1);
+    assert.equal(kept.errors, []);
+  } finally {
+    watch.stop();
+    await harness.close();
+  }
+});
+
+ListWatch("a version too old to watch from (410 Gone as an event or an answer) is listed again, and what vanished meanwhile is dropped", async () => {
+  let lists = 0;
+  const harness = await serve({
+    list: () => (++lists === 1 ? { items: [spec("a", "5"), spec("b", "6")], resourceVersion: "10" } : { items: [spec("a", "20")], resourceVersion: "30" }),
+    watches: [{ events: [{ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } }] }, { status: 410 }, { events: [], hold: true }],
+  });
+  const kept = keeper();
+  const watch = listWatch(harness.connection, "/apis/windows.k8s.io/v1/gmsacredentialspecs", kept.handlers);
+  try {
+    await watch.start();
+    await until(() => harness.open.size === 1, "a watch held open");
+    assert.equal([...kept.held], [["a", "20"]]);
+    assert.equal(watchesOf(harness.requests), ["10", "30", "30"]);
+    assert.is(listsOf(harness.requests), 3);
+    assert.equal(kept.errors, []);
+  } finally {
+    watch.stop();
+    await harness.close();
+  }
+});
+
+ListWatch("a list refused fails the start with its status; a watch that fails later is reported, not retried by itself", async () => {
+  let refuse = true;
+  const harness = await serve({
+    list: () => (refuse ? { status: 401 } : { items: [], resourceVersion: "1" }),
+    watches: [{ events: [{ type: "ERROR", object: { kind: "Status", code: 500, message: "etcd went away" } }] }],
+  });
+  const kept = keeper();
+  const watch = listWatch(harness.connection, "/apis/windows.k8s.io/v1/gmsacredentialspecs", kept.handlers);
+  try {
+    const refused = await watch.start().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    assert.instance(refused, ListWatchError);
+    assert.is((refused as ListWatchError).status, 401);
+    refuse = false;
+    await watch.start();
+    await until(() => kept.errors.length === 1, "the broken watch reported");
+    assert.match(String(kept.errors[0]), /etcd went away/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.is(watchesOf(harness.requests).length, 1, "a broken watch was opened again without its owner asking");
+  } finally {
+    watch.stop();
+    await harness.close();
+  }
+});
+
+ListWatch("stop closes the open watch", async () => {
+  const harness = await serve({ list: () => ({ items: [], resourceVersion: "1" }), watches: [{ events: [], hold: true }] });
+  const kept = keeper();
+  const watch = listWatch(harness.connection, "/apis/windows.k8s.io/v1/gmsacredentialspecs", kept.handlers);
+  try {
+    await watch.start();
+    await until(() => harness.open.size === 1, "the watch open");
+    watch.stop();
+    await until(() => harness.open.size === 0, "the watch closed");
+    assert.equal(kept.errors, []);
+  } finally {
+    await harness.close();
+  }
+});
+
+ListWatch.run();
