@@ -11,7 +11,7 @@
 // bodies.json: {"<function name>": "<request body>", ...}. Prints one JSON object:
 //   startedMs: process start → functions registered; firstAnswerMs: → first admission answered;
 //   per function: cpuUs (CPU time, user and system, per invocation), p50Ms, p99Ms;
-//   rssMiB and heapMiB after the invocations and a full collection.
+//   rssMiB, heapMiB (in use), heapCommittedMiB and externalMiB after the invocations and a full collection.
 "use strict";
 const { readFileSync } = require("node:fs");
 const { performance } = require("node:perf_hooks");
@@ -80,7 +80,7 @@ async function main() {
   require("node:vm").runInNewContext("gc")();
   const memory = process.memoryUsage();
   const codeCache = entry && typeof entry === "object" && "codeCache" in entry ? entry.codeCache : "none";
-  process.stdout.write(`${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: memory.rss / 1048576, heapMiB: memory.heapUsed / 1048576 })}\n`);
+  process.stdout.write(`${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: memory.rss / 1048576, heapMiB: memory.heapUsed / 1048576, heapCommittedMiB: memory.heapTotal / 1048576, externalMiB: memory.external / 1048576 })}\n`);
 }
 
 main().then(
