@@ -7,7 +7,7 @@ import * as t from "io-ts";
 import { isLeft } from "fp-ts/Either";
 import { generateServingCertificate } from "../host/servingCertificate.js";
 import { clusterSecretHeader, clusterSecretSettingName } from "../lib/fleet/memberIdentity.js";
-import { readFleetSettings } from "../lib/settings.js";
+import { readFleetSettings } from "../lib/settings/fleet.js";
 import { startFakeApiServer, type FakeApiCall, type FakeApiServer } from "../test/support/fakeApiServer.js";
 import { credSpecFixture } from "../test/support/fixtures.js";
 import { httpsCall } from "../test/support/httpsClient.js";

@@ -16,7 +16,7 @@ const { exchangeAdmission } = require(join(local, "admission", "httpExchange.js"
 const { expandCredSpecs } = require(join(local, "gmsa", "expandCredSpecs.js"));
 const { validatePod } = require(join(local, "gmsa", "validatePod.js"));
 const { admissionLogLine } = require(join(local, "observability", "admissionLog.js"));
-const { readAdmissionSettings } = require(join(local, "settings.js"));
+const { readAdmissionSettings } = require(join(local, "settings", "admission.js"));
 const { clusterPorts } = require(join(local, "kube", "clusterClient.js"));
 
 const iterations = 20_000;

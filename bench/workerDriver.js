@@ -80,7 +80,9 @@ async function main() {
   require("node:vm").runInNewContext("gc")();
   const memory = process.memoryUsage();
   const codeCache = entry && typeof entry === "object" && "codeCache" in entry ? entry.codeCache : "none";
-  process.stdout.write(`${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: memory.rss / 1048576, heapMiB: memory.heapUsed / 1048576, heapCommittedMiB: memory.heapTotal / 1048576, externalMiB: memory.external / 1048576 })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: memory.rss / 1048576, heapMiB: memory.heapUsed / 1048576, heapCommittedMiB: memory.heapTotal / 1048576, externalMiB: memory.external / 1048576 })}\n`,
+  );
 }
 
 main().then(

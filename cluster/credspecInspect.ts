@@ -9,7 +9,7 @@ import { serviceAccountPrincipal } from "../lib/gmsa/ports.js";
 import { apiServerConnection, type ApiServerConnection } from "../lib/kube/apiServerConnection.js";
 import { credSpecApi } from "../lib/kube/credSpecApi.js";
 import { useAuthorization } from "../lib/kube/useAuthorization.js";
-import { readPolicySettings } from "../lib/settings.js";
+import { readPolicySettings } from "../lib/settings/admission.js";
 import { readDocuments, UsageError, type CredspecIo } from "./credspecInput.js";
 import { withKubeObjects } from "./kubeObjects.js";
 import { exitCodes } from "./wire.js";

@@ -3,17 +3,16 @@ import { performance } from "node:perf_hooks";
 import { fleetRouter, type FleetRouter } from "../lib/fleet/fleetRouter.js";
 import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../lib/fleet/memberClient.js";
 import { keptClusterAccess, loadKubeConfig, localKubeConfig, type ClusterLog, type ClusterPorts, type KeptClusterAccess, type SharedAccess } from "../lib/kube/clusterClient.js";
+import { type AdmissionSettings, type SharedAdmissionSettings } from "../lib/settings/admission.js";
 import {
   apiServerTarget,
   defaultMemberName,
   readFleetSettings,
   sameTargetProblem,
-  type AdmissionSettings,
   type FleetMemberSettings,
   type FleetSettings,
-  type SharedAdmissionSettings,
   type UnavailableMember,
-} from "../lib/settings.js";
+} from "../lib/settings/fleet.js";
 
 /**
  * What one instance of the app keeps between requests: its settings and one cluster client per

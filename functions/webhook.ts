@@ -6,7 +6,7 @@ import { clusterSecretHeader, type MemberAddress } from "../lib/fleet/fleetRoute
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
 import { nodeReleaseProblem } from "../lib/nodeRelease.js";
-import { readEndpointProtection } from "../lib/settings.js";
+import { readEndpointProtection } from "../lib/settings/endpoint.js";
 import packageJson from "../package.json";
 import { readBodyUpTo } from "./requestBody.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";

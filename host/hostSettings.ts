@@ -1,5 +1,6 @@
 import * as t from "io-ts";
-import { decodeWith, readEndpointProtection, SettingsError } from "../lib/settings.js";
+import { readEndpointProtection } from "../lib/settings/endpoint.js";
+import { decodeWith, SettingsError } from "../lib/settings/environment.js";
 
 /** Settings of the local host only (the Functions host brings its own port and TLS). */
 const Port = new t.Type<number, string, unknown>(

@@ -57,3 +57,36 @@ export function isLoopbackOrigin(origin: string): boolean {
   const url = new URL(origin);
   return url.protocol === "https:" && loopbackNames.has(url.hostname.toLowerCase());
 }
+
+/**
+ * An API server named by URL gets the managed identity's Microsoft Entra token, whose audience is
+ * the AKS server application: the same token opens every Entra-integrated AKS cluster in the
+ * tenant (every other member of a fleet). So the URL must name an AKS API server, by the rule the
+ * host names ARM gives are checked with (port 443, under a domain where AKS serves API servers,
+ * no IP address). A loopback address is allowed beside it, for local use and tests: a token sent
+ * there does not leave the machine.
+ */
+export function checkTokenHost(server: string, where: string): void {
+  const url = new URL(server);
+  // As written, trailing dot included: "localhost." is not looked up in /etc/hosts but asked of
+  // DNS, which may answer any address.
+  if (isLoopbackHost(url.hostname.toLowerCase())) return;
+  const host = url.hostname.toLowerCase().replace(/\.$/, "");
+  try {
+    // The URL names the host it declares: what is checked is where that host is and its port.
+    checkAksApiServer(server, { clusterHostNames: [host] }, where);
+  } catch (error) {
+    if (!(error instanceof ApiServerHostError)) throw error;
+    throw new Error(
+      `${where} must name an AKS API server (port 443, a host name under ${aksApiServerDomains.join(", ")}) or a loopback address, not ${url.host}: the managed identity's token sent there is valid on every AKS cluster of the tenant`,
+    );
+  }
+}
+
+/** 127.0.0.0/8, ::1 and localhost: a token sent there stays on this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1");
+  if (bare === "localhost") return true;
+  if (isIP(bare) === 4) return bare.split(".")[0] === "127";
+  return isIP(bare) === 6 && bare === "::1";
+}

@@ -3,7 +3,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
 import type { CredSpecSource, UseAuthorizer } from "../gmsa/ports.js";
-import type { AdmissionSettings } from "../settings.js";
+import type { ClusterAccessSettings, ClusterClientSettings } from "./clusterAccess.js";
 import type { ApiCallOptions } from "./apiCall.js";
 import { apiServerConnection, type ApiServerConnection } from "./apiServerConnection.js";
 import { apiSlots, memberShare } from "./apiSlots.js";
@@ -30,7 +30,7 @@ const consoleLog: ClusterLog = (level, message) => (level === "warn" ? console.w
  * Reaches the API server the settings name: a kubeconfig, the pod's own service account, or a
  * managed cluster through Microsoft Entra ID with the app's managed identity.
  */
-export async function loadKubeConfig(cluster: AdmissionSettings["cluster"], log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<KubeConfig> {
+export async function loadKubeConfig(cluster: ClusterAccessSettings, log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<KubeConfig> {
   if (cluster.access === "entra") {
     // Loaded only here: the Azure identity and ARM code is most of what an instance would
     // otherwise load at start, and a kubeconfig or in-cluster instance never runs it.
@@ -56,7 +56,7 @@ export interface SharedAccess {
  * A kubeconfig file (in the context it names, if it names one) or the pod's own service
  * account: read from disk only, so it can be checked at start-up without reaching the cluster.
  */
-export function localKubeConfig(cluster: Exclude<AdmissionSettings["cluster"], { access: "entra" }>): KubeConfig {
+export function localKubeConfig(cluster: Exclude<ClusterAccessSettings, { access: "entra" }>): KubeConfig {
   const config = new KubeConfig();
   if (cluster.access === "kubeconfig") {
     config.loadFromFile(cluster.kubeconfig);
@@ -77,7 +77,7 @@ export function localKubeConfig(cluster: Exclude<AdmissionSettings["cluster"], {
   return config;
 }
 
-export async function clusterPorts(settings: AdmissionSettings, log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<ClusterPorts> {
+export async function clusterPorts(settings: ClusterClientSettings, log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<ClusterPorts> {
   return portsFor(await loadKubeConfig(settings.cluster, log, shared), settings, log);
 }
 
@@ -93,7 +93,7 @@ const unwatchedNotFoundTtlMs = 1_000;
  * the decision cache, every call over one pool of kept-alive connections and within one cap on
  * calls in flight.
  */
-export function portsFor(config: KubeConfig, settings: AdmissionSettings, log: ClusterLog = consoleLog): ClusterPorts {
+export function portsFor(config: KubeConfig, settings: ClusterClientSettings, log: ClusterLog = consoleLog): ClusterPorts {
   return portsOver(config, apiServerConnection(config, { timeoutMs: settings.apiTimeoutMs }), settings, log);
 }
 
@@ -118,7 +118,7 @@ export interface KeptClusterAccess {
  * Should a given-up read answer after all, it is dropped unused (no pool is opened over it): only
  * the latest read may be kept.
  */
-export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: AdmissionSettings, log: ClusterLog = consoleLog): KeptClusterAccess {
+export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: ClusterClientSettings, log: ClusterLog = consoleLog): KeptClusterAccess {
   let kept: { config: KubeConfig; connection: ApiServerConnection } | undefined;
   let reads = 0;
   return {
@@ -134,7 +134,7 @@ export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: Adm
   };
 }
 
-function portsOver(config: KubeConfig, connection: ApiServerConnection, settings: AdmissionSettings, log: ClusterLog): ClusterPorts {
+function portsOver(config: KubeConfig, connection: ApiServerConnection, settings: ClusterClientSettings, log: ClusterLog): ClusterPorts {
   const entra = isEntra(config) ? config : undefined;
   const slots = apiSlots(settings.apiConcurrency, settings.apiMaxWaiting, { maxHeldAtAll: memberShare(settings.instanceConcurrency) });
   const bounds: ApiCallOptions = {

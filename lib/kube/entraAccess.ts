@@ -12,8 +12,7 @@ import {
 } from "./aksClusterEndpoint.js";
 import { parseAksResourceId } from "./aksResourceId.js";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
-import { entraTokenCache } from "./entraTokenCache.js";
-import type { EntraKubeConfigParts } from "./entraKubeConfig.js";
+import { entraTokenCache, type EntraTokenCache } from "./entraTokenCache.js";
 import { managedIdentityCredential } from "./refreshableCredential.js";
 
 /**
@@ -62,6 +61,17 @@ export interface EntraClusterOptions {
    * unless the ARM endpoint is itself on loopback; no setting reaches it.
    */
   readonly loopbackApiServerForTests?: boolean;
+}
+
+/** What an EntraKubeConfig is made of (lib/kube/entraKubeConfig.ts), read here from Azure. */
+export interface EntraKubeConfigParts {
+  readonly endpoint: ApiServerEndpoint;
+  readonly tokens: EntraTokenCache;
+  /** Present when the endpoint came from ARM and can be read again. */
+  readonly reread: (() => Promise<ApiServerEndpoint>) | undefined;
+  readonly resourceId: string | undefined;
+  readonly now: () => number;
+  readonly minRefreshIntervalMs: number;
 }
 
 export class EntraAccessError extends Error {

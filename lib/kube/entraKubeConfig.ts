@@ -1,6 +1,6 @@
 import { KubeConfig, type Cluster } from "@kubernetes/client-node";
 import type { ApiServerEndpoint } from "./apiServerEndpoint.js";
-import type { EntraClusterOptions } from "./entraAccess.js";
+import type { EntraClusterOptions, EntraKubeConfigParts } from "./entraAccess.js";
 import type { EntraTokenCache, EntraTokenStatus } from "./entraTokenCache.js";
 
 // The KubeConfig of a managed cluster reached with Entra tokens. It lives apart from
@@ -11,16 +11,6 @@ export type ClusterCredentialsRefresh =
   | { readonly outcome: "skipped"; readonly reason: string }
   | { readonly outcome: "unchanged" }
   | { readonly outcome: "updated"; readonly serverChanged: boolean; readonly caChanged: boolean };
-
-export interface EntraKubeConfigParts {
-  readonly endpoint: ApiServerEndpoint;
-  readonly tokens: EntraTokenCache;
-  /** Present when the endpoint came from ARM and can be read again. */
-  readonly reread: (() => Promise<ApiServerEndpoint>) | undefined;
-  readonly resourceId: string | undefined;
-  readonly now: () => number;
-  readonly minRefreshIntervalMs: number;
-}
 
 const entraUserName = "entra-managed-identity";
 

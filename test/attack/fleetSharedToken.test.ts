@@ -1,7 +1,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { aksServerScope } from "../../lib/kube/entraAccess.js";
-import { readAdmissionSettings, readFleetSettings, SettingsError, type FleetSettings } from "../../lib/settings.js";
+import { readAdmissionSettings } from "../../lib/settings/admission.js";
+import { SettingsError } from "../../lib/settings/environment.js";
+import { readFleetSettings, type FleetSettings } from "../../lib/settings/fleet.js";
 
 /**
  * Attack review, cluster B against cluster A: every Entra member signs in with the one managed

@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { createFleetRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
 import { serveAdmission } from "../../functions/webhook.js";
 import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
-import { readFleetSettings } from "../../lib/settings.js";
+import { readFleetSettings } from "../../lib/settings/fleet.js";
 import { gmsa, pod, review } from "../support/reviews.js";
 
 /**

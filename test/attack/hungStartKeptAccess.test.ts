@@ -3,7 +3,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { memberClient } from "../../lib/fleet/memberClient.js";
 import { keptClusterAccess } from "../../lib/kube/clusterClient.js";
-import { readAdmissionSettings } from "../../lib/settings.js";
+import { readAdmissionSettings } from "../../lib/settings/admission.js";
 
 /**
  * Second attack review, the hung-start give-up: memberClient gives a start up after

@@ -1,6 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { readFleetSettings } from "../../lib/settings.js";
+import { readFleetSettings } from "../../lib/settings/fleet.js";
 
 /**
  * Second attack review, the AKS-host rule for a URL member's token and the check that no two

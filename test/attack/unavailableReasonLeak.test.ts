@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createFleetRuntime } from "../../functions/runtime.js";
-import { readFleetSettings } from "../../lib/settings.js";
+import { readFleetSettings } from "../../lib/settings/fleet.js";
 
 /**
  * Second attack review, members kept out of service: the reason of a member whose kubeconfig

@@ -5,7 +5,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createFleetRuntime } from "../../functions/runtime.js";
 import { localKubeConfig } from "../../lib/kube/clusterClient.js";
-import { readFleetSettings } from "../../lib/settings.js";
+import { readFleetSettings } from "../../lib/settings/fleet.js";
 
 const dir = mkdtempSync(join(tmpdir(), "gmsa-fleet-runtime-"));
 const kubeconfig = join(dir, "kubeconfig");

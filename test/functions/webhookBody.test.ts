@@ -2,7 +2,7 @@ import { HttpRequest, InvocationContext, type HttpRequestInit } from "@azure/fun
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { maxBodyBytes } from "../../lib/admission/httpExchange.js";
-import { readAdmissionSettings } from "../../lib/settings.js";
+import { readAdmissionSettings } from "../../lib/settings/admission.js";
 import { readBodyUpTo } from "../../functions/requestBody.js";
 import { createAdmissionRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
 import { serveWebhook } from "../../functions/webhook.js";

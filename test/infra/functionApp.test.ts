@@ -3,7 +3,9 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import type { Node } from "web-tree-sitter";
 import * as assert from "uvu/assert";
-import { readAdmissionSettings, readEndpointProtection, SettingsError } from "../../lib/settings.js";
+import { readAdmissionSettings } from "../../lib/settings/admission.js";
+import { readEndpointProtection } from "../../lib/settings/endpoint.js";
+import { SettingsError } from "../../lib/settings/environment.js";
 import {
   type BicepFile,
   type Declaration,

@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { clusterSecretSettingName, readAdmissionSettings, readFleetSettings, SettingsError } from "../../lib/settings.js";
+import { readAdmissionSettings } from "../../lib/settings/admission.js";
+import { SettingsError } from "../../lib/settings/environment.js";
+import { clusterSecretSettingName, readFleetSettings } from "../../lib/settings/fleet.js";
 
 // Secrets as an operator makes them: random, URL-safe, far more than 10 different characters.
 const secretA = "alpha_0123456789-abcdefghijklmnop";

@@ -1,7 +1,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { readHostSettings } from "../../host/hostSettings.js";
-import { readAdmissionSettings, readEndpointProtection, readPolicySettings, SettingsError } from "../../lib/settings.js";
+import { readAdmissionSettings, readPolicySettings } from "../../lib/settings/admission.js";
+import { readEndpointProtection } from "../../lib/settings/endpoint.js";
+import { SettingsError } from "../../lib/settings/environment.js";
 
 const Settings = suite("readAdmissionSettings");
 

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { createFleetRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
 import { startLocalServer } from "../../host/localServer.js";
-import { readFleetSettings } from "../../lib/settings.js";
+import { readFleetSettings } from "../../lib/settings/fleet.js";
 
 /**
  * Run as a child process (see functionHostProcess.ts): the local host with the webhooks

@@ -1,7 +1,8 @@
 import { createAdmissionRuntime, createFleetRuntime, stopAdmissionRuntime, useAdmissionRuntime, type AdmissionRuntime } from "../../functions/runtime.js";
 import { startLocalServer, type LocalServer } from "../../host/localServer.js";
 import { generateServingCertificate, type ServingCertificate } from "../../host/servingCertificate.js";
-import { readAdmissionSettings, readFleetSettings, type AdmissionSettings, type FleetSettings } from "../../lib/settings.js";
+import { readAdmissionSettings, type AdmissionSettings } from "../../lib/settings/admission.js";
+import { readFleetSettings, type FleetSettings } from "../../lib/settings/fleet.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

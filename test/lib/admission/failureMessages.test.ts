@@ -10,7 +10,7 @@ import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
 import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
 import { admissionLogLine } from "../../../lib/observability/admissionLog.js";
-import { readAdmissionSettings } from "../../../lib/settings.js";
+import { readAdmissionSettings } from "../../../lib/settings/admission.js";
 import { fakeCredential } from "../../support/fakeCredential.js";
 import { fakePorts } from "../../support/fakePorts.js";
 import { gmsa, pod, review } from "../../support/reviews.js";

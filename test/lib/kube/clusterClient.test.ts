@@ -10,7 +10,7 @@ import { aksServerScope } from "../../../lib/kube/entraAccess.js";
 import { stringify } from "yaml";
 import { apiServerConnection } from "../../../lib/kube/apiServerConnection.js";
 import { ClusterUnavailableError, serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
-import { readAdmissionSettings } from "../../../lib/settings.js";
+import { readAdmissionSettings } from "../../../lib/settings/admission.js";
 import { fakeCredential } from "../../support/fakeCredential.js";
 import { startFakeApiServer, type FakeApiServer } from "../../support/fakeApiServer.js";
 import { credSpecFixture } from "../../support/fixtures.js";

@@ -21,7 +21,7 @@ import { EntraTokenError } from "../../../lib/kube/entraTokenCache.js";
 import { isRefreshable } from "../../../lib/kube/refreshableCredential.js";
 import { fakeCredential, manualClock } from "../../support/fakeCredential.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
-import { readAdmissionSettings } from "../../../lib/settings.js";
+import { readAdmissionSettings } from "../../../lib/settings/admission.js";
 
 const hour = 3_600_000;
 

@@ -10,7 +10,7 @@ import { portsFor } from "../../../lib/kube/clusterClient.js";
 import { aksServerScope } from "../../../lib/kube/entraAccess.js";
 import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
 import { managedIdentityCredential } from "../../../lib/kube/refreshableCredential.js";
-import { readAdmissionSettings } from "../../../lib/settings.js";
+import { readAdmissionSettings } from "../../../lib/settings/admission.js";
 import { cachingCredential, fakeCredential } from "../../support/fakeCredential.js";
 import { fakePorts } from "../../support/fakePorts.js";
 import { gmsa, pod, review } from "../../support/reviews.js";
