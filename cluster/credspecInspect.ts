@@ -1,7 +1,7 @@
 import { isLeft } from "fp-ts/Either";
 import type * as t from "io-ts";
 import { parseArgs } from "node:util";
-import { describeDecodeErrors } from "../lib/admission/decodeErrors.js";
+import { describeDecodeErrors } from "../lib/decodeErrors.js";
 import { explainPod } from "../lib/credspec/explainPod.js";
 import { RbacBinding, RbacList, RbacRole, whoMayUse, type UseGrantFound } from "../lib/credspec/rbacUse.js";
 import { credSpecNameProblem } from "../lib/gmsa/credSpecName.js";

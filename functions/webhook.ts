@@ -1,7 +1,9 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
 import { performance } from "node:perf_hooks";
 import { exchangeAdmission, plainReply, type HttpCall, type HttpReply } from "../lib/admission/httpExchange.js";
-import type { ReviewPolicy } from "../lib/admission/handleReview.js";
+import type { ReviewBudget } from "../lib/admission/handleReview.js";
+import type { PodPorts } from "../lib/gmsa/podWebhook.js";
+import type { WebhookPolicy } from "../lib/webhook/policy.js";
 import { clusterSecretHeader, type MemberAddress } from "../lib/fleet/fleetRouter.js";
 import { admissionLogLine } from "../lib/observability/admissionLog.js";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
@@ -10,6 +12,9 @@ import { readEndpointProtection } from "../lib/settings/endpoint.js";
 import packageJson from "../package.json";
 import { readBodyUpTo } from "./requestBody.js";
 import { admissionRuntime, takeColdStart } from "./runtime.js";
+
+/** What every webhook is handed: the member's ports and the admission budget (the credential spec webhook uses none of them). */
+export type AdmissionPolicy = WebhookPolicy<PodPorts & ReviewBudget>;
 
 // Every function module loads this one before it registers anything: on a Node.js release too old
 // for the bundled libraries the app loads no function, and says which release it needs.
@@ -29,7 +34,7 @@ export interface AdmissionLogSink {
  * `HttpCall` and says how the request addressed its cluster. An unknown cluster or a wrong secret
  * is answered before the body is read or any cluster client is started.
  */
-export async function serveAdmission(webhook: string, policy: ReviewPolicy, call: HttpCall, log: AdmissionLogSink, address: MemberAddress = topLevel): Promise<HttpReply> {
+export async function serveAdmission(webhook: string, policy: AdmissionPolicy, call: HttpCall, log: AdmissionLogSink, address: MemberAddress = topLevel): Promise<HttpReply> {
   const started = performance.now();
   try {
     const runtime = await admissionRuntime();
@@ -84,7 +89,7 @@ export function memberAddress(
 /** Adapts a Functions HTTP request to the webhook's HTTP rules, and logs one line per admission. */
 export async function serveWebhook(
   webhook: string,
-  policy: ReviewPolicy,
+  policy: AdmissionPolicy,
   request: HttpRequest,
   context: InvocationContext,
   addressing: WebhookAddressing = "top",
@@ -110,7 +115,7 @@ export async function serveWebhook(
 /** A registered webhook route: which webhook, its policy, and how it addresses its cluster. */
 export interface WebhookRoute {
   readonly webhook: string;
-  readonly policy: ReviewPolicy;
+  readonly policy: AdmissionPolicy;
   readonly addressing: WebhookAddressing;
 }
 
@@ -128,7 +133,7 @@ export const webhookRoutes = new Map<string, WebhookRoute>();
  * the API server sends). Which of them answer is the runtime's to say, so that both hosts and
  * every test process register the same functions whatever the settings.
  */
-export function registerWebhook(name: string, policy: ReviewPolicy, handler: (request: HttpRequest, context: InvocationContext) => Promise<HttpResponseInit>): void {
+export function registerWebhook(name: string, policy: AdmissionPolicy, handler: (request: HttpRequest, context: InvocationContext) => Promise<HttpResponseInit>): void {
   const authLevel = webhookAuthLevel();
   app.http(name, { route: name, methods: [...allMethods], authLevel, handler });
   app.http(`cluster-${name}`, {

@@ -1,36 +1,19 @@
 import { isLeft } from "fp-ts/Either";
 import { randomUUID } from "node:crypto";
-import { describeDecodeErrors } from "./decodeErrors.js";
-import { decodePodObject, type Pod } from "../gmsa/pod.js";
-import { Binding } from "../gmsa/binding.js";
-import type { Admission, BindingAdmission, PolicyDependencies, PolicySettings } from "../gmsa/podAdmission.js";
-import { ClusterUnavailableError, markAdmissionNamespace, type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
-import { denied, type Verdict } from "../gmsa/verdict.js";
+import { describeDecodeErrors } from "../decodeErrors.js";
+import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
+import type { WebhookPolicy } from "../webhook/policy.js";
+import type { AdmissionRequest } from "../webhook/request.js";
+import { denied } from "../webhook/verdict.js";
 import { checkedDecode } from "../checkedDecode.js";
 import { withRequestCounters } from "../observability/requestCounters.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
-import { AdmissionReviewEnvelope, decodeReviewRequest, type AdmissionRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
+import { AdmissionReviewEnvelope, decodeReviewRequest, type AdmissionResponse, type AdmissionReviewResponse } from "./review.js";
 import { failedClosed, responseFor } from "./response.js";
 import { admissionDeadline, type Deadline } from "./deadline.js";
 
-export type WebhookPolicy = (admission: Admission, deps: PolicyDependencies) => Promise<Verdict>;
-
-/**
- * A policy for objects other than pods: it decodes the request's objects itself (a refusal of
- * 400 when they are not what it judges), behind the same envelope, budget and failure rules.
- */
-export interface RequestPolicy {
-  readonly judgeRequest: (request: AdmissionRequest, deps: PolicyDependencies) => Promise<Verdict>;
-}
-
-/** What a webhook runs: the pod policy, or one that reads the request's objects itself. */
-export type ReviewPolicy = WebhookPolicy | RequestPolicy;
-
-export interface ReviewDependencies {
-  readonly credSpecs: CredSpecSource;
-  readonly authorizer: UseAuthorizer;
-  readonly settings: PolicySettings;
-  /** The most an admission may take, whatever the API server asks for. */
+/** How long any admission may take, whatever the API server asks for; passed with the policy's ports. */
+export interface ReviewBudget {
   readonly budgetMs: number;
 }
 
@@ -50,7 +33,7 @@ export const answerMarginMs = 250;
  * with that UID, so the API server reports the reason instead of a failed call. `body` is what
  * JSON.parse made of the request body (the decodes rely on it: see `checkedDecode`).
  */
-export async function handleReview(body: unknown, policy: ReviewPolicy, deps: ReviewDependencies, apiServerTimeoutMs?: number): Promise<ReviewOutcome> {
+export async function handleReview<P extends ReviewBudget>(body: unknown, policy: WebhookPolicy<P>, ports: P, apiServerTimeoutMs?: number): Promise<ReviewOutcome> {
   const envelope = checkedDecode(AdmissionReviewEnvelope, body);
   if (isLeft(envelope)) return { kind: "badRequest", message: `the body is not an AdmissionReview: ${describeDecodeErrors(envelope.left)}` };
   const { apiVersion } = envelope.right;
@@ -58,15 +41,13 @@ export async function handleReview(body: unknown, policy: ReviewPolicy, deps: Re
   const decoded = decodeReviewRequest(body);
   const request = isLeft(decoded) ? undefined : decoded.right;
 
-  const budget = Math.max(1, Math.min(deps.budgetMs, (apiServerTimeoutMs ?? Infinity) - answerMarginMs));
+  const budget = Math.max(1, Math.min(ports.budgetMs, (apiServerTimeoutMs ?? Infinity) - answerMarginMs));
   // Not AbortSignal.timeout: the deadline must keep the process alive while an admission waits on it.
   const deadline = admissionDeadline(budget);
-  // Every call this admission makes, through either port, counts under its namespace.
-  if (request?.namespace) markAdmissionNamespace(deadline.signal, request.namespace);
   const { result: answer, counters } = await withRequestCounters(deadline.signal, async (): Promise<Answer> =>
     isLeft(decoded)
       ? { response: responseFor(uid, denied(400, `the admission request is malformed: ${describeDecodeErrors(decoded.left)}`)) }
-      : respond(decoded.right, policy, { ...deps, signal: deadline.signal }, deadline, budget),
+      : respond(decoded.right, policy, ports, deadline, budget),
   ).finally(() => deadline.finish());
   const { response, failure } = answer;
   const code = response.status?.code ?? 200;
@@ -100,14 +81,14 @@ interface Answer {
   readonly failure?: FailureDetail;
 }
 
-async function respond(request: AdmissionRequest, policy: ReviewPolicy, deps: PolicyDependencies, deadline: Deadline, budgetMs: number): Promise<Answer> {
+async function respond<P>(request: AdmissionRequest, policy: WebhookPolicy<P>, ports: P, deadline: Deadline, budgetMs: number): Promise<Answer> {
   try {
-    if (typeof policy !== "function") return { response: responseFor(request.uid, await Promise.race([policy.judgeRequest(request, deps), deadline.expired()])) };
-    const admission = admissionOf(request);
-    if ("problem" in admission) return { response: responseFor(request.uid, denied(400, admission.problem)) };
-    if (!admission.admission) return { response: { uid: request.uid, allowed: true } };
+    const decoded = policy(request);
+    if (decoded.kind === "refuse") return { response: responseFor(request.uid, denied(400, decoded.problem)) };
+    if (decoded.kind === "pass") return { response: { uid: request.uid, allowed: true } };
     // Whatever a port does with the signal, the answer leaves when the budget is spent.
-    return { response: responseFor(request.uid, await Promise.race([policy(admission.admission, deps), deadline.expired()])) };
+    const scope = { signal: deadline.signal, namespace: request.namespace ?? "" };
+    return { response: responseFor(request.uid, await Promise.race([decoded.judge(ports, scope), deadline.expired()])) };
   } catch (error) {
     const correlationId = randomUUID();
     const failure = { correlationId, detail: describeFailure(error) };
@@ -115,7 +96,7 @@ async function respond(request: AdmissionRequest, policy: ReviewPolicy, deps: Po
       const code = error.failure === "timeout" ? 504 : 503;
       return { response: failedClosed(request.uid, code, plainFailure(whatHappened(error), correlationId)), failure };
     }
-    if (deps.signal.aborted) {
+    if (deadline.signal.aborted) {
       return { response: failedClosed(request.uid, 504, plainFailure(`the Kubernetes API server did not answer within ${budgetMs} ms`, correlationId)), failure };
     }
     // A bug, not the pod's fault and not the cluster's: refuse the pod, keep the UID, and let
@@ -165,60 +146,4 @@ function describeFailure(error: unknown): string {
 
 function reportUnexpected(error: unknown, correlationId: string): void {
   console.error(`GMSA admission: unexpected failure (correlation ID ${correlationId}): ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-}
-
-/** A pod or binding admission, nothing to check (DELETE, CONNECT), or why the request is not one. */
-function admissionOf(request: AdmissionRequest): { admission?: Admission } | { problem: string } {
-  const { kind } = request;
-  if (kind.group === "" && kind.kind === "Binding") return bindingAdmission(request);
-  if (kind.group !== "" || kind.kind !== "Pod") return { problem: `expected a Pod or a Binding, got ${kind.kind || "no kind"}${kind.group ? ` (${kind.group})` : ""}` };
-  const operation = request.operation;
-  if (operation === "DELETE" || operation === "CONNECT") return {};
-  if (operation !== "CREATE" && operation !== "UPDATE") return { problem: `unknown operation "${operation}"` };
-  const pod = decodePod(request.object, "object");
-  if ("problem" in pod) return pod;
-  let oldPod: Pod | undefined;
-  if (operation === "UPDATE") {
-    const old = decodePod(request.oldObject, "oldObject");
-    if ("problem" in old) return old;
-    oldPod = old.pod;
-  }
-  return {
-    admission: {
-      operation,
-      subResource: request.subResource,
-      namespace: request.namespace || pod.pod.metadata?.namespace || "default",
-      name: request.name || pod.pod.metadata?.name || undefined,
-      pod: pod.pod,
-      oldPod,
-      userInfo: request.userInfo,
-    },
-  };
-}
-
-/**
- * pods/binding (and the older bindings resource) CREATE: the binding's annotations are copied
- * onto the pod, so the policy sees them. Nothing else is done to a Binding.
- */
-function bindingAdmission(request: AdmissionRequest): { admission: BindingAdmission } | { problem: string } {
-  if (request.operation !== "CREATE") return { problem: `unexpected operation "${request.operation}" on a Binding` };
-  if (request.object === undefined || request.object === null) return { problem: "the request has no object" };
-  const decoded = Binding.decode(request.object);
-  if (isLeft(decoded)) return { problem: `the request object is not a Binding: ${describeDecodeErrors(decoded.left)}` };
-  return {
-    admission: {
-      operation: "CREATE",
-      namespace: request.namespace || decoded.right.metadata?.namespace || "default",
-      name: request.name || decoded.right.metadata?.name || undefined,
-      binding: decoded.right,
-      userInfo: request.userInfo,
-    },
-  };
-}
-
-function decodePod(value: unknown, field: string): { pod: Pod } | { problem: string } {
-  if (value === undefined || value === null) return { problem: `the request has no ${field}` };
-  const decoded = decodePodObject(value);
-  if (isLeft(decoded)) return { problem: `the request ${field} is not a Pod: ${describeDecodeErrors(decoded.left)}` };
-  return { pod: decoded.right };
 }

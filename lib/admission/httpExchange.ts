@@ -1,5 +1,6 @@
 import { parseGoDurationMs } from "./goDuration.js";
-import { handleReview, type ReviewDependencies, type ReviewPolicy } from "./handleReview.js";
+import type { WebhookPolicy } from "../webhook/policy.js";
+import { handleReview, type ReviewBudget } from "./handleReview.js";
 import { encodeReview } from "./response.js";
 import type { AdmissionRecord } from "../observability/admissionLog.js";
 
@@ -42,7 +43,7 @@ export function plainReply(status: number, message: string, headers: Record<stri
   return { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers }, body: `${message}\n` };
 }
 
-export async function exchangeAdmission(call: HttpCall, policy: ReviewPolicy, deps: ReviewDependencies): Promise<{ reply: HttpReply; record?: ExchangeRecord }> {
+export async function exchangeAdmission<P extends ReviewBudget>(call: HttpCall, policy: WebhookPolicy<P>, ports: P): Promise<{ reply: HttpReply; record?: ExchangeRecord }> {
   if (call.method.toUpperCase() !== "POST") return { reply: plainReply(405, "admission reviews are POSTed", { allow: "POST" }) };
   if (!isJsonMediaType(call.contentType)) {
     return { reply: plainReply(415, `expected Content-Type application/json, got ${call.contentType ? JSON.stringify(call.contentType.slice(0, 100)) : "none"}`) };
@@ -58,7 +59,7 @@ export async function exchangeAdmission(call: HttpCall, policy: ReviewPolicy, de
   } catch (error) {
     return { reply: plainReply(400, `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "unreadable"}`) };
   }
-  const outcome = await handleReview(body, policy, deps, parseGoDurationMs(call.timeout));
+  const outcome = await handleReview(body, policy, ports, parseGoDurationMs(call.timeout));
   if (outcome.kind === "badRequest") return { reply: plainReply(400, outcome.message) };
   return { reply: { status: 200, headers: { "content-type": "application/json" }, body: encodeReview(outcome.review) }, record: outcome.record };
 }

@@ -1,5 +1,5 @@
-import type { PatchOperation } from "../gmsa/jsonPatch.js";
-import type { Verdict } from "../gmsa/verdict.js";
+import type { PatchOperation } from "../webhook/jsonPatch.js";
+import type { Verdict } from "../webhook/verdict.js";
 import type { AdmissionResponse, AdmissionReviewResponse, Status } from "./review.js";
 
 /**

@@ -1,38 +1,10 @@
 import { isRight } from "fp-ts/Either";
 import * as t from "io-ts";
+import { AdmissionRequest } from "../webhook/request.js";
 
 /** The AdmissionReview wire format, in the two versions the API server may send. */
 export const admissionVersions = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] as const;
 export type AdmissionVersion = (typeof admissionVersions)[number];
-
-const GroupVersionKind = t.type({ group: t.string, version: t.string, kind: t.string });
-const GroupVersionResource = t.type({ group: t.string, version: t.string, resource: t.string });
-
-export const UserInfo = t.partial({
-  username: t.string,
-  uid: t.string,
-  groups: t.array(t.string),
-  extra: t.record(t.string, t.array(t.string)),
-});
-
-export const AdmissionRequest = t.intersection([
-  t.type({
-    uid: t.string,
-    kind: GroupVersionKind,
-    operation: t.string,
-  }),
-  t.partial({
-    resource: GroupVersionResource,
-    subResource: t.string,
-    name: t.string,
-    namespace: t.string,
-    userInfo: UserInfo,
-    object: t.unknown,
-    oldObject: t.unknown,
-    dryRun: t.boolean,
-  }),
-]);
-export type AdmissionRequest = t.TypeOf<typeof AdmissionRequest>;
 
 export const AdmissionReview = t.intersection([
   t.type({

@@ -1,10 +1,10 @@
 import { isLeft } from "fp-ts/Either";
-import { describeDecodeErrors } from "../admission/decodeErrors.js";
+import { describeDecodeErrors } from "../decodeErrors.js";
 import { expandCredSpecs } from "../gmsa/expandCredSpecs.js";
 import { gmsaSettings, Pod } from "../gmsa/pod.js";
 import type { PodAdmission, PolicyDependencies, RequestingUser } from "../gmsa/podAdmission.js";
 import { validatePod } from "../gmsa/validatePod.js";
-import type { Verdict } from "../gmsa/verdict.js";
+import type { Verdict } from "../webhook/verdict.js";
 
 export interface Explanation {
   readonly lines: readonly string[];

@@ -1,8 +1,8 @@
 import { isLeft } from "fp-ts/Either";
-import type { RequestPolicy } from "../admission/handleReview.js";
-import type { AdmissionRequest } from "../admission/review.js";
+import type { WebhookPolicy } from "../webhook/policy.js";
+import type { AdmissionRequest } from "../webhook/request.js";
 import { jsonEqual } from "../gmsa/canonicalJson.js";
-import { allowed, denied, type Verdict } from "../gmsa/verdict.js";
+import { allowed, denied, type Verdict } from "../webhook/verdict.js";
 import { checkCredSpec } from "./checkCredSpec.js";
 import { GmsaCredentialSpecObject } from "./credSpecCodec.js";
 import { describeFinding } from "./credSpecFindings.js";
@@ -20,7 +20,7 @@ const maxListed = 8;
 export function judgeCredSpecObject(request: AdmissionRequest): Verdict {
   const { kind } = request;
   if (kind.group !== "windows.k8s.io" || kind.kind !== "GMSACredentialSpec") {
-    return denied(400, `expected a GMSACredentialSpec (windows.k8s.io), got ${kind.kind || "no kind"}${kind.group ? ` (${kind.group})` : ""}`);
+    return denied(400, notACredSpec(kind));
   }
   if (request.operation !== "CREATE" && request.operation !== "UPDATE") return allowed();
   const decoded = GmsaCredentialSpecObject.decode(request.object);
@@ -39,6 +39,14 @@ export function judgeCredSpecObject(request: AdmissionRequest): Verdict {
   return denied(422, `${label} is not a valid Windows credential spec: ${listed}${more}`, { warnings, credSpecs: [name] });
 }
 
-export const validateCredSpecObject: RequestPolicy = {
-  judgeRequest: async (request) => judgeCredSpecObject(request),
+/** The credential spec webhook, in the shape every webhook has: it needs no port, the spec alone is judged. */
+export const validateCredSpecObject: WebhookPolicy<unknown> = (request) => {
+  const { kind } = request;
+  if (kind.group !== "windows.k8s.io" || kind.kind !== "GMSACredentialSpec") return { kind: "refuse", problem: notACredSpec(kind) };
+  if (request.operation !== "CREATE" && request.operation !== "UPDATE") return { kind: "pass" };
+  return { kind: "judge", judge: async () => judgeCredSpecObject(request) };
 };
+
+function notACredSpec(kind: AdmissionRequest["kind"]): string {
+  return `expected a GMSACredentialSpec (windows.k8s.io), got ${kind.kind || "no kind"}${kind.group ? ` (${kind.group})` : ""}`;
+}

@@ -1,5 +1,6 @@
 import type { CredSpecCacheStatus } from "../kube/credSpecCache.js";
-import { ClusterUnavailableError, type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
+import { type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
+import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 
 /**
  * One fleet member's cluster client, started when an admission first needs it and stopped again

@@ -6,7 +6,7 @@ import { lookupProblem, namesOf, shapeProblem } from "./settingChecks.js";
 import { withSuggestions } from "./suggestCredSpecs.js";
 import { useGrantAdvice } from "./useGrant.js";
 import { firstRefusal, usePrincipals, type UsePrincipal } from "./usePrincipals.js";
-import { allowed, denied, type Verdict } from "./verdict.js";
+import { allowed, denied, type Verdict } from "../webhook/verdict.js";
 
 /**
  * The CREATE checks of the validating webhook, for the given settings: every name is valid,

@@ -1,6 +1,6 @@
 import { gmsaAnnotationKeys } from "./pod.js";
 import type { BindingAdmission } from "./podAdmission.js";
-import { allowed, denied, type Verdict } from "./verdict.js";
+import { allowed, denied, type Verdict } from "../webhook/verdict.js";
 
 /**
  * A binding copies its annotations onto a pod that already runs under the identity it was

@@ -1,12 +1,12 @@
 import { randomInt } from "node:crypto";
 import { canonicalContents } from "./credSpecContents.js";
-import { addOperation, type PatchOperation } from "./jsonPatch.js";
+import { addOperation, type PatchOperation } from "../webhook/jsonPatch.js";
 import { gmsaSettings, type GmsaSetting, type Pod } from "./pod.js";
 import { isBinding, type Admission, type PodAdmission, type PolicyDependencies } from "./podAdmission.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { namesOf, shapeProblem } from "./settingChecks.js";
 import { firstRefusal, usePrincipals } from "./usePrincipals.js";
-import { allowed, denied, type Verdict } from "./verdict.js";
+import { allowed, denied, type Verdict } from "../webhook/verdict.js";
 
 /**
  * The most credential spec text one admission inlines (UTF-16 units, about bytes for the ASCII a

@@ -1,7 +1,7 @@
 import { credSpecNameProblem } from "./credSpecName.js";
 import type { GmsaSetting } from "./pod.js";
 import type { CredSpecLookup } from "./ports.js";
-import { denied, type Verdict } from "./verdict.js";
+import { denied, type Verdict } from "../webhook/verdict.js";
 
 /**
  * Checks that need no API call, in the order the user would fix them. Names that fail here are

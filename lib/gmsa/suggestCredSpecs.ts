@@ -1,7 +1,7 @@
 import type { PolicyDependencies } from "./podAdmission.js";
 import { similarNames } from "./similarNames.js";
 import { refusedUse, type UsePrincipal } from "./usePrincipals.js";
-import { denied, type Verdict } from "./verdict.js";
+import { denied, type Verdict } from "../webhook/verdict.js";
 
 /**
  * A 422 for a name that does not exist, with the existing names close to it that every principal

@@ -3,7 +3,7 @@ import { settingsInheritedByNewEphemeralContainers, settingsOfNewEphemeralContai
 import { gmsaSettings, type GmsaSetting } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
 import { namesOf } from "./settingChecks.js";
-import { allowed, denied, type Verdict } from "./verdict.js";
+import { allowed, denied, type Verdict } from "../webhook/verdict.js";
 
 /**
  * A running pod keeps the identity it was admitted with: no GMSA name or contents may change,

@@ -3,7 +3,7 @@ import { checkBinding } from "./bindingRules.js";
 import { gmsaSettings } from "./pod.js";
 import { isBinding, type Admission, type PolicyDependencies } from "./podAdmission.js";
 import { checkUpdate } from "./updateRules.js";
-import { allowed, type Verdict } from "./verdict.js";
+import { allowed, type Verdict } from "../webhook/verdict.js";
 
 /**
  * The validating webhook: CREATE gets the use/existence/contents checks, UPDATE the freeze, and

@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { ClusterUnavailableError } from "../gmsa/ports.js";
+import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { ApiServerConnectionError, type ApiReply } from "./apiServerConnection.js";
 import type { ApiSlots } from "./apiSlots.js";

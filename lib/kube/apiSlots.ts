@@ -1,4 +1,5 @@
-import { admissionNamespace, ClusterUnavailableError, isHeldByWaiters } from "../gmsa/ports.js";
+import { admissionNamespace, isHeldByWaiters } from "../gmsa/ports.js";
+import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 
 /**
  * A cap on how many calls one instance has in flight towards one API server. A pod that names

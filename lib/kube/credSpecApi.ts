@@ -1,6 +1,7 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
-import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
+import { type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
+import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { callApi, type ApiCallOptions } from "./apiCall.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
 

@@ -1,5 +1,6 @@
 import { notFoundMemory } from "../caching/notFoundMemory.js";
-import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
+import { type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
+import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
 import { countRequest } from "../observability/requestCounters.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";

@@ -1,6 +1,7 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { podWebhook } from "../../lib/gmsa/podWebhook.js";
 import { serveAdmission } from "../../functions/webhook.js";
 import { stopAdmissionRuntime } from "../../functions/runtime.js";
 import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
@@ -76,7 +77,7 @@ Findings("F2 one member's unresolved Key Vault reference leaves the other member
     const body = Buffer.from(JSON.stringify(review("CREATE", podNaming(specName))));
     const reply = await serveAdmission(
       "mutate",
-      expandCredSpecs,
+      podWebhook(expandCredSpecs),
       { method: "POST", contentType: "application/json", contentLength: String(body.length), timeout: null, readBody: async () => body },
       { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
       { kind: "path", cluster: "alpha", secret: secrets.alpha },

@@ -1,5 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { podWebhook } from "../../lib/gmsa/podWebhook.js";
 import { createFleetRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
 import { serveAdmission } from "../../functions/webhook.js";
 import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
@@ -50,7 +51,7 @@ for (const how of ["fails", "hangs"] as const) {
         replies.push(
           await serveAdmission(
             "mutate",
-            expandCredSpecs,
+            podWebhook(expandCredSpecs),
             { method: "POST", contentType: "application/json", contentLength: String(body.length), timeout: null, readBody: async () => body },
             { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
             { kind: "path", cluster: "alpha", secret },

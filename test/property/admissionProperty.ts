@@ -1,6 +1,8 @@
+import { podWebhook } from "../../lib/gmsa/podWebhook.js";
 import { exchangeAdmission, maxBodyBytes, type HttpCall } from "../../lib/admission/httpExchange.js";
 import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
-import { ClusterUnavailableError, type CredSpecLookup, type CredSpecSource, type UseAuthorizer } from "../../lib/gmsa/ports.js";
+import { type CredSpecLookup, type CredSpecSource, type UseAuthorizer } from "../../lib/gmsa/ports.js";
+import { ClusterUnavailableError } from "../../lib/webhook/clusterUnavailable.js";
 import { validatePod } from "../../lib/gmsa/validatePod.js";
 import { gmsaPlaces, mutateViolations, validateViolations, type OracleWorld } from "../support/admissionOracle.js";
 import type { AdmissionCase, SpecAnswer, UseAnswer, World } from "./admissionCases.js";
@@ -113,7 +115,7 @@ export async function checkAdmissionCase(c: AdmissionCase): Promise<CaseOutcome>
   const started = performance.now();
   const { reply } = await answeredWithin(
     caseBudgetMs + slackMs,
-    exchangeAdmission(call, c.webhook === "mutate" ? expandCredSpecs : validatePod, { ...ports, settings: c.settings, budgetMs: caseBudgetMs }),
+    exchangeAdmission(call, podWebhook(c.webhook === "mutate" ? expandCredSpecs : validatePod), { ...ports, settings: c.settings, budgetMs: caseBudgetMs }),
   );
   const elapsed = performance.now() - started;
   if (Buffer.byteLength(text) > maxBodyBytes) {

@@ -1,5 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { podWebhook } from "../../../lib/gmsa/podWebhook.js";
 import { exchangeAdmission, type HttpCall } from "../../../lib/admission/httpExchange.js";
 import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
@@ -74,7 +75,7 @@ BadInput("1 000 randomly broken reviews each get a well-formed answer, and none 
     const original = review(random() < 0.5 ? "CREATE" : "UPDATE", base, { oldObject: mutate(gmsaBase(), random) });
     const broken = mutate(original, random) as { request?: { operation?: unknown; object?: unknown; oldObject?: unknown } };
     const webhook = random() < 0.5 ? "mutate" : "validate";
-    const { reply } = await exchangeAdmission(call(JSON.stringify(broken)), webhook === "mutate" ? expandCredSpecs : validatePod, deps);
+    const { reply } = await exchangeAdmission(call(JSON.stringify(broken)), podWebhook(webhook === "mutate" ? expandCredSpecs : validatePod), deps);
     assert.ok(reply.status === 200 || reply.status === 400, `case ${i}: status ${reply.status}`);
     if (reply.status !== 200) {
       counts[reply.status] = (counts[reply.status] ?? 0) + 1;
@@ -105,7 +106,7 @@ BadInput("random bytes never crash the exchange", async () => {
   const deps = { credSpecs: ports.credSpecs, authorizer: ports.authorizer, settings: ports.settings, budgetMs: 1000 };
   for (let i = 0; i < 300; i++) {
     const bytes = Buffer.from(Array.from({ length: Math.floor(random() * 200) }, () => Math.floor(random() * 256)));
-    const { reply } = await exchangeAdmission({ ...call(""), readBody: async () => bytes }, expandCredSpecs, deps);
+    const { reply } = await exchangeAdmission({ ...call(""), readBody: async () => bytes }, podWebhook(expandCredSpecs), deps);
     assert.is(reply.status, 400);
   }
 });

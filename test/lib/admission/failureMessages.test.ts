@@ -3,9 +3,11 @@ import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { podWebhook, type PodPorts } from "../../../lib/gmsa/podWebhook.js";
 import { createCertificateAuthority, issueCertificate } from "../../../controlplane/pki.js";
-import { handleReview, type ReviewDependencies } from "../../../lib/admission/handleReview.js";
-import { ClusterUnavailableError, type CredSpecSource } from "../../../lib/gmsa/ports.js";
+import { handleReview, type ReviewBudget } from "../../../lib/admission/handleReview.js";
+import { type CredSpecSource } from "../../../lib/gmsa/ports.js";
+import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
 import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
@@ -41,8 +43,8 @@ interface Told {
 
 async function admit(credSpecs: CredSpecSource, budgetMs = 3000): Promise<Told> {
   const ports = fakePorts();
-  const deps: ReviewDependencies = { credSpecs, authorizer: ports.authorizer, settings: ports.settings, budgetMs };
-  const outcome = await handleReview(review("CREATE", gmsaPod()), validatePod, deps);
+  const deps: PodPorts & ReviewBudget = { credSpecs, authorizer: ports.authorizer, settings: ports.settings, budgetMs };
+  const outcome = await handleReview(review("CREATE", gmsaPod()), podWebhook(validatePod), deps);
   if (outcome.kind !== "reviewed") throw new Error(outcome.message);
   const status = outcome.review.response.status;
   assert.is(outcome.review.response.allowed, false);
@@ -159,7 +161,7 @@ Told("each failure gets its own correlation ID", async () => {
 
 Told("an admission that succeeds has no correlation ID and no detail in its log line", async () => {
   const ports = fakePorts();
-  const outcome = await handleReview(review("CREATE", gmsaPod()), validatePod, {
+  const outcome = await handleReview(review("CREATE", gmsaPod()), podWebhook(validatePod), {
     credSpecs: ports.credSpecs,
     authorizer: ports.authorizer,
     settings: ports.settings,

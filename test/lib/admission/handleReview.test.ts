@@ -1,15 +1,16 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { handleReview, type ReviewDependencies } from "../../../lib/admission/handleReview.js";
+import { podWebhook, type PodPorts } from "../../../lib/gmsa/podWebhook.js";
+import { handleReview, type ReviewBudget } from "../../../lib/admission/handleReview.js";
 import { exchangeAdmission } from "../../../lib/admission/httpExchange.js";
 import { parseGoDurationMs } from "../../../lib/admission/goDuration.js";
 import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
-import { ClusterUnavailableError } from "../../../lib/gmsa/ports.js";
+import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import { fakePorts } from "../../support/fakePorts.js";
 import { gmsa, pod, review } from "../../support/reviews.js";
 
-function deps(overrides: Partial<ReviewDependencies> = {}): ReviewDependencies {
+function deps(overrides: Partial<PodPorts & ReviewBudget> = {}): PodPorts & ReviewBudget {
   const ports = fakePorts();
   return { credSpecs: ports.credSpecs, authorizer: ports.authorizer, settings: ports.settings, budgetMs: 2000, ...overrides };
 }
@@ -21,7 +22,7 @@ function gmsaPod() {
 }
 
 async function reviewed(body: unknown, d = deps(), timeoutMs?: number, policy = expandCredSpecs) {
-  const outcome = await handleReview(body, policy, d, timeoutMs);
+  const outcome = await handleReview(body, podWebhook(policy), d, timeoutMs);
   if (outcome.kind !== "reviewed") throw new Error(`expected a review, got: ${outcome.message}`);
   return outcome;
 }
@@ -74,7 +75,7 @@ const notReviews: Array<[string, unknown]> = [
 ];
 for (const [what, body] of notReviews) {
   Envelope(`reports ${what} as a bad request`, async () => {
-    const outcome = await handleReview(body, expandCredSpecs, deps());
+    const outcome = await handleReview(body, podWebhook(expandCredSpecs), deps());
     assert.is(outcome.kind, "badRequest");
     assert.match(outcome.kind === "badRequest" ? outcome.message : "", /not an AdmissionReview/);
   });
@@ -317,7 +318,7 @@ for (const [where, edit] of deepPlaces) {
       const text = JSON.stringify(body).replace(JSON.stringify(deepMarker), deepText);
       const { reply } = await exchangeAdmission(
         { method: "POST", contentType: "application/json", contentLength: null, timeout: "10s", readBody: async () => Buffer.from(text) },
-        policy,
+        podWebhook(policy),
         deps(),
       );
       assert.is(reply.status, 200, reply.body.slice(0, 300));

@@ -3,8 +3,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { AdmissionReviewResponse } from "../../../lib/admission/review.js";
 import { encodeReview, responseFor } from "../../../lib/admission/response.js";
-import { addOperation } from "../../../lib/gmsa/jsonPatch.js";
-import { allowed, denied } from "../../../lib/gmsa/verdict.js";
+import { addOperation } from "../../../lib/webhook/jsonPatch.js";
+import { allowed, denied } from "../../../lib/webhook/verdict.js";
 
 /** The text of an answer is JSON.stringify's, byte for byte, whatever the strings in it hold. */
 const Encoding = suite("writing an AdmissionReview answer");

@@ -1,7 +1,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { memberClient, type MemberClientOptions, type MemberPorts, type MemberTimers } from "../../../lib/fleet/memberClient.js";
-import { ClusterUnavailableError, serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
+import { serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
+import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
 
 /** A clock and timers the test moves by hand. */
 function fakeTime() {

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { credSpecNameProblem } from "../../../lib/gmsa/credSpecName.js";
-import { jsonPointer } from "../../../lib/gmsa/jsonPatch.js";
+import { jsonPointer } from "../../../lib/webhook/jsonPatch.js";
 
 const Names = suite("credSpecNameProblem");
 

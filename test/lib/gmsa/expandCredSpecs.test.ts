@@ -2,7 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { canonicalJson } from "../../../lib/gmsa/canonicalJson.js";
 import { expandCredSpecs, randomHostname } from "../../../lib/gmsa/expandCredSpecs.js";
-import type { PatchOperation } from "../../../lib/gmsa/jsonPatch.js";
+import type { PatchOperation } from "../../../lib/webhook/jsonPatch.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import { admission, fakePorts } from "../../support/fakePorts.js";
 import { credSpecFixture } from "../../support/fixtures.js";

@@ -4,7 +4,7 @@ import { canonicalJson } from "../../../lib/gmsa/canonicalJson.js";
 import { expandCredSpecs, maxInlinedBytes } from "../../../lib/gmsa/expandCredSpecs.js";
 import type { Admission, PolicyDependencies } from "../../../lib/gmsa/podAdmission.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
-import type { Verdict } from "../../../lib/gmsa/verdict.js";
+import type { Verdict } from "../../../lib/webhook/verdict.js";
 import { admission, fakePorts } from "../../support/fakePorts.js";
 import { credSpecFixture } from "../../support/fixtures.js";
 import { gmsa, pod, type PodSpec } from "../../support/reviews.js";

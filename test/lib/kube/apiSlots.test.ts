@@ -1,7 +1,8 @@
 import { getEventListeners } from "node:events";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ClusterUnavailableError, markAdmissionNamespace, markHeldByWaiters } from "../../../lib/gmsa/ports.js";
+import { markAdmissionNamespace, markHeldByWaiters } from "../../../lib/gmsa/ports.js";
+import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
 
 const Slots = suite("apiSlots");

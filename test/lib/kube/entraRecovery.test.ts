@@ -3,6 +3,7 @@ import * as https from "node:https";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { podWebhook } from "../../../lib/gmsa/podWebhook.js";
 import { createCertificateAuthority, issueCertificate } from "../../../controlplane/pki.js";
 import { handleReview } from "../../../lib/admission/handleReview.js";
 import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
@@ -104,7 +105,7 @@ async function admitterFor(
       const p = pod();
       p.spec.containers[0]!.securityContext = gmsa(credSpecName);
       const started = Date.now();
-      const outcome = await handleReview(review("CREATE", p), expandCredSpecs, {
+      const outcome = await handleReview(review("CREATE", p), podWebhook(expandCredSpecs), {
         credSpecs: ports.credSpecs,
         authorizer: allowAll.authorizer,
         settings: allowAll.settings,
