@@ -13,8 +13,7 @@ const { setTimeout: sleep } = require("node:timers/promises");
 
 const local = join(__dirname, "..", "dist", "local", "lib");
 const { exchangeAdmission } = require(join(local, "admission", "httpExchange.js"));
-const { expandCredSpecs } = require(join(local, "gmsa", "expandCredSpecs.js"));
-const { validatePod } = require(join(local, "gmsa", "validatePod.js"));
+const { webhooks } = require(join(local, "app", "webhooks.js"));
 const { admissionLogLine } = require(join(local, "observability", "admissionLog.js"));
 const { readAdmissionSettings } = require(join(local, "settings", "admission.js"));
 const { clusterPorts } = require(join(local, "kube", "clusterClient.js"));
@@ -39,11 +38,11 @@ async function main() {
   const result = {};
   try {
     const bodies = { mutate: readFileSync(mutateFile), validate: readFileSync(validateFile) };
-    await once(expandCredSpecs, bodies.mutate);
+    await once(webhooks.mutate.policy, bodies.mutate);
     while (!cluster.cacheStatus()?.synced) await sleep(50);
     for (const [name, policy] of [
-      ["mutate", expandCredSpecs],
-      ["validate", validatePod],
+      ["mutate", webhooks.mutate.policy],
+      ["validate", webhooks.validate.policy],
     ]) {
       // The authorization answer is cached for a few seconds: warm, and keep it warm while timing.
       for (let i = 0; i < warmup; i++) await once(policy, bodies[name]);

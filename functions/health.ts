@@ -1,6 +1,6 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
 import { instanceCounters } from "../lib/observability/instanceCounters.js";
-import { admissionRuntime } from "./runtime.js";
+import { admissionRuntime } from "../lib/app/runtime.js";
 import { webhookAuthLevel } from "./webhook.js";
 import packageJson from "../package.json";
 

@@ -1,13 +1,5 @@
-import type { HttpRequest, HttpResponseInit, InvocationContext } from "@azure/functions";
-import { expandCredSpecs } from "../lib/gmsa/expandCredSpecs.js";
-import { podWebhook } from "../lib/gmsa/podWebhook.js";
-import { registerWebhook, serveWebhook } from "./webhook.js";
-
-const policy = podWebhook(expandCredSpecs);
+import { webhooks } from "../lib/app/webhooks.js";
+import { registerWebhook } from "./webhook.js";
 
 /** POST /mutate: inlines the named credential specs' contents into the pod. */
-export async function mutate(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
-  return serveWebhook("mutate", policy, request, context);
-}
-
-registerWebhook("mutate", policy, mutate);
+registerWebhook(webhooks.mutate);

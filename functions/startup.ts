@@ -1,5 +1,5 @@
 import { app } from "@azure/functions";
-import { admissionRuntime } from "./runtime.js";
+import { admissionRuntime } from "../lib/app/runtime.js";
 
 /**
  * Decodes the settings and builds the cluster clients when the app starts, so that a bad setting

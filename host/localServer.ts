@@ -3,7 +3,8 @@ import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { maxBodyBytes, type HttpCall } from "../lib/admission/httpExchange.js";
-import { memberAddress, serveAdmission, webhookRoutes, type WebhookRoute } from "../functions/webhook.js";
+import { memberAddress, serveAdmission } from "../lib/app/serveAdmission.js";
+import { webhookRoutes, type WebhookRoute } from "../lib/app/webhooks.js";
 import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { invoke, loadFunctionsApp, type LoadedApp } from "./functionsHost.js";
 
@@ -131,7 +132,6 @@ async function serveAdmissionLocally(
   const { log } = serving.options;
   const reply = await serveAdmission(
     route.webhook,
-    route.policy,
     call,
     { info: (line) => log("information", line), warn: (line) => log("warning", line), error: (line) => log("error", line) },
     address,

@@ -1,9 +1,7 @@
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { delimiter } from "node:path";
-import { createAdmissionRuntime, createFleetRuntime, useAdmissionRuntime } from "../functions/runtime.js";
-import { readAdmissionSettings } from "../lib/settings/admission.js";
-import { readFleetSettings } from "../lib/settings/fleet.js";
+import { runtimeFromEnvironment, useAdmissionRuntime } from "../lib/app/runtime.js";
 import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
 import { readHostSettings } from "./hostSettings.js";
 import type { LocalCluster } from "./localCluster.js";
@@ -69,11 +67,9 @@ async function main(): Promise<void> {
       local = await startLocalCluster({ log: (line) => say(line) });
     }
     const env = local ? { ...process.env, KUBECONFIG: local.webhookKubeconfig, GMSA_CLUSTER_ACCESS: "kubeconfig" } : process.env;
-    const fleet = fleetGiven ? readFleetSettings(env) : undefined;
-    const single = fleet ? undefined : readAdmissionSettings(env);
-    const runtime = single ? await createAdmissionRuntime(single) : await createFleetRuntime(fleet!);
+    const { runtime, fleet } = await runtimeFromEnvironment(env);
     useAdmissionRuntime(runtime);
-    const settings = single ?? fleet!.shared;
+    const settings = fleet.shared;
     const tls = host.tlsFiles ? servingCertificateFromFiles(host.tlsFiles.cert, host.tlsFiles.key) : await generateServingCertificate();
     server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
     if (local) {
@@ -89,7 +85,7 @@ async function main(): Promise<void> {
           "Ctrl-C stops the webhook and the cluster.",
         ].join("\n"),
       );
-    } else if (fleet) {
+    } else if (fleetGiven) {
       const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
       // The paths only: the secrets stay in the settings they came from.
       const lines = [...runtime.members.keys()].map(

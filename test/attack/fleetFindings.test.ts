@@ -1,9 +1,10 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { webhooks } from "../../lib/app/webhooks.js";
 import { podWebhook } from "../../lib/gmsa/podWebhook.js";
-import { serveAdmission } from "../../functions/webhook.js";
-import { stopAdmissionRuntime } from "../../functions/runtime.js";
+import { serveAdmission } from "../../lib/app/serveAdmission.js";
+import { stopAdmissionRuntime } from "../../lib/app/runtime.js";
 import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixture } from "../support/fixtures.js";
@@ -76,8 +77,7 @@ Findings("F2 one member's unresolved Key Vault reference leaves the other member
   try {
     const body = Buffer.from(JSON.stringify(review("CREATE", podNaming(specName))));
     const reply = await serveAdmission(
-      "mutate",
-      podWebhook(expandCredSpecs),
+      webhooks.mutate,
       { method: "POST", contentType: "application/json", contentLength: String(body.length), timeout: null, readBody: async () => body },
       { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
       { kind: "path", cluster: "alpha", secret: secrets.alpha },

@@ -1,8 +1,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { webhooks } from "../../lib/app/webhooks.js";
 import { podWebhook } from "../../lib/gmsa/podWebhook.js";
-import { createFleetRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
-import { serveAdmission } from "../../functions/webhook.js";
+import { createFleetRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../lib/app/runtime.js";
+import { serveAdmission } from "../../lib/app/serveAdmission.js";
 import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
 import { readFleetSettings } from "../../lib/settings/fleet.js";
 import { gmsa, pod, review } from "../support/reviews.js";
@@ -50,8 +51,7 @@ for (const how of ["fails", "hangs"] as const) {
         const body = gmsaReview();
         replies.push(
           await serveAdmission(
-            "mutate",
-            podWebhook(expandCredSpecs),
+            webhooks.mutate,
             { method: "POST", contentType: "application/json", contentLength: String(body.length), timeout: null, readBody: async () => body },
             { info: (l) => logs.push(l), warn: (l) => logs.push(l), error: (l) => logs.push(l) },
             { kind: "path", cluster: "alpha", secret },

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createFleetRuntime } from "../../functions/runtime.js";
+import { createFleetRuntime } from "../../lib/app/runtime.js";
 import { localKubeConfig } from "../../lib/kube/clusterClient.js";
 import { readFleetSettings } from "../../lib/settings/fleet.js";
 

@@ -1,7 +1,7 @@
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { stopAdmissionRuntime } from "../../functions/runtime.js";
+import { stopAdmissionRuntime } from "../../lib/app/runtime.js";
 
 /** GET /health is anonymous: it says whether the instance is ready, and nothing about why not. */
 const Health = suite<{ saved: NodeJS.ProcessEnv; logged: string[] }>("GET /health", { saved: {}, logged: [] });

@@ -1,11 +1,12 @@
 import { HttpRequest, InvocationContext, type HttpRequestInit } from "@azure/functions";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { webhooks } from "../../lib/app/webhooks.js";
 import { podWebhook } from "../../lib/gmsa/podWebhook.js";
 import { maxBodyBytes } from "../../lib/admission/httpExchange.js";
 import { readAdmissionSettings } from "../../lib/settings/admission.js";
 import { readBodyUpTo } from "../../functions/requestBody.js";
-import { createAdmissionRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
+import { createAdmissionRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../lib/app/runtime.js";
 import { serveWebhook } from "../../functions/webhook.js";
 import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
 
@@ -124,7 +125,7 @@ Webhook("answers 413 after reading just past the limit, not the whole body", asy
   const body = trickle(32 * 1024 * 1024);
   const request = new StreamedRequest({ method: "POST", url: "https://localhost/mutate", headers: { "content-type": "application/json" } }, body.stream);
   const context = new InvocationContext({ invocationId: "body-limit", functionName: "mutate", logHandler: () => {} });
-  const response = await serveWebhook("mutate", podWebhook(expandCredSpecs), request, context);
+  const response = await serveWebhook(webhooks.mutate, request, context);
   assert.is(response.status, 413);
   assert.ok(body.pulled() <= maxBodyBytes + 2 * chunkBytes, `read ${body.pulled()} bytes of a ${32 * 1024 * 1024}-byte body to refuse it`);
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
-import { createFleetRuntime, useAdmissionRuntime } from "../../functions/runtime.js";
+import { createFleetRuntime, useAdmissionRuntime } from "../../lib/app/runtime.js";
 import { startLocalServer } from "../../host/localServer.js";
 import { readFleetSettings } from "../../lib/settings/fleet.js";
 

@@ -1,4 +1,4 @@
-import { createAdmissionRuntime, createFleetRuntime, stopAdmissionRuntime, useAdmissionRuntime, type AdmissionRuntime } from "../../functions/runtime.js";
+import { createAdmissionRuntime, createFleetRuntime, stopAdmissionRuntime, useAdmissionRuntime, type AdmissionRuntime } from "../../lib/app/runtime.js";
 import { startLocalServer, type LocalServer } from "../../host/localServer.js";
 import { generateServingCertificate, type ServingCertificate } from "../../host/servingCertificate.js";
 import { readAdmissionSettings, type AdmissionSettings } from "../../lib/settings/admission.js";

@@ -1,7 +1,7 @@
 import { ApiException, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createAdmissionRuntime } from "../../../functions/runtime.js";
+import { createAdmissionRuntime } from "../../../lib/app/runtime.js";
 import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
 import { clusterPorts, keptClusterAccess, portsFor, type ClusterPorts } from "../../../lib/kube/clusterClient.js";
 import { memberClient, type MemberTimers } from "../../../lib/fleet/memberClient.js";

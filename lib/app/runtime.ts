@@ -1,9 +1,9 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { performance } from "node:perf_hooks";
-import { fleetRouter, type FleetRouter } from "../lib/fleet/fleetRouter.js";
-import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../lib/fleet/memberClient.js";
-import { keptClusterAccess, loadKubeConfig, localKubeConfig, type ClusterLog, type ClusterPorts, type KeptClusterAccess, type SharedAccess } from "../lib/kube/clusterClient.js";
-import { type AdmissionSettings, type SharedAdmissionSettings } from "../lib/settings/admission.js";
+import { fleetRouter, type FleetRouter } from "../fleet/fleetRouter.js";
+import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../fleet/memberClient.js";
+import { keptClusterAccess, loadKubeConfig, localKubeConfig, type ClusterLog, type ClusterPorts, type KeptClusterAccess, type SharedAccess } from "../kube/clusterClient.js";
+import { type AdmissionSettings, type SharedAdmissionSettings } from "../settings/admission.js";
 import {
   apiServerTarget,
   defaultMemberName,
@@ -12,7 +12,7 @@ import {
   type FleetMemberSettings,
   type FleetSettings,
   type UnavailableMember,
-} from "../lib/settings/fleet.js";
+} from "../settings/fleet.js";
 
 /**
  * What one instance of the app keeps between requests: its settings and one cluster client per
@@ -167,7 +167,7 @@ function defaultStart(): (member: FleetMemberSettings, log: ClusterLog) => Promi
     },
   };
   return async (member, log) => {
-    if (member.settings.cluster.access === "entra") azureCredential ??= (await import("../lib/kube/entraAccess.js")).azureCredential;
+    if (member.settings.cluster.access === "entra") azureCredential ??= (await import("../kube/entraAccess.js")).azureCredential;
     let access = accesses.get(member.name);
     if (!access) {
       access = keptClusterAccess(() => loadKubeConfig(member.settings.cluster, log, shared), member.settings, log);
@@ -178,13 +178,22 @@ function defaultStart(): (member: FleetMemberSettings, log: ClusterLog) => Promi
 }
 
 /**
+ * The one place that decides, for both hosts, whether the environment names a single cluster or a
+ * fleet (GMSA_CLUSTERS): a single cluster is served as a fleet of one.
+ */
+export async function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<{ runtime: AdmissionRuntime; fleet: FleetSettings }> {
+  const fleet = readFleetSettings(env);
+  return { runtime: await createFleetRuntime(fleet), fleet };
+}
+
+/**
  * This instance's runtime, built on first use from the environment. A failure is not kept: the
  * next call tries again (the Functions host reports the first one at start).
  */
 export function admissionRuntime(): Promise<AdmissionRuntime> {
   if (!current) {
     const building = Promise.resolve()
-      .then(() => createFleetRuntime(readFleetSettings()))
+      .then(async () => (await runtimeFromEnvironment()).runtime)
       .catch((error: unknown) => {
         if (current === building) current = undefined;
         throw error;
