@@ -1,6 +1,7 @@
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { kubeConfigFor } from "../support/kubeconfigs.js";
 import { memberClient } from "../../lib/fleet/memberClient.js";
 import { keptClusterAccess } from "../../lib/kube/clusterClient.js";
 import { readAdmissionSettings } from "../../lib/settings/admission.js";
@@ -23,14 +24,7 @@ Hung("after a start is given up, the next start reads the cluster's access afres
       reads += 1;
       // The first read hangs (an ARM call that never ends); a later one would answer at once.
       if (reads === 1) return new Promise<KubeConfig>(() => {});
-      const config = new KubeConfig();
-      config.loadFromOptions({
-        clusters: [{ name: "c", server: "https://127.0.0.1:1", skipTLSVerify: false }],
-        users: [{ name: "u", token: "t" }],
-        contexts: [{ name: "x", cluster: "c", user: "u" }],
-        currentContext: "x",
-      });
-      return Promise.resolve(config);
+      return Promise.resolve(kubeConfigFor({ server: "https://127.0.0.1:1", token: "t" }));
     },
     settings,
     () => {},

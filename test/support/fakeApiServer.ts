@@ -2,7 +2,8 @@ import { createServer as createPlainServer, type IncomingMessage, type Server as
 import { createServer, type Server } from "node:https";
 import { createCertificateAuthority, issueCertificate } from "../../controlplane/pki.js";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
+import { writeKubeconfig } from "./kubeconfigs.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -83,24 +84,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
   const url = `${options.plainHttp ? "http" : "https"}://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const dir = mkdtempSync(join(tmpdir(), "gmsa-fake-api-"));
   const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [
-        {
-          name: "fake",
-          cluster: options.plainHttp
-            ? { server: options.kubeconfigServer ?? url }
-            : { server: options.kubeconfigServer ?? url, "certificate-authority-data": Buffer.from(ca.certPem).toString("base64") },
-        },
-      ],
-      users: [{ name: "webhook", user: { token: "fake-token" } }],
-      contexts: [{ name: "fake", context: { cluster: "fake", user: "webhook" } }],
-      "current-context": "fake",
-    }),
-  );
+  writeKubeconfig(kubeconfig, { server: options.kubeconfigServer ?? url, ...(options.plainHttp ? {} : { caPem: ca.certPem }), token: "fake-token", clusterName: "fake" });
   return {
     url,
     kubeconfig,

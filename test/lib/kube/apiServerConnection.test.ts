@@ -4,20 +4,14 @@ import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { apiServerConnection, ApiServerConnectionError } from "../../../lib/kube/apiServerConnection.js";
+import { kubeConfigFor } from "../../support/kubeconfigs.js";
 
 /**
  * The connection the wiring's object calls go through: bodies travel as the caller's JSON, with the
  * kubeconfig's credentials, and a server that does not answer fails the call within its timeout.
  */
-function kubeConfigFor(server: string, skipTLSVerify = false): KubeConfig {
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: "c", server, skipTLSVerify }],
-    users: [{ name: "u", token: "t0ken" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
-  return config;
+function connectionConfig(server: string, skipTLSVerify = false): KubeConfig {
+  return kubeConfigFor({ server, skipTLSVerify, token: "t0ken" });
 }
 
 interface Seen {
@@ -56,7 +50,7 @@ Connection("sends the body exactly as the caller's JSON, every wire name kept, w
     headers: { warning: '299 - "deprecated thing"' },
   }));
   // Plain HTTP to this machine carries the token only when the kubeconfig says so, as client-node does.
-  const connection = apiServerConnection(kubeConfigFor(url, true));
+  const connection = apiServerConnection(connectionConfig(url, true));
   try {
     const policy = { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", spec: { ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }], ports: [{ port: "https" }] }] } };
     const crd = { spec: { schema: { "x-kubernetes-preserve-unknown-fields": true } } };
@@ -87,7 +81,7 @@ Connection("sends the body exactly as the caller's JSON, every wire name kept, w
 
 Connection("keeps the server URL's path prefix; to kubectl proxy on this machine it sends no token", async () => {
   const { server, url, seen } = await listen(() => ({ status: 200, body: "{}" }));
-  const connection = apiServerConnection(kubeConfigFor(`${url}/k8s/clusters/c-1/`));
+  const connection = apiServerConnection(connectionConfig(`${url}/k8s/clusters/c-1/`));
   try {
     await connection.send({ method: "GET", path: "/api/v1/namespaces/a" });
     assert.is(seen[0]!.url, "/k8s/clusters/c-1/api/v1/namespaces/a");
@@ -100,7 +94,7 @@ Connection("keeps the server URL's path prefix; to kubectl proxy on this machine
 
 Connection("a server that does not answer fails the call within its timeout, naming the call", async () => {
   const { server, url } = await listen(() => undefined);
-  const connection = apiServerConnection(kubeConfigFor(url), { timeoutMs: 300 });
+  const connection = apiServerConnection(connectionConfig(url), { timeoutMs: 300 });
   const started = Date.now();
   try {
     await connection.send({ method: "GET", path: "/api/v1/namespaces/a" });
@@ -118,17 +112,11 @@ Connection("a server that does not answer fails the call within its timeout, nam
 
 Connection("plain HTTP to another host is refused before anything is sent; a kubeconfig without a cluster is refused", () => {
   assert.throws(
-    () => apiServerConnection(kubeConfigFor("http://api.example.com:8080")),
+    () => apiServerConnection(connectionConfig("http://api.example.com:8080")),
     (error: unknown) => error instanceof ApiServerConnectionError && /plain HTTP on another host/.test((error as Error).message),
   );
   assert.throws(() => apiServerConnection(new KubeConfig()), /no current cluster/);
-  const proxied = new KubeConfig();
-  proxied.loadFromOptions({
-    clusters: [{ name: "c", server: "http://127.0.0.1:8001", skipTLSVerify: true, proxyUrl: "http://proxy.example.com:3128" }],
-    users: [{ name: "u", token: "t0ken" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
+  const proxied = kubeConfigFor({ server: "http://127.0.0.1:8001", skipTLSVerify: true, proxyUrl: "http://proxy.example.com:3128", token: "t0ken" });
   assert.throws(() => apiServerConnection(proxied), /a plain-HTTP server is not reached through proxy-url/, "credentials would travel in clear to the proxy");
 });
 
@@ -140,13 +128,7 @@ Connection("a kubeconfig's proxy-url is honoured: CONNECT through an HTTP proxy,
     const firstBytes: Buffer[] = [];
     const proxy = createNetServer((socket) => socket.once("data", (data: Buffer) => (firstBytes.push(data), socket.destroy())));
     await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [{ name: "c", server: "https://api.example.com:6443", skipTLSVerify: false, proxyUrl: `${scheme}://127.0.0.1:${(proxy.address() as AddressInfo).port}` }],
-      users: [{ name: "u", token: "t0ken" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
+    const config = kubeConfigFor({ server: "https://api.example.com:6443", proxyUrl: `${scheme}://127.0.0.1:${(proxy.address() as AddressInfo).port}`, token: "t0ken" });
     const connection = apiServerConnection(config, { timeoutMs: 2000 });
     try {
       await connection.send({ method: "GET", path: "/api/v1/namespaces/a" }).catch(() => undefined);

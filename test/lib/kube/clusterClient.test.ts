@@ -1,4 +1,4 @@
-import { ApiException, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createAdmissionRuntime } from "../../../lib/app/runtime.js";
@@ -9,6 +9,7 @@ import type { ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
 import { aksServerScope } from "../../../lib/kube/entraAccess.js";
 import { stringify } from "yaml";
 import { apiServerConnection } from "../../../lib/kube/apiServerConnection.js";
+import { kubeConfigFor } from "../../support/kubeconfigs.js";
 import { serviceAccountPrincipal } from "../../../lib/gmsa/ports.js";
 import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
 import { readAdmissionSettings } from "../../../lib/settings/admission.js";
@@ -411,16 +412,7 @@ Kept("a first read that fails is not kept: the next start reads again", async (c
 });
 
 Kept("a read given up on is not joined: the next start reads afresh, and the old read answering late replaces nothing and opens no pool", async (context) => {
-  const configFor = (server: string) => {
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [{ name: "c", server, skipTLSVerify: false }],
-      users: [{ name: "u", token: "t" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
-    return config;
-  };
+  const configFor = (server: string) => kubeConfigFor({ server, token: "t" });
   const late = configFor("https://127.0.0.1:1");
   // Every call over a kubeconfig starts by applying its credentials: none may be prepared over the late read.
   let prepared = 0;

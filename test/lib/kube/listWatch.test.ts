@@ -1,10 +1,10 @@
-import { KubeConfig } from "@kubernetes/client-node";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { apiServerConnection, type ApiServerConnection } from "../../../lib/kube/apiServerConnection.js";
 import { listWatch, ListWatchError, type ListedObject } from "../../../lib/kube/listWatch.js";
+import { kubeConfigFor } from "../../support/kubeconfigs.js";
 
 /**
  * The list and watch the credential spec cache is built on, against a server whose every answer
@@ -51,13 +51,7 @@ async function serve(script: Scripted): Promise<Harness> {
     } else res.end();
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: false }],
-    users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
+  const config = kubeConfigFor({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
   const connection = apiServerConnection(config, { timeoutMs: 2000 });
   return {
     connection,
