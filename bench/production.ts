@@ -1,4 +1,7 @@
 import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +19,8 @@ import { useGrant } from "../test/support/useGrants.js";
 
 /**
  * The production path: the deployment package as the Functions worker loads and invokes it
- * (bench/workerDriver.js), beside a minimal Functions app that does the least a webhook does
+ * (bench/workerDriver.js), reaching the cluster through Microsoft Entra with a managed identity as
+ * a Function App does (the token from a stand-in for the platform's identity endpoint), beside a minimal Functions app that does the least a webhook does
  * (bench/minimalApp.js, bundled the same way), each in a process of its own on one core, rounds
  * alternating. Figures are ratios within this run: CPU per warm invocation, latency with
  * invocations in flight, the process's memory, and process start to the first admission answered.
@@ -93,11 +97,11 @@ function bodies(dir: string): string {
   return file;
 }
 
-async function drive(packageFolder: string, kubeconfig: string, bodiesFile: string): Promise<DriverResult> {
+async function drive(packageFolder: string, settings: Record<string, string>, bodiesFile: string): Promise<DriverResult> {
   const { stdout } = await promisify(execFile)(
     "taskset",
-    ["-c", core, process.execPath, join(__dirname, "workerDriver.js"), packageFolder, kubeconfig, bodiesFile, String(inFlight), String(invocations)],
-    { env: { PATH: process.env.PATH }, maxBuffer: 1 << 20 },
+    ["-c", core, process.execPath, join(__dirname, "workerDriver.js"), packageFolder, bodiesFile, String(inFlight), String(invocations)],
+    { env: { PATH: process.env.PATH, ...settings }, maxBuffer: 1 << 20 },
   );
   return JSON.parse(stdout.trim().split("\n").at(-1)!) as DriverResult;
 }
@@ -106,6 +110,7 @@ export async function productionBench(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), "gmsa-bench-production-"));
   console.error("production path: a local control plane and the package…");
   const local = await startLocalCluster({ log: () => {} });
+  const stops: Array<() => Promise<void>> = [];
   try {
     const admin = loadKubeconfigFile(local.adminKubeconfig);
     const spec = credSpecFixture("payroll-gmsa").credspec!;
@@ -121,14 +126,27 @@ export async function productionBench(): Promise<void> {
       ...Array.from({ length: credSpecCount }, (_, i) => ({ apiVersion: "windows.k8s.io/v1", kind: "GMSACredentialSpec", metadata: { name: `spec-${i}` }, credspec: spec })),
     ]);
     await packageApp();
+    // The product reaches the cluster as it does in Azure: Microsoft Entra access with the Function
+    // App's managed identity, its token from the platform's identity endpoint (a stand-in here
+    // that hands out the webhook identity's token, which this API server accepts).
+    const identity = await identityEndpoint(webhookToken(local.webhookKubeconfig));
+    stops.push(identity.close);
+    const productSettings = {
+      GMSA_CLUSTER_ACCESS: "entra",
+      GMSA_API_SERVER_URL: local.controlPlane.server,
+      GMSA_API_SERVER_CA: local.controlPlane.caPem,
+      AZURE_CLIENT_ID: "00000000-0000-4000-8000-00000000b0b0",
+      IDENTITY_ENDPOINT: identity.url,
+      IDENTITY_HEADER: identity.header,
+    };
     const minimal = minimalPackage();
     const bodiesFile = bodies(work);
     const product: DriverResult[] = [];
     const floor: DriverResult[] = [];
     console.error(`production path: ${rounds} alternated rounds of ${invocations} invocations per webhook, ${inFlight} in flight…`);
     for (let round = 0; round < rounds; round++) {
-      const productRun = async () => void product.push(await drive(packageDir, local.webhookKubeconfig, bodiesFile));
-      const floorRun = async () => void floor.push(await drive(minimal, local.webhookKubeconfig, bodiesFile));
+      const productRun = async () => void product.push(await drive(packageDir, productSettings, bodiesFile));
+      const floorRun = async () => void floor.push(await drive(minimal, {}, bodiesFile));
       if (round % 2 === 0) await productRun().then(floorRun);
       else await floorRun().then(productRun);
     }
@@ -171,6 +189,46 @@ export async function productionBench(): Promise<void> {
       if (i === 0) console.log(`|${r.map((_, c) => "-".repeat(width(c) + 2)).join("|")}|`);
     }
   } finally {
+    for (const stop of stops) await stop();
     await local.stop();
   }
+}
+
+/** The bearer token of the webhook identity's kubeconfig (the local cluster writes it as JSON). */
+function webhookToken(kubeconfig: string): string {
+  const document = JSON.parse(readFileSync(kubeconfig, "utf8")) as { users: Array<{ user: { token?: string } }> };
+  const token = document.users[0]?.user.token;
+  if (!token) throw new Error(`${kubeconfig} holds no token`);
+  return token;
+}
+
+/**
+ * A stand-in for the App Service identity endpoint (IDENTITY_ENDPOINT and IDENTITY_HEADER, as the
+ * Functions platform sets them): it hands out `token`, valid for an hour, to a caller that sends the header.
+ */
+async function identityEndpoint(token: string): Promise<{ url: string; header: string; close: () => Promise<void> }> {
+  const header = randomUUID();
+  const server = createServer((request, response) => {
+    const url = new URL(request.url ?? "/", "http://127.0.0.1");
+    if (request.headers["x-identity-header"] !== header) {
+      response.writeHead(401).end();
+      return;
+    }
+    response.writeHead(200, { "content-type": "application/json" });
+    response.end(
+      JSON.stringify({
+        access_token: token,
+        expires_on: String(Math.floor(Date.now() / 1000) + 3600),
+        resource: url.searchParams.get("resource"),
+        token_type: "Bearer",
+        client_id: url.searchParams.get("client_id"),
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/msi/token`,
+    header,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

@@ -5,7 +5,8 @@
 // into the RPC answer). Run once for the product's package and once for a minimal app that does the
 // least a webhook does, in processes of their own, pinned to one core by the bench.
 //
-// node bench/workerDriver.js <packageDir> <kubeconfig> <bodies.json> <in flight> <invocations>
+// node bench/workerDriver.js <packageDir> <bodies.json> <in flight> <invocations>
+// (the app's settings come in the environment, as the Function App's do)
 // (no V8 flags: the package's code cache is accepted only under the flags that made it; the full
 // collection before the memory reading is enabled once the package has loaded)
 // bodies.json: {"<function name>": "<request body>", ...}. Prints one JSON object:
@@ -17,9 +18,8 @@ const { readFileSync } = require("node:fs");
 const { performance } = require("node:perf_hooks");
 const { invokeHttp, requireMain, standInCore, startApp } = require("../scripts/workerStandIn.js");
 
-const [packageDir, kubeconfig, bodiesFile, inFlightText, countText] = process.argv.slice(2);
-if (!packageDir || !kubeconfig || !bodiesFile) throw new Error("usage: workerDriver.js <packageDir> <kubeconfig> <bodies.json> <in flight> <invocations>");
-process.env.KUBECONFIG = kubeconfig;
+const [packageDir, bodiesFile, inFlightText, countText] = process.argv.slice(2);
+if (!packageDir || !bodiesFile) throw new Error("usage: workerDriver.js <packageDir> <bodies.json> <in flight> <invocations>");
 const inFlight = Number(inFlightText ?? 16);
 const count = Number(countText ?? 4000);
 const warmup = Math.min(2000, count);

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -11,13 +12,18 @@ import { createCertificateAuthority, issueCertificate } from "../controlplane/pk
  * What `npm run package` runs the bundle against before it keeps V8's code cache: a stand-in for
  * a cluster's API server that allows every `use` and holds one credential spec, so that one mutate
  * admission runs from start to patch and the cache holds what a new instance's first admission
- * compiles (the HTTP/2 client, client-node's request path, the review's decoding and policy), not
+ * compiles (the managed identity's token, the connection to the API server, the review's decoding and policy), not
  * only what loading the bundle does. It speaks HTTP/2 as the API server does (and HTTP/1.1), over
  * TLS with a throwaway CA; nothing of it goes into the package but the compiled code.
  */
 export interface TrainingCluster {
-  /** A kubeconfig for the stand-in, for the app's KUBECONFIG. */
-  readonly kubeconfig: string;
+  /**
+   * The app's settings for the stand-in: Microsoft Entra access with a managed identity, as a
+   * Function App in Azure reaches its cluster, the token from a stand-in for the platform's
+   * identity endpoint. So the cache holds what production's first admission compiles (the token
+   * fetch included), not the kubeconfig path a Function App does not take.
+   */
+  readonly settings: Readonly<Record<string, string>>;
   /** A file holding a mutate AdmissionReview of a pod naming the stand-in's credential spec. */
   readonly mutateReviewFile: string;
   close(): Promise<void>;
@@ -65,34 +71,39 @@ export async function startTrainingCluster(examplePath: string): Promise<Trainin
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => resolve());
   });
+  // The App Service identity endpoint, as the Functions platform provides it: a token for whoever sends the header.
+  const identityHeader = randomUUID();
+  const identity = createServer((req, res) => {
+    if (req.headers["x-identity-header"] !== identityHeader) return void res.writeHead(401).end();
+    const resource = new URL(req.url ?? "/", "http://127.0.0.1").searchParams.get("resource");
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ access_token: "training", expires_on: String(Math.floor(Date.now() / 1000) + 3600), resource, token_type: "Bearer" }));
+  });
+  await new Promise<void>((resolve, reject) => {
+    identity.once("error", reject);
+    identity.listen(0, "127.0.0.1", () => resolve());
+  });
   const dir = mkdtempSync(join(tmpdir(), "gmsa-cache-training-"));
   const close = async () => {
     for (const watch of watches) watch.end();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+    await new Promise<void>((resolve) => identity.close(() => resolve()));
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    return { kubeconfig: writeKubeconfig(dir, (server.address() as AddressInfo).port, ca.certPem), mutateReviewFile: writeReview(dir, name), close };
+    const settings = {
+      GMSA_CLUSTER_ACCESS: "entra",
+      GMSA_API_SERVER_URL: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      GMSA_API_SERVER_CA: ca.certPem,
+      AZURE_CLIENT_ID: "00000000-0000-4000-8000-0000000c0dec",
+      IDENTITY_ENDPOINT: `http://127.0.0.1:${(identity.address() as AddressInfo).port}/msi/token`,
+      IDENTITY_HEADER: identityHeader,
+    };
+    return { settings, mutateReviewFile: writeReview(dir, name), close };
   } catch (error) {
     await close();
     throw error;
   }
-}
-
-function writeKubeconfig(dir: string, port: number, caPem: string): string {
-  const kubeconfig = join(dir, "kubeconfig.json");
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "training", cluster: { server: `https://127.0.0.1:${port}`, "certificate-authority-data": Buffer.from(caPem).toString("base64") } }],
-      users: [{ name: "webhook", user: { token: "training" } }],
-      contexts: [{ name: "training", context: { cluster: "training", user: "webhook" } }],
-      "current-context": "training",
-    }),
-  );
-  return kubeconfig;
 }
 
 function writeReview(dir: string, name: string): string {

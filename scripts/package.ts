@@ -36,13 +36,13 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   // A Node of its own and no flags of the parent's (tsx's loader, --cpu-prof): V8 takes a cache
   // only in a process whose flags match the one that made it. It answers one admission first,
   // against a stand-in API server here, so that the cache also holds what a new instance's first
-  // admission compiles (the README has the figures). The training takes the kubeconfig path; an
-  // Entra member's own code (tokens, the ARM lookup) still compiles on its first admission.
+  // admission compiles. The training takes production's path, Microsoft Entra access with a
+  // managed identity; a kubeconfig member's loading, and the ARM lookup, compile on first use.
   const training = await startTrainingCluster(join(root, "examples", "credspecs", "webapp1.yaml"));
   try {
     // Not execFileSync: the stand-in answers from this process's event loop.
     const { stderr } = await promisify(execFile)(process.execPath, [join(root, "scripts", "packageCodeCache.js"), join(root, bundlePath), training.mutateReviewFile], {
-      env: { PATH: process.env.PATH, KUBECONFIG: training.kubeconfig },
+      env: { PATH: process.env.PATH, ...training.settings },
       timeout: 120_000,
     }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
       throw new Error(`the code cache could not be made: ${[error.message, error.stderr, error.stdout].filter(Boolean).join("\n")}`);

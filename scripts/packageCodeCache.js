@@ -1,6 +1,6 @@
 // Run by `npm run package` in a Node of its own, with no V8 flags: loads the package's entry point
 // the way the Functions worker does (scripts/workerStandIn.js), then, when given a mutate review
-// and a KUBECONFIG for the training stand-in (scripts/codeCacheTraining.ts), starts the app and
+// and the settings of the training stand-in in its environment (scripts/codeCacheTraining.ts), starts the app and
 // answers that review, and writes the V8 code cache of the bundle, which now holds every function
 // that loading and a first admission compiled. Usage: node packageCodeCache.js <main.js> [review.json]
 "use strict";
