@@ -49,7 +49,7 @@ export async function handleReview<P extends ReviewBudget>(body: unknown, policy
       ? { response: responseFor(uid, denied(400, `the admission request is malformed: ${describeDecodeErrors(decoded.left)}`)) }
       : respond(decoded.right, policy, ports, deadline, budget),
   ).finally(() => deadline.finish());
-  const { response, failure } = answer;
+  const { response, failure, unchanged } = answer;
   const code = response.status?.code ?? 200;
   return {
     kind: "reviewed",
@@ -60,9 +60,9 @@ export async function handleReview<P extends ReviewBudget>(body: unknown, policy
       uid,
       namespace: request?.namespace ?? "",
       pod: request?.name ?? "",
-      decision: response.allowed ? (response.patch ? "patched" : "allowed") : code >= 500 ? "error" : "denied",
+      decision: response.allowed ? (unchanged !== undefined ? "unchanged" : response.patch ? "patched" : "allowed") : code >= 500 ? "error" : "denied",
       code,
-      reason: response.status?.reason ?? "",
+      reason: response.status?.reason ?? unchanged ?? "",
       credSpecs: response.auditAnnotations?.credspecs?.split(",") ?? [],
       correlationId: failure?.correlationId ?? "",
       detail: failure?.detail ?? "",
@@ -79,6 +79,8 @@ interface FailureDetail {
 interface Answer {
   readonly response: AdmissionResponse;
   readonly failure?: FailureDetail;
+  /** The policy allowed the pod but left the credential specs it names as they were: why (the log's decision "unchanged"). */
+  readonly unchanged?: string;
 }
 
 async function respond<P>(request: AdmissionRequest, policy: WebhookPolicy<P>, ports: P, deadline: Deadline, budgetMs: number): Promise<Answer> {
@@ -88,7 +90,8 @@ async function respond<P>(request: AdmissionRequest, policy: WebhookPolicy<P>, p
     if (decoded.kind === "pass") return { response: { uid: request.uid, allowed: true } };
     // Whatever a port does with the signal, the answer leaves when the budget is spent.
     const scope = { signal: deadline.signal, namespace: request.namespace ?? "" };
-    return { response: responseFor(request.uid, await Promise.race([decoded.judge(ports, scope), deadline.expired()])) };
+    const verdict = await Promise.race([decoded.judge(ports, scope), deadline.expired()]);
+    return { response: responseFor(request.uid, verdict), ...(verdict.kind === "allowed" && verdict.unchanged !== undefined ? { unchanged: verdict.unchanged } : {}) };
   } catch (error) {
     const correlationId = randomUUID();
     const failure = { correlationId, detail: describeFailure(error) };

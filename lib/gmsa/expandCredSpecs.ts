@@ -34,7 +34,8 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
 
   const missing = settings.filter((s) => s.name !== undefined && s.contents === undefined);
   const names = namesOf(settings);
-  const lookups = await resolveCredSpecs(deps.credSpecs, await usableNames(admission, namesOf(missing), deps), deps.signal);
+  const usable = await usableNames(admission, namesOf(missing), deps);
+  const lookups = await resolveCredSpecs(deps.credSpecs, usable, deps.signal);
   const patch: PatchOperation[] = [];
   let inlinedBytes = 0;
   for (const setting of missing) {
@@ -55,10 +56,22 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
     patch.push(addOperation(setting.contentsPath, contents));
   }
 
+  const inlined = patch.length;
   if (deps.settings.randomHostname && admission.operation === "CREATE" && names.length > 0 && !admission.pod.spec?.hostname) {
     patch.push(addOperation(["spec", "hostname"], randomHostname()));
   }
-  return allowed({ patch, warnings, credSpecs: names });
+  const unchanged = missing.length > 0 && inlined === 0 ? notInlined(namesOf(missing), usable, lookups) : undefined;
+  return allowed({ patch, warnings, credSpecs: names, ...(unchanged === undefined ? {} : { unchanged }) });
+}
+
+/** Why nothing was inlined, name by name, for the log line (the validating webhook tells the pod's creator). */
+function notInlined(names: readonly string[], usable: readonly string[], lookups: ReadonlyMap<string, { readonly kind: string }>): string {
+  const why = names.map((name) => {
+    if (!usable.includes(name)) return `"${name}" (use not confirmed)`;
+    const kind = lookups.get(name)?.kind;
+    return kind === "notFound" ? `"${name}" (does not exist)` : `"${name}" (holds no credspec)`;
+  });
+  return `nothing inlined: ${why.join(", ")}; the validating webhook decides`;
 }
 
 /**

@@ -15,7 +15,8 @@ export interface AdmissionRecord extends RequestCounters {
   uid: string;
   namespace: string;
   pod: string;
-  decision: "allowed" | "patched" | "denied" | "error";
+  /** allowed; patched (mutate changed the pod); unchanged (mutate inlined none of the specs the pod names: validation will decide); denied; error. */
+  decision: "allowed" | "patched" | "unchanged" | "denied" | "error";
   code: number;
   reason: string;
   credSpecs: readonly string[];

@@ -250,10 +250,33 @@ Use("answers a principal without use the same for a spec that exists and one tha
     const p = withPlaces((p) => (p.spec.securityContext = gmsa(name)));
     const verdict = await expandCredSpecs(admission("CREATE", p), ports);
     assert.equal(ports.lookups, []);
-    answers.push({ ...verdict, credSpecs: [] });
+    // The log's reason names the spec; apart from the name, both answers read the same.
+    const unchanged = verdict.kind === "allowed" ? verdict.unchanged?.replace(name, "<name>") : undefined;
+    answers.push({ ...verdict, credSpecs: [], unchanged });
   }
   assert.equal(answers[0], answers[1]);
-  assert.equal(answers[0], { kind: "allowed", patch: [], warnings: [], credSpecs: [] });
+  assert.equal(answers[0], {
+    kind: "allowed",
+    patch: [],
+    warnings: [],
+    credSpecs: [],
+    unchanged: 'nothing inlined: "<name>" (use not confirmed); the validating webhook decides',
+  });
+});
+
+Use("says, for the log, why nothing was inlined: a name whose use is confirmed but that does not exist", async () => {
+  const ports = fakePorts();
+  const p = withPlaces((p) => (p.spec.securityContext = gmsa("no-such-spec")));
+  const verdict = await expandCredSpecs(admission("CREATE", p), ports);
+  assert.is(verdict.kind === "allowed" && verdict.unchanged, 'nothing inlined: "no-such-spec" (does not exist); the validating webhook decides');
+  const inlined = await expandCredSpecs(
+    admission(
+      "CREATE",
+      withPlaces((p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+    ),
+    fakePorts(),
+  );
+  assert.is(inlined.kind === "allowed" && inlined.unchanged, undefined, "a pod whose spec was inlined is not unchanged");
 });
 
 Use("with the requesting-user check on, inlines only what the requesting user may use too", async () => {
