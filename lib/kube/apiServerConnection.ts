@@ -67,6 +67,9 @@ export interface ApiServerConnection {
   close(): Promise<void>;
 }
 
+/** The longest line of a watch stream: one event, an object as large as the API server stores (about 1.5 MiB) with room to spare. */
+const maxLineLength = 16 * 1024 * 1024;
+
 /** No answer within this long, or a server that stops sending, fails the call instead of hanging the command. */
 export const defaultCallTimeoutMs = 30_000;
 
@@ -133,14 +136,16 @@ export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: n
     // kubectl proxy on this machine adds the credentials itself and needs no TLS settings;
     // client-node refuses plain HTTP unless TLS checks are skipped, which mean nothing there.
     const loopback = isLoopbackHttp(server);
-    if (!loopback || cluster.skipTLSVerify === true) await config.applyToHTTPSOptions(applied);
-    const user = config.getCurrentUser();
+    const withCredentials = !loopback || cluster.skipTLSVerify === true;
+    if (withCredentials) await config.applyToHTTPSOptions(applied);
+    const user = withCredentials ? config.getCurrentUser() : null;
     const headers: Record<string, string> = {
       ...headerRecord(applied.headers),
       ...(user?.username ? { authorization: `Basic ${Buffer.from(`${user.username}:${user.password ?? ""}`).toString("base64")}` } : {}),
       accept: "application/json",
     };
-    if (loopback && !cluster.proxyUrl) return { server, headers, pool: undefined };
+    // Plain HTTP is refused through a proxy (target), so this is kubectl proxy on this machine.
+    if (loopback) return { server, headers, pool: undefined };
     // The TLS settings client-node worked out for this cluster and user: its CA, the client
     // certificate and key, the name to verify, whether to verify at all, and the proxy.
     const dispatch = config.createDispatcherOptions({ ...cluster, server }, applied);
@@ -160,11 +165,30 @@ export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: n
       .finally(() => retired.delete(dispatcher));
   }
 
+  /**
+   * Credentials may take a while (an exec plugin, a token endpoint): no longer than the call may.
+   * A credential that never answers would otherwise hold the call, and its slot, for ever.
+   */
+  async function prepareWithin(signal: AbortSignal, what: string): Promise<Prepared> {
+    if (signal.aborted) throw new ApiServerConnectionError(`${what}: given up before its credentials were applied`, "aborted");
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(new ApiServerConnectionError(`${what}: its credentials were not applied in time`, "the kubeconfig's credentials were not ready in time"));
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([prepare(), aborted]);
+    } finally {
+      if (onAbort) signal.removeEventListener("abort", onAbort);
+    }
+  }
+
   return {
     server: initial.server,
     async send(call) {
-      const { server, headers, pool: dispatcher } = await prepare();
       const bound = call.timeoutMs ?? timeoutMs;
+      const callSignal = call.signal ?? AbortSignal.timeout(bound);
+      const { server, headers, pool: dispatcher } = await prepareWithin(callSignal, `${call.method} ${call.path}`);
       let reply: Dispatcher.ResponseData;
       try {
         reply = await request(`${server}${call.path}`, {
@@ -174,7 +198,7 @@ export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: n
           ...(dispatcher === undefined ? {} : { dispatcher }),
           headersTimeout: bound,
           bodyTimeout: bound,
-          signal: call.signal ?? AbortSignal.timeout(bound),
+          signal: callSignal,
         });
       } catch (error) {
         throw new ApiServerConnectionError(`${call.method} ${call.path} at ${server}: no answer (${detailOf(error)})`, detailOf(error));
@@ -195,7 +219,7 @@ export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: n
       return { status: reply.statusCode, body, warnings: warningsOf(reply.headers.warning), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
     },
     async stream(call) {
-      const { server, headers, pool: dispatcher } = await prepare();
+      const { server, headers, pool: dispatcher } = await prepareWithin(AbortSignal.any([call.signal, AbortSignal.timeout(timeoutMs)]), `GET ${call.path}`);
       let reply: Dispatcher.ResponseData;
       try {
         reply = await request(`${server}${call.path}`, {
@@ -229,6 +253,7 @@ export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: n
             source.setEncoding("utf8");
             for await (const chunk of source as AsyncIterable<string>) {
               pending += chunk;
+              if (pending.length > maxLineLength) throw new Error(`a line of more than ${maxLineLength} characters`);
               let end = pending.indexOf("\n");
               while (end >= 0) {
                 const line = pending.slice(0, end).trim();
@@ -264,6 +289,14 @@ function target(config: KubeConfig): { server: string; cluster: NonNullable<Retu
   // Plain HTTP is for a proxy on this machine; through another proxy its credentials would travel in clear.
   if (server.startsWith("http:") && cluster.proxyUrl) {
     const problem = "a plain-HTTP server is not reached through proxy-url";
+    throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: ${problem}`, problem);
+  }
+  if (cluster.proxyUrl && !/^(https?|socks5?):\/\//i.test(cluster.proxyUrl)) {
+    const problem = `its proxy-url scheme is not one this product speaks (http, https, socks5): ${cluster.proxyUrl.split(":", 1)[0]}`;
+    throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: ${problem}`, problem);
+  }
+  if (/^[a-z]+:\/\/[^/]*@/i.test(server)) {
+    const problem = "its server URL carries a user name or password: give credentials in the user entry instead";
     throw new ApiServerConnectionError(`the kubeconfig's cluster ${cluster.name}: ${problem}`, problem);
   }
   return { server, cluster };

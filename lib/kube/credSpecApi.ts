@@ -17,6 +17,11 @@ function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+function isNamedObject(value: unknown, name: string): boolean {
+  if (!isJsonObject(value) || !isJsonObject(value.metadata)) return false;
+  return value.metadata.name === name;
+}
+
 export function lookupFromObject(object: unknown): CredSpecLookup {
   const decoded = CredSpecObject.decode(object);
   if (isLeft(decoded) || !isJsonObject(decoded.right.credspec)) return { kind: "noCredspec" };
@@ -31,7 +36,13 @@ export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOpti
       const outcome = await callApi(`GET gmsacredentialspecs/${name}`, signal, bounds, (callSignal) =>
         connection.send({ method: "GET", path, signal: callSignal, timeoutMs: bounds.timeoutMs }),
       );
-      if (outcome.ok) return lookupFromObject(outcome.value);
+      if (outcome.ok) {
+        // A 2xx that is not this spec (a proxy's page, an empty body) is the path failing, not the spec being wrong.
+        if (!isNamedObject(outcome.value, name)) {
+          throw new ClusterUnavailableError(`the Kubernetes API server answered GET gmsacredentialspecs/${name} with something that is not that GMSACredentialSpec`, "serverError");
+        }
+        return lookupFromObject(outcome.value);
+      }
       if (outcome.status === 404) return { kind: "notFound" };
       throw new ClusterUnavailableError(
         `the Kubernetes API server refused to read GMSACredentialSpec "${name}" (HTTP ${outcome.status}); check the webhook's own RBAC`,

@@ -110,6 +110,7 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     watcher = undefined;
     watching?.stop();
     entries.clear();
+    storedAt.clear();
     sizes.clear();
     bytes = 0;
     synced = false;
@@ -117,9 +118,14 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     options.log("warn", `credential spec cache stopped: ${reason}; every lookup now reads the API server`);
   }
 
+  // When each name was last stored, on a clock of stores: a lookup believes the cache over the
+  // API server's "not found" only for a spec stored after its GET was sent.
+  const storedAt = new Map<string, number>();
+  let stores = 0;
   const remember = (object: ListedObject) => {
     const name = object.metadata?.name;
     if (!name || overflow) return;
+    storedAt.set(name, ++stores);
     const size = jsonSize(object);
     bytes += size - (sizes.get(name) ?? 0);
     sizes.set(name, size);
@@ -132,6 +138,7 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     const name = object.metadata?.name;
     if (!name) return;
     entries.delete(name);
+    storedAt.delete(name);
     bytes -= sizes.get(name) ?? 0;
     sizes.delete(name);
   };
@@ -223,10 +230,13 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
         return { kind: "notFound" };
       }
       countRequest("cacheMisses", signal);
+      const sent = stores;
       const read = await options.direct.lookup(name, signal);
       if (read.kind !== "notFound") return read;
-      // The watch may have brought the spec while the GET was on its way: believe the newer.
-      const arrived = entries.get(name);
+      // The watch may have brought the spec while the GET was on its way: believe it, being newer.
+      // Only then: what the cache held before the GET (a list whose watch never opened, say) is
+      // older than the API server's answer.
+      const arrived = (storedAt.get(name) ?? 0) > sent ? entries.get(name) : undefined;
       if (arrived) return arrived;
       notFound.remember(name);
       return read;

@@ -36,8 +36,14 @@ export interface ListWatchHandlers {
 
 export interface ListWatchOptions {
   readonly pageSize?: number;
-  /** Asked of the server for each watch (`timeoutSeconds`); it ends the stream then and it is opened again. Default 5 min. */
+  /**
+   * Asked of the server for each watch (`timeoutSeconds`); it ends the stream then and it is opened
+   * again. A stream silent for longer than this plus 30 s is taken for a broken network (the copy
+   * is then reported stale), so this also bounds how long a silent partition goes unnoticed. Default 90 s.
+   */
   readonly watchTimeoutSeconds?: number;
+  /** The longest a whole list, all its pages, may take. Default 2 min. */
+  readonly listTimeoutMs?: number;
   /** For each list page (a watch's first answer is bounded by the connection's own timeout). Default 30 s. */
   readonly callTimeoutMs?: number;
 }
@@ -59,17 +65,23 @@ export interface ListWatch {
   stop(): void;
 }
 
+const minWatchIntervalMs = 1000;
+
 export function listWatch(connection: ApiServerConnection, path: string, handlers: ListWatchHandlers, options: ListWatchOptions = {}): ListWatch {
   const pageSize = options.pageSize ?? 100;
-  const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
+  const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 90;
   const callTimeoutMs = options.callTimeoutMs ?? 30_000;
+  const listTimeoutMs = options.listTimeoutMs ?? 120_000;
   let running: AbortController | undefined;
 
   async function list(signal: AbortSignal): Promise<string> {
     const items: ListedObject[] = [];
     let resourceVersion: string | undefined;
     let next: string | undefined;
+    const given = new Set<string>();
+    const deadline = Date.now() + listTimeoutMs;
     do {
+      if (Date.now() > deadline) throw new ListWatchError(`the list of ${path} took more than ${listTimeoutMs / 1000} s`, undefined);
       const query = new URLSearchParams({ limit: String(pageSize), ...(next ? { continue: next } : {}) });
       const reply = await connection.send({
         method: "GET",
@@ -85,6 +97,9 @@ export function listWatch(connection: ApiServerConnection, path: string, handler
       items.push(...page.right.items);
       handlers.page?.(page.right.items, next === undefined);
       next = page.right.metadata.continue || undefined;
+      // A server that hands out a token twice would page for ever.
+      if (next !== undefined && given.has(next)) throw new ListWatchError(`the list of ${path} gave the same continue token twice`, undefined);
+      if (next !== undefined) given.add(next);
     } while (next);
     if (resourceVersion === undefined) throw new ListWatchError(`the list of ${path} carries no resource version to watch from`, undefined);
     if (signal.aborted) throw signal.reason;
@@ -102,8 +117,8 @@ export function listWatch(connection: ApiServerConnection, path: string, handler
     return stream;
   }
 
-  /** Reads one stream to its end: the last version seen, or "gone". */
-  async function follow(stream: ApiStream, from: string): Promise<{ resourceVersion: string; events: number } | "gone"> {
+  /** Reads one stream to its end: the last version seen, how many objects it brought, and whether the server had forgotten the version. */
+  async function follow(stream: ApiStream, from: string): Promise<{ resourceVersion: string; events: number; gone: boolean }> {
     let resourceVersion = from;
     let events = 0;
     for await (const line of stream.lines()) {
@@ -118,32 +133,41 @@ export function listWatch(connection: ApiServerConnection, path: string, handler
       const { type, object } = event.right;
       if (type === "ERROR") {
         const code = (object as { code?: unknown }).code;
-        if (code === 410) return "gone";
+        if (code === 410) return { resourceVersion, events, gone: true };
         throw new ListWatchError(`the watch of ${path} ended with an error${statusMessage(object)}`, typeof code === "number" ? code : undefined);
       }
-      events += 1;
       const version = object.metadata?.resourceVersion;
       if (type === "ADDED" || type === "MODIFIED") handlers.upsert(object);
       else if (type === "DELETED") handlers.remove(object);
       else if (type !== "BOOKMARK") continue;
+      if (type !== "BOOKMARK") events += 1;
       if (version) resourceVersion = version;
     }
-    return { resourceVersion, events };
+    return { resourceVersion, events, gone: false };
   }
 
   async function keepWatching(first: ApiStream, from: string, signal: AbortSignal): Promise<void> {
     let stream: ApiStream | "gone" = first;
     let resourceVersion = from;
+    let opened = Date.now();
+    // The last list was taken because the server had forgotten the version, and no watch has
+    // taken a version since: a server that forgets the version of its own fresh list again is
+    // failing, and its owner backs off instead of listing in a loop.
+    let relisted = false;
     for (;;) {
-      const opened = Date.now();
-      const ended = stream === "gone" ? "gone" : await follow(stream, resourceVersion);
+      const ended = stream === "gone" ? { resourceVersion, events: 0, gone: true } : await follow(stream, resourceVersion);
       if (signal.aborted) return;
-      if (ended === "gone") resourceVersion = await list(signal);
-      else {
-        resourceVersion = ended.resourceVersion;
-        // A server that ends every watch at once, with nothing in it, is not asked again in a tight loop.
-        if (ended.events === 0 && Date.now() - opened < 1000) await sleep(1000, undefined, { signal });
-      }
+      // A stream that brought objects, or ran to its end, took the version it was given.
+      if (ended.events > 0 || !ended.gone) relisted = false;
+      if (ended.gone) {
+        if (relisted) throw new ListWatchError(`the watch of ${path} refused the version its own list gave`, 410);
+        resourceVersion = await list(signal);
+        relisted = true;
+      } else resourceVersion = ended.resourceVersion;
+      // Whatever the stream carried, watches are not opened more than once a second.
+      const since = Date.now() - opened;
+      if (since < minWatchIntervalMs) await sleep(minWatchIntervalMs - since, undefined, { signal });
+      opened = Date.now();
       stream = await watch(resourceVersion, signal);
     }
   }

@@ -136,7 +136,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, { state, calls,
   if (req.method === "GET" && path === "/apis/windows.k8s.io/v1/gmsacredentialspecs") {
     if (url.searchParams.get("watch") !== "true") {
       // Pages as the API server does with `limit`: the continue token here is just the offset.
-      const all = [...state.credSpecs.values()];
+      const all = [...state.credSpecs].map(([name, object]) => stored(name, object));
       const limit = Number(url.searchParams.get("limit") ?? "0");
       const from = Number(url.searchParams.get("continue") ?? "0");
       const items = limit > 0 ? all.slice(from, from + limit) : all;
@@ -154,7 +154,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, { state, calls,
   if (req.method === "GET" && credSpec) {
     const name = decodeURIComponent(credSpec[1]!);
     const object = state.credSpecs.get(name);
-    return object ? send(res, 200, object) : send(res, 404, status(404, `gmsacredentialspecs.windows.k8s.io "${name}" not found`, "NotFound"));
+    return object ? send(res, 200, stored(name, object)) : send(res, 404, status(404, `gmsacredentialspecs.windows.k8s.io "${name}" not found`, "NotFound"));
   }
   const review = path.match(/^\/apis\/authorization\.k8s\.io\/v1\/(?:namespaces\/[^/]+\/localsubjectaccessreviews|subjectaccessreviews)$/);
   if (req.method === "POST" && review) {
@@ -163,6 +163,12 @@ async function answer(req: IncomingMessage, res: ServerResponse, { state, calls,
     return send(res, 201, { ...(body as object), status: { allowed } });
   }
   send(res, 404, status(404, `no fake for ${req.method} ${path}`, "NotFound"));
+}
+
+/** A spec as the API server returns it: named by the name it is stored under, whatever the object said. */
+function stored(name: string, object: Record<string, unknown>): Record<string, unknown> {
+  const metadata = typeof object.metadata === "object" && object.metadata !== null ? object.metadata : {};
+  return { ...object, metadata: { ...metadata, name } };
 }
 
 function status(code: number, message: string, reason = "InternalError") {

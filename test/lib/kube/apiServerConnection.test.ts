@@ -141,4 +141,35 @@ Connection("a kubeconfig's proxy-url is honoured: CONNECT through an HTTP proxy,
   }
 });
 
+Connection("credentials that never come (an exec plugin waiting for a login) fail the call at its signal, not never", async () => {
+  const config = kubeConfigFor({ server: "https://127.0.0.1:1" });
+  const user = config.getCurrentUser()!;
+  config.addAuthenticator({ isAuthProvider: (u) => u.name === user.name, applyAuthentication: () => new Promise<void>(() => {}) });
+  const connection = apiServerConnection(config, { timeoutMs: 2000 });
+  const started = Date.now();
+  try {
+    const outcome = await Promise.race([
+      connection.send({ method: "GET", path: "/api", signal: AbortSignal.timeout(300) }).then(
+        () => "answered",
+        (error: unknown) => (error instanceof ApiServerConnectionError ? `refused: ${error.message}` : `failed: ${String(error)}`),
+      ),
+      new Promise<string>((resolve) => setTimeout(() => resolve("still waiting after 3 s"), 3000)),
+    ]);
+    assert.match(outcome, /^refused: GET \/api: its credentials were not applied in time/);
+    assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`);
+  } finally {
+    await connection.close();
+  }
+});
+
+Connection("a proxy scheme the connection cannot speak, and a server URL carrying a password, are refused before anything is sent", () => {
+  for (const proxyUrl of ["socks4://127.0.0.1:1080", "socks4a://127.0.0.1:1080", "socks5h://127.0.0.1:1080"]) {
+    assert.throws(() => apiServerConnection(kubeConfigFor({ server: "https://api.example.com", proxyUrl })), /proxy-url scheme is not one this product speaks/, proxyUrl);
+  }
+  assert.throws(
+    () => apiServerConnection(kubeConfigFor({ server: "https://admin:hunter2@api.example.com" })),
+    (error: unknown) => error instanceof Error && /carries a user name or password/.test(error.message) && !error.message.includes("hunter2"),
+  );
+});
+
 Connection.run();

@@ -1,6 +1,6 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { suite } from "uvu";
-import { apiServerConnection } from "../../../lib/kube/apiServerConnection.js";
+import { apiServerConnection, type ApiServerConnection } from "../../../lib/kube/apiServerConnection.js";
 import * as assert from "uvu/assert";
 import { credSpecApi } from "../../../lib/kube/credSpecApi.js";
 import { credSpecCache, jsonSize, type CredSpecCache, type CredSpecCacheOptions } from "../../../lib/kube/credSpecCache.js";
@@ -223,6 +223,31 @@ Start("a cache stopped before its list began never lists", async (context) => {
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(listsOf(context.api), []);
   assert.is(cache.status().started, false);
+});
+
+Start("a list whose watch never opens is not believed over the API server: a spec deleted since is not served", async () => {
+  // The webhook's role may list but not watch (an RBAC slip): the list holds the spec, every watch is refused.
+  const connection: ApiServerConnection = {
+    server: "https://cluster.example",
+    send: async () => ({
+      status: 200,
+      body: { metadata: { resourceVersion: "7" }, items: [{ metadata: { name: "deleted-spec", resourceVersion: "6" }, credspec: {} }] },
+      warnings: [],
+    }),
+    stream: async () => ({ status: 403, body: { message: "forbidden" }, lines: async function* () {} }),
+    close: async () => {},
+  };
+  const logs: string[] = [];
+  // The API server's own answer for the name: deleted since the list.
+  const cache = credSpecCache(connection, { direct: { lookup: async () => ({ kind: "notFound" }) }, log: (_level, line) => logs.push(line), minBackoffMs: 60_000 });
+  try {
+    assert.is((await cache.lookup("deleted-spec", noDeadline)).kind, "notFound");
+    await until(() => logs.some((line) => line.includes("watch failed")), "the refused watch");
+    assert.is(cache.status().synced, false);
+    assert.is((await cache.lookup("deleted-spec", noDeadline)).kind, "notFound", "the stale list was believed over the API server");
+  } finally {
+    await cache.stop();
+  }
 });
 
 Start.run();

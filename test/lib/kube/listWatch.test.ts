@@ -135,8 +135,9 @@ ListWatch("a watch the server ends is opened again from the last version seen, b
 ListWatch("a version too old to watch from (410 Gone as an event or an answer) is listed again, and what vanished meanwhile is dropped", async () => {
   let lists = 0;
   const harness = await serve({
-    list: () => (++lists === 1 ? { items: [spec("a", "5"), spec("b", "6")], resourceVersion: "10" } : { items: [spec("a", "20")], resourceVersion: "30" }),
-    watches: [{ events: [{ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } }] }, { status: 410 }, { events: [], hold: true }],
+    list: () => (++lists === 1 ? { items: [spec("a", "5"), spec("b", "6")], resourceVersion: "10" } : { items: [spec("a", "20")], resourceVersion: String(20 + 10 * lists) }),
+    // Gone as an event; the fresh list's version is taken and the stream runs to its end; gone as an answer; taken.
+    watches: [{ events: [{ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } }] }, { events: [] }, { status: 410 }, { events: [], hold: true }],
   });
   const kept = keeper();
   const watch = listWatch(harness.connection, "/apis/windows.k8s.io/v1/gmsacredentialspecs", kept.handlers);
@@ -144,9 +145,76 @@ ListWatch("a version too old to watch from (410 Gone as an event or an answer) i
     await watch.start();
     await until(() => harness.open.size === 1, "a watch held open");
     assert.equal([...kept.held], [["a", "20"]]);
-    assert.equal(watchesOf(harness.requests), ["10", "30", "30"]);
+    assert.equal(watchesOf(harness.requests), ["10", "40", "40", "50"]);
     assert.is(listsOf(harness.requests), 3);
     assert.equal(kept.errors, []);
+  } finally {
+    watch.stop();
+    await harness.close();
+  }
+});
+
+ListWatch("a server that forgets the version of its own fresh list is reported once, not listed again in a loop", async () => {
+  let lists = 0;
+  const harness = await serve({
+    list: () => ({ items: [], resourceVersion: String(++lists) }),
+    watches: [{ events: [{ type: "ERROR", object: { kind: "Status", code: 410 } }] }, { events: [{ type: "ERROR", object: { kind: "Status", code: 410 } }] }, { status: 410 }],
+  });
+  const kept = keeper();
+  const watch = listWatch(harness.connection, "/apis/windows.k8s.io/v1/gmsacredentialspecs", kept.handlers);
+  try {
+    await watch.start();
+    await until(() => kept.errors.length === 1, "the failure reported");
+    assert.instance(kept.errors[0], ListWatchError);
+    assert.is((kept.errors[0] as ListWatchError).status, 410);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.is(listsOf(harness.requests), 2, "listed again once, then left to its owner's backoff");
+  } finally {
+    watch.stop();
+    await harness.close();
+  }
+});
+
+ListWatch("watches are opened at most once a second, whatever each stream carried", async () => {
+  const bookmark = (rv: string) => ({ type: "BOOKMARK", object: { metadata: { resourceVersion: rv } } });
+  const harness = await serve({
+    list: () => ({ items: [], resourceVersion: "1" }),
+    watches: Array.from({ length: 50 }, (_, i) => ({ events: [bookmark(String(i + 2))] })),
+  });
+  const watch = listWatch(harness.connection, "/apis/windows.k8s.io/v1/gmsacredentialspecs", keeper().handlers);
+  try {
+    await watch.start();
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const opened = watchesOf(harness.requests).length;
+    assert.ok(opened >= 2 && opened <= 4, `${opened} watches in 2.5 s`);
+  } finally {
+    watch.stop();
+    await harness.close();
+  }
+});
+
+ListWatch("a list whose server hands out the same continue token twice fails instead of paging for ever", async () => {
+  const requests: string[] = [];
+  const harness = await serve({ list: () => ({ items: [], resourceVersion: "1" }), watches: [] });
+  // The scripted server pages nothing; this one loops on one token.
+  const looping: ApiServerConnection = {
+    server: harness.connection.server,
+    async send(call) {
+      requests.push(call.path);
+      return { status: 200, body: { metadata: { resourceVersion: "1", continue: "same" }, items: [] }, warnings: [] };
+    },
+    stream: (call) => harness.connection.stream(call),
+    close: () => harness.connection.close(),
+  };
+  const watch = listWatch(looping, "/apis/windows.k8s.io/v1/gmsacredentialspecs", keeper().handlers);
+  try {
+    const failed = await watch.start().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    assert.instance(failed, ListWatchError);
+    assert.match(String(failed), /same continue token twice/);
+    assert.is(requests.length, 2);
   } finally {
     watch.stop();
     await harness.close();

@@ -1,0 +1,42 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { ApiReply, ApiServerConnection } from "../../../lib/kube/apiServerConnection.js";
+import { credSpecApi } from "../../../lib/kube/credSpecApi.js";
+import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
+
+/** One GET of a credential spec: what the API server's answer is taken for. */
+function answering(reply: Partial<ApiReply>): ApiServerConnection {
+  return {
+    server: "https://cluster.example",
+    send: async () => ({ status: 200, body: undefined, warnings: [], ...reply }),
+    stream: async () => ({ status: 500, body: undefined, lines: async function* () {} }),
+    close: async () => {},
+  };
+}
+
+const noDeadline = new AbortController().signal;
+const Get = suite("credSpecApi");
+
+Get("the spec asked for is found; a 404 is not found", async () => {
+  const found = await credSpecApi(answering({ body: { kind: "GMSACredentialSpec", metadata: { name: "web" }, credspec: { a: 1 } } }), { timeoutMs: 1000 }).lookup(
+    "web",
+    noDeadline,
+  );
+  assert.equal(found, { kind: "found", credspec: { a: 1 } });
+  const missing = await credSpecApi(answering({ status: 404, body: { kind: "Status", code: 404 } }), { timeoutMs: 1000 }).lookup("web", noDeadline);
+  assert.equal(missing, { kind: "notFound" });
+});
+
+Get("a 2xx that is not that spec (a proxy's page, an empty body, another object) is the path failing, not a spec without contents", async () => {
+  for (const body of ["<html>sign in</html>", undefined, { kind: "GMSACredentialSpec", metadata: { name: "other" }, credspec: {} }, [1, 2]]) {
+    const outcome = await credSpecApi(answering({ body }), { timeoutMs: 1000 })
+      .lookup("web", noDeadline)
+      .then(
+        (lookup) => lookup.kind,
+        (error: unknown) => error,
+      );
+    assert.instance(outcome, ClusterUnavailableError, JSON.stringify(body));
+  }
+});
+
+Get.run();
