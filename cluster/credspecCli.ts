@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
-import { runCredspec } from "../cluster/credspecCommand.js";
-import { defaultKubeConfig } from "../cluster/wire.js";
+import { runCredspec } from "./credspecCommand.js";
+import { defaultKubeConfig } from "./wire.js";
 
 /** `npm run credspec -- <command>`: generate, lint and grant credential specs (see README). */
 void runCredspec(process.argv.slice(2), {

@@ -7,6 +7,7 @@ import { credSpecNameProblem } from "../lib/gmsa/credSpecName.js";
 import { applyObjects } from "./applyObjects.js";
 import { isRecord, parseJsonFile, readDocuments, UsageError, type CredspecIo } from "./credspecInput.js";
 import { explain, whoCanUse } from "./credspecInspect.js";
+import { revoke } from "./credspecRevoke.js";
 import type { KubernetesObject } from "./manifests.js";
 import { exitCodes, toYaml } from "./wire.js";
 
@@ -20,9 +21,13 @@ export const credspecUsage = `usage: npm run credspec -- <command>
   generate --from-json FILE [--name NAME] [--apply]     (the JSON New-CredentialSpec writes)
   lint FILE...                                          (YAML or JSON; exit 1 on errors)
   grant NAME --service-account NAMESPACE/NAME [--cluster-wide] [--apply]
+  revoke NAME --service-account NAMESPACE/NAME [--cluster-wide] [--apply]
+                                                        (removes what grant made, if unchanged and unused)
   who-can-use NAME [--namespace NAMESPACE]              (from RBAC, each service account confirmed by an access review)
-  explain POD.yaml [--namespace NAMESPACE] [--as USER [--as-group GROUP]...]
-                                                        (what the pod webhooks would decide, creating nothing; exit 1 if refused)
+  explain MANIFEST.yaml [--namespace NAMESPACE] [--as USER [--as-group GROUP]...]
+                                                        (what the pod webhooks would decide for a Pod, or for the pods of a
+                                                        Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob,
+                                                        creating nothing; exit 1 if refused)
 `;
 
 export async function runCredspec(args: readonly string[], io: CredspecIo): Promise<number> {
@@ -40,6 +45,8 @@ export async function runCredspec(args: readonly string[], io: CredspecIo): Prom
         return lint(rest, io);
       case "grant":
         return await grant(rest, io);
+      case "revoke":
+        return await revoke(rest, io);
       case "who-can-use":
         return await whoCanUse(rest, io);
       case "explain":

@@ -1,4 +1,4 @@
-import { defaultKubeConfig, runWire } from "../cluster/wire.js";
+import { defaultKubeConfig, runWire } from "./wire.js";
 
 /** `npm run wire -- ...`: wires a cluster to the webhooks (see docs/wiring.md). */
 void runWire(process.argv.slice(2), {

@@ -1,4 +1,4 @@
-// `npm start` runs this first: the local host and everything it loads, compiled from TypeScript
+// `npm start`, `npm run wire` and `npm run credspec` run this first: the local host and everything it loads, compiled from TypeScript
 // to JavaScript file by file (no bundling: the host loads functions/ by listing the folder, as
 // the Functions host does with the package's `main` glob), so that the serving process is plain
 // Node with no TypeScript loader in it. Plain JavaScript itself, so that building costs one
@@ -62,6 +62,8 @@ async function main() {
   const files = sourceDirs.flatMap(filesUnder);
   const digest = inputsDigest(files);
   if (readStamp() === digest) {
+    // The command-line tools run this before each call and say nothing when there is nothing to do.
+    if (process.argv.includes("--quiet")) return;
     process.stderr.write(`local host in ${relative(root, outdir)} is up to date (checked in ${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(0)} ms)\n`);
     return;
   }

@@ -19,8 +19,10 @@ export interface Explanation {
  * they would go.
  */
 export async function explainPod(document: unknown, deps: PolicyDependencies, options: { namespace?: string; user?: RequestingUser } = {}): Promise<Explanation> {
-  const decoded = Pod.decode(document);
-  if (isLeft(decoded)) return { lines: [`not a Pod: ${describeDecodeErrors(decoded.left)}`], admitted: false };
+  const workload = podOfWorkload(document);
+  if ("problem" in workload) return { lines: [workload.problem], admitted: false };
+  const decoded = Pod.decode(workload.pod);
+  if (isLeft(decoded)) return { lines: [`not a Pod${workload.from ? ` template (${workload.from})` : ""}: ${describeDecodeErrors(decoded.left)}`], admitted: false };
   const pod = decoded.right;
   const admission: PodAdmission = {
     operation: "CREATE",
@@ -31,7 +33,10 @@ export async function explainPod(document: unknown, deps: PolicyDependencies, op
   };
   const settings = gmsaSettings(pod, admission.name);
   const lines: string[] = [];
-  if (settings.length === 0) return { lines: ["no GMSA settings: neither webhook is called for this pod"], admitted: true };
+  if (workload.from) {
+    lines.push(`${workload.from}: its pods run in namespace "${admission.namespace}" as service account "${pod.spec?.serviceAccountName || "default"}"`);
+  }
+  if (settings.length === 0) return { lines: [...lines, "no GMSA settings: neither webhook is called for this pod"], admitted: true };
   lines.push(
     `GMSA settings: ${settings.map((s) => `${s.owner} names ${s.name === undefined ? "no credential spec" : `"${s.name}"`}${s.contents === undefined ? "" : " and carries contents"}`).join("; ")}`,
   );
@@ -44,6 +49,51 @@ export async function explainPod(document: unknown, deps: PolicyDependencies, op
   const admitted = mutation.kind === "allowed" && validation.kind === "allowed";
   lines.push(admitted ? "the pod would be admitted" : "the pod would be refused");
   return { lines, admitted };
+}
+
+/** Where each workload kind keeps the template of its pods. */
+const templatePaths: Readonly<Record<string, readonly string[]>> = {
+  Deployment: ["spec", "template"],
+  StatefulSet: ["spec", "template"],
+  DaemonSet: ["spec", "template"],
+  ReplicaSet: ["spec", "template"],
+  ReplicationController: ["spec", "template"],
+  Job: ["spec", "template"],
+  CronJob: ["spec", "jobTemplate", "spec", "template"],
+};
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A Pod as given, or the pod a workload would create from its template: in the workload's
+ * namespace, with a name the controller generates, and the template's labels and spec (its
+ * service account included).
+ */
+function podOfWorkload(document: unknown): { pod: unknown; from?: string } | { problem: string } {
+  if (!isRecord(document)) return { problem: "not a Pod or a workload: the document is not an object" };
+  const kind = typeof document.kind === "string" ? document.kind : "";
+  if (kind === "Pod" || kind === "") return { pod: document };
+  const path = templatePaths[kind];
+  if (!path) return { problem: `a ${kind} has no pods to explain: give a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job or CronJob` };
+  let template: unknown = document;
+  for (const key of path) template = isRecord(template) ? template[key] : undefined;
+  const name = isRecord(document.metadata) && typeof document.metadata.name === "string" ? document.metadata.name : "";
+  const from = `${kind} "${name}"`;
+  if (!isRecord(template)) return { problem: `${from} has no pod template at ${path.join(".")}` };
+  const metadata = isRecord(template.metadata) ? template.metadata : {};
+  const namespace = isRecord(document.metadata) ? document.metadata.namespace : undefined;
+  return {
+    pod: {
+      apiVersion: "v1",
+      kind: "Pod",
+      // Named by the controller when it creates the pod, as the webhook sees it: no name yet.
+      metadata: { ...metadata, ...(name ? { generateName: `${name}-` } : {}), ...(typeof namespace === "string" ? { namespace } : {}) },
+      spec: template.spec,
+    },
+    from,
+  };
 }
 
 function describeMutation(verdict: Verdict): string {

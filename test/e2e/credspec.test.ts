@@ -158,6 +158,42 @@ E2e("explain tells what the webhooks would decide for a pod, creating nothing", 
   assert.is(lookup.status, 404);
 });
 
+E2e("explain takes every workload kind's pod template, with the namespace and service account its pods run as, and hints at a similar name", async ({ cluster }) => {
+  const podSpec = (name: string) => ({
+    serviceAccountName: "orders",
+    securityContext: gmsa(name),
+    containers: [{ name: "app", image: "mcr.microsoft.com/windows/nanoserver:ltsc2022" }],
+  });
+  const template = (name: string) => ({ metadata: { labels: { app: "orders" } }, spec: podSpec(name) });
+  const selector = { matchLabels: { app: "orders" } };
+  const workloads: Record<string, unknown> = {
+    Deployment: { apiVersion: "apps/v1", spec: { selector, template: template("ordersapp") } },
+    StatefulSet: { apiVersion: "apps/v1", spec: { selector, serviceName: "orders", template: template("ordersapp") } },
+    DaemonSet: { apiVersion: "apps/v1", spec: { selector, template: template("ordersapp") } },
+    ReplicaSet: { apiVersion: "apps/v1", spec: { selector, template: template("ordersapp") } },
+    Job: { apiVersion: "batch/v1", spec: { template: { ...template("ordersapp"), spec: { ...podSpec("ordersapp"), restartPolicy: "Never" } } } },
+    CronJob: {
+      apiVersion: "batch/v1",
+      spec: { schedule: "0 * * * *", jobTemplate: { spec: { template: { ...template("ordersapp"), spec: { ...podSpec("ordersapp"), restartPolicy: "Never" } } } } },
+    },
+  };
+  for (const [kind, body] of Object.entries(workloads)) {
+    const manifest = JSON.stringify({ kind, metadata: { name: "orders", namespace: "shop" }, ...(body as object) });
+    const explained = await credspecCommand(cluster, ["explain", "workload.yaml"], { "workload.yaml": manifest });
+    assert.is(explained.code, 0, `${kind}: ${explained.stdout}${explained.stderr}`);
+    assert.match(explained.stdout, new RegExp(`^${kind} "orders": its pods run in namespace "shop" as service account "orders"$`, "m"));
+    assert.match(explained.stdout, /mutate: allowed, would add the contents at \/spec\/securityContext\/windowsOptions\/gmsaCredentialSpec/);
+  }
+  // A typo: the live webhook names the similar specs the service account may use, and so does explain.
+  const typo = JSON.stringify({ kind: "Deployment", metadata: { name: "orders", namespace: "shop" }, apiVersion: "apps/v1", spec: { selector, template: template("orderssapp") } });
+  const refused = await credspecCommand(cluster, ["explain", "typo.yaml"], { "typo.yaml": typo });
+  assert.is(refused.code, 1, refused.stdout);
+  assert.match(refused.stdout, /existing credential specs with similar names that service account "orders" in namespace "shop" may use: "ordersapp"/, refused.stdout);
+  const notAWorkload = await credspecCommand(cluster, ["explain", "svc.yaml"], { "svc.yaml": JSON.stringify({ apiVersion: "v1", kind: "Service", metadata: { name: "x" } }) });
+  assert.is(notAWorkload.code, 1);
+  assert.match(notAWorkload.stdout, /a Service has no pods to explain/);
+});
+
 E2e("who-can-use lists, from RBAC, the service accounts that access reviews allow, through a Role, a wildcard ClusterRole and an aggregated one", async ({ cluster }) => {
   const aggregateLabel = { "gmsa-admission.test/aggregate-to-use": "true" };
   const accounts = [
@@ -247,10 +283,78 @@ E2e("a missing name's 422 suggests similar names the account may use, and an acc
     suggested.body.message,
     /GMSACredentialSpec "webapp1-credspex" does not exist; existing credential specs with similar names that service account "wildcard" in namespace "team-b" may use: "webapp1-credspec"/,
   );
-  // team-a/direct may use webapp1-credspec only: the mistyped name is refused before existence is judged.
+  // team-a/direct may use webapp1-credspec only: the mistyped name is refused before existence is
+  // judged, and the advice holds either way: grant it if the name is right, or use the close name
+  // this account may already use (never one it may not, so nothing about the cluster is learnt).
   const refused = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/team-a/pods", pod("team-a", "direct"));
   assert.is(refused.status, 403, JSON.stringify(refused.body));
-  assert.not.match(refused.body.message, /does not exist|similar/);
+  assert.not.match(refused.body.message, /does not exist/);
+  assert.match(refused.body.message, /; if the name is right, to grant it: npm run credspec -- grant webapp1-credspex /);
+  assert.match(refused.body.message, /existing credential specs with similar names that service account "direct" in namespace "team-a" may use: "webapp1-credspec"$/);
+});
+
+E2e("revoke removes exactly what grant made: a binding changed by hand, and a role another binding still uses, are kept", async ({ cluster }) => {
+  await cluster.apply([
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "revoking" } },
+    ...["one", "two"].map((name) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: "revoking" } })),
+  ]);
+  const rbac = (kind: string, name: string, namespace?: string) => `/apis/rbac.authorization.k8s.io/v1${namespace ? `/namespaces/${namespace}` : ""}/${kind}/${name}`;
+  // A typo granted and revoked: both objects go, and the account is back where it was.
+  assert.is((await credspecCommand(cluster, ["grant", "ordersap", "--service-account", "revoking/one", "--apply"])).code, 0);
+  const dry = await credspecCommand(cluster, ["revoke", "ordersap", "--service-account", "revoking/one"]);
+  assert.match(dry.stdout, /would delete RoleBinding revoking\/gmsa-use-ordersap-one\nwould delete Role revoking\/gmsa-use-ordersap\nnothing was changed/);
+  assert.is((await kubeRequest(cluster.admin, "GET", rbac("roles", "gmsa-use-ordersap", "revoking"))).status, 200, "a revoke without --apply changed nothing");
+  const revoked = await credspecCommand(cluster, ["revoke", "ordersap", "--service-account", "revoking/one", "--apply"]);
+  assert.is(revoked.code, 0, revoked.stderr);
+  assert.equal(revoked.stdout.trim().split("\n"), ["deleted RoleBinding revoking/gmsa-use-ordersap-one", "deleted Role revoking/gmsa-use-ordersap"]);
+  assert.is((await kubeRequest(cluster.admin, "GET", rbac("rolebindings", "gmsa-use-ordersap-one", "revoking"))).status, 404);
+  assert.is((await kubeRequest(cluster.admin, "GET", rbac("roles", "gmsa-use-ordersap", "revoking"))).status, 404);
+
+  // A cluster-wide grant to two accounts: revoking one keeps the ClusterRole the other's binding uses.
+  for (const account of ["one", "two"]) {
+    assert.is((await credspecCommand(cluster, ["grant", "ordersapp", "--service-account", `revoking/${account}`, "--cluster-wide", "--apply"])).code, 0);
+  }
+  const first = await credspecCommand(cluster, ["revoke", "ordersapp", "--service-account", "revoking/one", "--cluster-wide", "--apply"]);
+  assert.equal(first.stdout.trim().split("\n"), [
+    "deleted RoleBinding revoking/gmsa-use-ordersapp-one",
+    "kept ClusterRole gmsa-use-ordersapp: still bound by RoleBinding revoking/gmsa-use-ordersapp-two",
+  ]);
+  // The other binding changed by hand (a second subject): it is no longer grant's, and neither is left to revoke.
+  const patched = await kubeRequest(
+    cluster.admin,
+    "PATCH",
+    rbac("rolebindings", "gmsa-use-ordersapp-two", "revoking"),
+    {
+      subjects: [
+        { kind: "ServiceAccount", name: "two", namespace: "revoking" },
+        { kind: "ServiceAccount", name: "one", namespace: "revoking" },
+      ],
+    },
+    "application/merge-patch+json",
+  );
+  assert.is(patched.status, 200, JSON.stringify(patched.body));
+  const second = await credspecCommand(cluster, ["revoke", "ordersapp", "--service-account", "revoking/two", "--cluster-wide", "--apply"]);
+  assert.equal(second.stdout.trim().split("\n"), [
+    "kept RoleBinding revoking/gmsa-use-ordersapp-two: its subjects were changed since grant made it",
+    "kept ClusterRole gmsa-use-ordersapp: still bound by RoleBinding revoking/gmsa-use-ordersapp-two",
+  ]);
+  assert.is((await kubeRequest(cluster.admin, "GET", rbac("clusterroles", "gmsa-use-ordersapp"))).status, 200);
+});
+
+E2e("who-can-use of a name that does not exist says so, and names the grants a typo left", async ({ cluster }) => {
+  // cluster-admin and the wildcard ClusterRole of an earlier test grant every name; none names this one.
+  const none = await credspecCommand(cluster, ["who-can-use", "no-such-spec"]);
+  assert.is(none.code, 0, none.stderr);
+  assert.match(none.stdout, /^GMSACredentialSpec "no-such-spec" does not exist; no grant names it\nKIND/);
+  assert.is((await credspecCommand(cluster, ["grant", "no-such-spec", "--service-account", "shop/orders", "--apply"])).code, 0);
+  const granted = await credspecCommand(cluster, ["who-can-use", "no-such-spec"]);
+  assert.match(
+    granted.stdout,
+    /^GMSACredentialSpec "no-such-spec" does not exist; granted by name through RoleBinding shop\/gmsa-use-no-such-spec-orders \(a typo, or a spec renamed or deleted\)\nKIND/,
+  );
+  assert.match(granted.stdout, /ServiceAccount +shop\/orders +shop +allowed/);
+  const existing = await credspecCommand(cluster, ["who-can-use", "ordersapp"]);
+  assert.not.match(existing.stdout, /does not exist/);
 });
 
 function binding(namespace: string, account: string, kind: "Role" | "ClusterRole", role: string) {

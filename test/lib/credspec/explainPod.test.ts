@@ -26,7 +26,10 @@ Explain("a pod whose account may not use the spec: the 403 the webhook would giv
   const { lines, admitted } = await explainPod(gmsaPod("webapp1-credspec"), ports);
   assert.not.ok(admitted);
   assert.match(lines.join("\n"), /mutate: allowed, nothing to add/);
-  assert.match(lines.join("\n"), /validate: denied \(403\): .*is not authorized to use GMSACredentialSpec "webapp1-credspec"; to grant it: npm run credspec -- grant/);
+  assert.match(
+    lines.join("\n"),
+    /validate: denied \(403\): .*is not authorized to use GMSACredentialSpec "webapp1-credspec"; if the name is right, to grant it: npm run credspec -- grant/,
+  );
   assert.ok(ports.reviews.every((r) => r.namespace === "apps"));
 });
 

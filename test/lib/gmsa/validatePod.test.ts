@@ -263,7 +263,7 @@ Create("a 403 says how to grant use: the grant command and the kubectl equivalen
     ports,
   );
   const message = verdict.kind === "denied" ? verdict.message : "";
-  assert.match(message, /; to grant it: npm run credspec -- grant webapp1-credspec --service-account apps\/web --apply, or /);
+  assert.match(message, /; if the name is right, to grant it: npm run credspec -- grant webapp1-credspec --service-account apps\/web --apply, or /);
   assert.match(
     message,
     /kubectl create role gmsa-use-webapp1-credspec --namespace=apps --verb=use --resource=gmsacredentialspecs\.windows\.k8s\.io --resource-name=webapp1-credspec && /,
