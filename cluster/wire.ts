@@ -15,8 +15,9 @@ import { clusterSecretInclude } from "./relayNginxConf.js";
 import { previousRelayCas } from "./relayCaRotation.js";
 import { issueRelayCertificate, reusableRelayCertificate } from "./relayCertificate.js";
 import { RolloutTimeoutError, waitForRollout } from "./relayRollout.js";
+import { checkReadiness } from "./readiness.js";
 import { uninstall } from "./uninstall.js";
-import { parseWireArguments, usage, UsageError, type WireEnvironment, type WireRequest } from "./wireArguments.js";
+import { parseWireArguments, usage, UsageError, type ReadinessCheck, type WireEnvironment, type WireRequest } from "./wireArguments.js";
 
 /** `npm run wire`: renders the cluster's objects, applies them, shows a diff, or removes them. */
 export interface WireIo {
@@ -269,6 +270,30 @@ function failureMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The readiness check, asked again while its answer is not the right one and time is left: just
+ * after wiring, a relay may still be rolling out or an API server still loading the webhook
+ * configurations. Says the outcome in plain words; exit 1 unless ready.
+ */
+async function readinessCheck(check: ReadinessCheck, io: WireIo): Promise<number> {
+  const deadline = Date.now() + check.timeoutSeconds * 1000;
+  for (let attempt = 1; ; attempt++) {
+    const result = await checkReadiness(io.kubeConfig(), { namespace: check.namespace, serviceAccount: check.serviceAccount });
+    if (result.hop === "ready") {
+      io.stdout(`check: ${result.summary}\n`);
+      return exitCodes.ok;
+    }
+    if (Date.now() >= deadline) {
+      io.stderr(`check: NOT READY (${result.hop}): ${result.summary}\ncheck: the API server answered ${result.detail}\n`);
+      return exitCodes.failed;
+    }
+    if (attempt === 1) io.stderr(`check: not ready yet (${result.hop}); asking again for up to ${check.timeoutSeconds} s\n`);
+    await new Promise((resolve) => setTimeout(resolve, readinessRetryMs));
+  }
+}
+
+const readinessRetryMs = 3_000;
+
 /** Whatever the command writes, an error the API server words included, never shows the member's secret. */
 function redacting(io: WireIo, secret: string): WireIo {
   const redact = (text: string) => text.split(secret).join("<cluster secret>");
@@ -293,9 +318,11 @@ export async function runWire(argv: readonly string[], io: WireIo): Promise<numb
       case "uninstall":
         for (const removal of await uninstall(io.kubeConfig(), request.namespace, { dryRun: request.dryRun })) io.stdout(`${removal.object}: ${removal.outcome}\n`);
         return exitCodes.ok;
+      case "check":
+        return await readinessCheck(request.check, io);
       case "install":
         await install(request, io);
-        return exitCodes.ok;
+        return request.check ? await readinessCheck(request.check, io) : exitCodes.ok;
     }
   } catch (error) {
     io.stderr(`wire: ${failureMessage(error)}\n`);

@@ -8,8 +8,17 @@ import { relayDefaultImage, relayDefaultNamespace, relayDefaultResolver, type Fu
 import { AllowFromError, parseRelayAllowFrom, relayDefaultAllowFrom, type RelayAllowedSource } from "./relayNetworkPolicy.js";
 
 /** What `npm run wire` was asked to do, checked before anything touches a cluster. */
+/** Where and how long the readiness check asks (cluster/readiness.ts). */
+export interface ReadinessCheck {
+  readonly namespace: string;
+  readonly serviceAccount: string;
+  /** How long it keeps asking while the answer is not the right one yet (a relay still rolling out). */
+  readonly timeoutSeconds: number;
+}
+
 export type WireRequest =
   | { readonly action: "uninstall"; readonly namespace: string; readonly dryRun: boolean }
+  | { readonly action: "check"; readonly check: ReadinessCheck }
   | {
       readonly action: "install";
       readonly mode: "url" | "relay";
@@ -41,6 +50,8 @@ export type WireRequest =
       readonly cluster?: FleetMember;
       /** Said on stderr before anything else happens (never a secret). */
       readonly notices?: readonly string[];
+      /** After applying, prove the path with the readiness check. */
+      readonly check?: ReadinessCheck;
     }
   | { readonly action: "help" };
 
@@ -50,6 +61,7 @@ export const defaultRolloutTimeoutSeconds = 300;
 
 export const usage = `Usage: npm run wire -- --function-url https://<function host> --mode <url|relay> --identity <object ID> [options]
        npm run wire -- --uninstall --apply [--dry-run] [--namespace NS]
+       npm run wire -- --check [--check-namespace NS] [--check-service-account SA]
 
 Renders what the cluster needs (CRD, RBAC for the function's identity, the webhook
 configurations, and in relay mode the relay) as YAML on stdout, or applies it.
@@ -108,6 +120,16 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             the same; without it they go only to --out DIR or --apply
   --apply                   server-side apply with the current kubeconfig
   --dry-run                 with --apply: show what would change, change nothing
+  --check                   prove the path a GMSA pod takes: a server-side dry run of a pod
+                            naming a credential spec nobody may use, which the webhooks must
+                            refuse (through the wiring, the function, its identity and the
+                            cluster's RBAC); names the hop that failed, exit 1. Alone, or
+                            after --apply
+  --check-namespace NS      where the dry-run pod would run (default default)
+  --check-service-account SA
+                            its service account, which must exist there (default default)
+  --check-timeout-seconds N how long to keep asking while the answer is not right yet (a relay
+                            still rolling out), 0 to 600 (default 120)
   --uninstall               remove the webhook configurations first, then the relay and
                             the RBAC; the relay's namespace only if the wiring created it;
                             never the CRD or any credential spec
@@ -139,6 +161,10 @@ const options = {
   "dry-run": { type: "boolean" },
   uninstall: { type: "boolean" },
   "print-secrets": { type: "boolean" },
+  check: { type: "boolean" },
+  "check-namespace": { type: "string" },
+  "check-service-account": { type: "string" },
+  "check-timeout-seconds": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -262,7 +288,21 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
   if (reservedNamespaces.has(namespace)) throw new UsageError(`--namespace: the relay gets a namespace of its own, not ${namespace}`);
   if (values["dry-run"] && !values.apply) throw new UsageError("--dry-run goes with --apply: without --apply nothing is applied anyway");
 
+  const checkGiven = (["check-namespace", "check-service-account", "check-timeout-seconds"] as const).filter((name) => values[name] !== undefined);
+  if (checkGiven.length > 0 && !values.check) throw new UsageError(`--${checkGiven.join(", --")} go with --check`);
+  let check: ReadinessCheck | undefined;
+  if (values.check) {
+    const checkNamespace = values["check-namespace"] ?? "default";
+    const serviceAccount = values["check-service-account"] ?? "default";
+    if (!dnsLabel.test(checkNamespace)) throw new UsageError(`--check-namespace: ${JSON.stringify(checkNamespace)} is not a valid namespace name`);
+    if (checkNamespace === "kube-system") throw new UsageError("--check-namespace: the webhooks never run in kube-system");
+    if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(serviceAccount)) throw new UsageError(`--check-service-account: ${JSON.stringify(serviceAccount)} is not a valid name`);
+    const timeoutSeconds = values["check-timeout-seconds"] === undefined ? 120 : integer(values["check-timeout-seconds"], "--check-timeout-seconds", 0, 600);
+    check = { namespace: checkNamespace, serviceAccount, timeoutSeconds };
+  }
+
   if (values.uninstall) {
+    if (check) throw new UsageError("--check proves a wiring: it does not go with --uninstall");
     const extra = (["function-url", "mode", "identity", "function-key", "function-key-file", "cluster", "cluster-secret-file", "out", "certificate-out"] as const).filter(
       (name) => values[name] !== undefined,
     );
@@ -272,6 +312,12 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
   }
 
   const mode = values.mode;
+  if (check && mode === undefined && values["function-url"] === undefined && values.identity === undefined) {
+    if (values.apply || values.out !== undefined) throw new UsageError("--check alone reads the cluster only: to wire and then check, give the wiring's options too");
+    return { action: "check", check };
+  }
+  if (check && !values.apply) throw new UsageError("--check after wiring needs --apply (a rendering changes nothing to check); or give --check alone");
+  if (check && values["dry-run"]) throw new UsageError("--check does not go with --dry-run: nothing would have been applied");
   if (mode === undefined) throw new UsageError("--mode is required: url (the API server reaches the function) or relay (standard AKS)");
   if (mode !== "url" && mode !== "relay") throw new UsageError(`--mode must be url or relay, got ${JSON.stringify(mode)}`);
   if (values["function-url"] === undefined) throw new UsageError("--function-url is required (https://<function app host>)");
@@ -345,6 +391,7 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
     authorizeRequestingUser: Boolean(values["authorize-requesting-user"]),
     ...(cluster === undefined ? {} : { cluster }),
     ...(notices.length === 0 ? {} : { notices }),
+    ...(check === undefined ? {} : { check }),
   };
   // One rule for every secret the objects carry: never on stdout unless asked for by name.
   const secrets = [...(mode === "relay" ? ["the function key and the relay's TLS key"] : []), ...(cluster !== undefined ? ["the cluster secret"] : [])];

@@ -103,6 +103,30 @@ for (const [name, argv, message] of refused) {
   });
 }
 
+Args("--check alone reads the cluster; after wiring it goes with --apply; its options go with it", () => {
+  assert.equal(parseWireArguments(["--check"]), { action: "check", check: { namespace: "default", serviceAccount: "default", timeoutSeconds: 120 } });
+  assert.equal(parseWireArguments(["--check", "--check-namespace", "apps", "--check-service-account", "web", "--check-timeout-seconds", "0"]), {
+    action: "check",
+    check: { namespace: "apps", serviceAccount: "web", timeoutSeconds: 0 },
+  });
+  const wired = parseWireArguments([...urlMode, "--apply", "--check"]);
+  assert.ok(wired.action === "install" && wired.check?.namespace === "default");
+  for (const [args, refusal] of [
+    [["--check-namespace", "apps"], /go with --check/],
+    [[...urlMode, "--check"], /--check after wiring needs --apply/],
+    [[...urlMode, "--apply", "--dry-run", "--check"], /does not go with --dry-run/],
+    [["--uninstall", "--apply", "--check"], /does not go with --uninstall/],
+    [["--check", "--check-namespace", "kube-system"], /never run in kube-system/],
+    [["--check", "--check-timeout-seconds", "601"], /--check-timeout-seconds/],
+  ] as const) {
+    assert.throws(
+      () => parseWireArguments([...args]),
+      (error: unknown) => error instanceof UsageError && refusal.test(error.message),
+      args.join(" "),
+    );
+  }
+});
+
 Args("accepts relay mode with its defaults", () => {
   const request = parseWireArguments(relay);
   assert.is(request.action, "install");

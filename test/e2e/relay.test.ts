@@ -4,6 +4,7 @@ import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
+import { checkReadiness } from "../../cluster/readiness.js";
 import * as assert from "uvu/assert";
 import { clusterManifests } from "../../cluster/manifests.js";
 import { relayName, type RelayWiring } from "../../cluster/relay.js";
@@ -192,6 +193,11 @@ Relay("a service account that may not use the credential spec is refused with 40
   assert.is(reply.status, 403, JSON.stringify(reply.body));
   assert.match(reply.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
   assert.match(reply.body.message, /service account "nobody" in namespace "relayed" is not authorized to use GMSACredentialSpec "webapp1-credspec"/);
+});
+
+Relay("the deploy's readiness check passes through the relay: the API server calls it, the relay forwards, the function refuses as it must", async (context) => {
+  const ready = await checkReadiness(context.cluster.admin);
+  assert.is(ready.hop, "ready", `${ready.summary}\n${ready.detail}`);
 });
 
 Relay("a broken credential spec is refused through the relay's /validate-credspec", async (context) => {

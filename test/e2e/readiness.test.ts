@@ -1,0 +1,113 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { checkReadiness } from "../../cluster/readiness.js";
+import { runWire } from "../../cluster/wire.js";
+import { kubeRequest } from "../support/kubeRequest.js";
+import { writeKubeconfig } from "../support/kubeconfigs.js";
+import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
+import { startLocalWebhook } from "../support/localWebhook.js";
+
+/**
+ * The deploy's readiness check (`npm run wire -- --check`) against a real API server wired to the
+ * local host as the function (url wiring; the relay suite checks the relay's path): ready when
+ * every hop works, and each broken hop named.
+ */
+const Readiness = suite<{ cluster: E2eCluster }>("the readiness check through a real API server");
+
+Readiness.before(async (context) => {
+  context.cluster = await startE2eCluster();
+});
+
+Readiness.after(async ({ cluster }) => {
+  await cluster?.close();
+});
+
+async function wireCheck(cluster: E2eCluster, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  const code = await runWire(["--check", "--check-timeout-seconds", "0", ...args], {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    kubeConfig: () => cluster.admin,
+    env: {},
+  });
+  return { code, stdout, stderr };
+}
+
+/** Serves the function again on the wired port, against another API server address or identity. */
+async function restartFunction(cluster: E2eCluster, env: Record<string, string>): Promise<void> {
+  const tls = cluster.webhook.tls;
+  await cluster.webhook.close();
+  cluster.webhook = await startLocalWebhook({ ...cluster.webhookEnv, ...env }, { port: cluster.webhookPort, tls });
+}
+
+Readiness("every hop works: the webhooks refuse the dry-run pod as they must, and nothing is created", async ({ cluster }) => {
+  const result = await checkReadiness(cluster.admin);
+  assert.is(result.hop, "ready", `${result.summary}\n${result.detail}`);
+  const run = await wireCheck(cluster, []);
+  assert.is(run.code, 0, run.stderr);
+  assert.match(run.stdout, /^check: ready: the API server called the webhooks through the wiring/);
+  const pods = await kubeRequest(cluster.admin, "GET", "/api/v1/namespaces/default/pods?labelSelector=app.kubernetes.io%2Fname%3Dgmsa-admission-readiness");
+  assert.equal(pods.body.items, [], "the dry run stored nothing");
+});
+
+Readiness("the function cannot reach the API server: named, exit 1", async ({ cluster }) => {
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-readiness-"));
+  // The right CA and token, an address where nothing listens.
+  const unreachable = writeKubeconfig(join(dir, "kubeconfig"), { server: "https://127.0.0.1:1", caPem: cluster.local.controlPlane.caPem, token: "unused" });
+  await restartFunction(cluster, { KUBECONFIG: unreachable, GMSA_ADMISSION_BUDGET_MS: "1500", GMSA_API_TIMEOUT_MS: "500" });
+  try {
+    const run = await wireCheck(cluster, []);
+    assert.is(run.code, 1);
+    assert.match(run.stderr, /^check: NOT READY \(functionToApiServer\): the API server reached the function, but the function could not reach the API server/);
+    assert.match(
+      run.stderr,
+      /check: the API server answered HTTP 5\d\d: admission webhook "mutate\.gmsa-admission\.windows\.k8s\.io" denied the request: GMSA admission could not be checked/,
+    );
+  } finally {
+    await restartFunction(cluster, {});
+  }
+});
+
+Readiness("the function's identity is refused by the API server: named", async ({ cluster }) => {
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-readiness-"));
+  const refused = writeKubeconfig(join(dir, "kubeconfig"), {
+    server: cluster.local.controlPlane.server,
+    caPem: cluster.local.controlPlane.caPem,
+    token: "not-a-token-this-cluster-knows",
+  });
+  await restartFunction(cluster, { KUBECONFIG: refused });
+  try {
+    const result = await checkReadiness(cluster.admin);
+    assert.is(result.hop, "functionIdentity", `${result.summary}\n${result.detail}`);
+  } finally {
+    await restartFunction(cluster, {});
+  }
+});
+
+Readiness("the API server cannot call the function: named, with the API server's own words", async ({ cluster }) => {
+  const tls = cluster.webhook.tls;
+  await cluster.webhook.close();
+  try {
+    const result = await checkReadiness(cluster.admin);
+    assert.is(result.hop, "apiServerToWebhook", `${result.summary}\n${result.detail}`);
+    assert.match(result.summary, /cannot be reached from the API server/, result.detail);
+    assert.match(result.detail, /failed calling webhook/);
+  } finally {
+    cluster.webhook = await startLocalWebhook(cluster.webhookEnv, { port: cluster.webhookPort, tls });
+  }
+  assert.is((await checkReadiness(cluster.admin)).hop, "ready");
+});
+
+Readiness("webhooks that do not run (the namespace opted out) are named: the pod would have been admitted unchecked", async ({ cluster }) => {
+  await cluster.apply([{ apiVersion: "v1", kind: "Namespace", metadata: { name: "opted-out", labels: { "windows.k8s.io/disabled": "true" } } }]);
+  await cluster.apply([{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "default", namespace: "opted-out" } }]);
+  const run = await wireCheck(cluster, ["--check-namespace", "opted-out"]);
+  assert.is(run.code, 1);
+  assert.match(run.stderr, /NOT READY \(webhooksDidNotRun\): the API server admitted a pod naming a credential spec nobody may use/);
+});
+
+Readiness.run();
