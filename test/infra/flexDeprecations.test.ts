@@ -82,7 +82,7 @@ Flex("no app setting is one Flex does not take", ({ files }) => {
 });
 
 Flex("the scripts never rewrite the whole site configuration, which Flex refuses (the access-restriction and config set commands do)", () => {
-  for (const file of [".github/workflows/deploy.yml", "scripts/wire-fleet.sh", "scripts/runner-access.sh"]) {
+  for (const file of [".github/workflows/deploy.yml", "scripts/wire-deployed.sh", "scripts/runner-access.sh"]) {
     const text = readFileSync(join(repoRoot, file), "utf8");
     assert.not.match(text, /az (functionapp|webapp) config (access-restriction|set)\b/, file);
     assert.not.match(text, /az (functionapp|webapp) config appsettings set[^\n]*(FUNCTIONS_WORKER_RUNTIME|WEBSITE_RUN_FROM_PACKAGE)/, file);

@@ -179,22 +179,36 @@ pipeline("a fleet: the members are a parameter, their secrets a file of their ow
   assert.match(signOut.step.run ?? "", /rm -f .*deploy\.secrets\.json/);
 });
 
-pipeline("a fleet is wired member by member with scripts/wire-fleet.sh, after the health check, with the names the script reads", () => {
-  const fleet = stepIndex((step) => step.run?.trim() === "bash scripts/wire-fleet.sh", "wire-fleet");
-  assert.is(fleet.step.if, "vars.GMSA_CLUSTERS != '' && vars.GMSA_CLUSTERS != '[]'");
-  const script = readFileSync(join(repoRoot, "scripts", "wire-fleet.sh"), "utf8");
+pipeline("one cluster or a fleet is wired and checked with scripts/wire-deployed.sh, after the health check, with the names the script reads", () => {
+  const wiring = stepIndex((step) => step.run?.trim() === "bash scripts/wire-deployed.sh", "wire-deployed");
+  assert.is(wiring.step.if, "vars.GMSA_AKS_RESOURCE_ID != '' || (vars.GMSA_CLUSTERS != '' && vars.GMSA_CLUSTERS != '[]')");
+  const script = readFileSync(join(repoRoot, "scripts", "wire-deployed.sh"), "utf8");
   // What the runner itself provides: its temp folder, and the job's OIDC token request.
   const fromRunner = new Set(["BASH_REMATCH", "RUNNER_TEMP", "TMPDIR", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"]);
   const read = new Set([...script.matchAll(/\$\{?([A-Z][A-Z0-9_]+)/g)].map((match) => match[1]).filter((name) => name !== undefined && !fromRunner.has(name)));
-  const jobEnv = Object.keys((workflow.jobs[fleet.job] as Job & { env?: Record<string, unknown> }).env ?? {}).filter((name) => read.has(name));
-  assert.equal([...read].sort(), Object.keys(fleet.step.env ?? {}).concat(jobEnv, "GMSA_CLUSTER_SECRETS_B64").sort(), "the step (or its job) sets what the script reads (azd sets the base64 form)");
-  assert.is(fleet.step.env?.["WIRE_MODE"], "${{ steps.infra.outputs.wire-mode }}");
-  assert.is(fleet.step.env?.["IDENTITY_PRINCIPAL_ID"], "${{ steps.infra.outputs.principal-id }}");
-  assert.is(fleet.step.env?.["GMSA_CLUSTER_SECRETS"], "${{ secrets.GMSA_CLUSTER_SECRETS }}");
+  const jobEnv = Object.keys((workflow.jobs[wiring.job] as Job & { env?: Record<string, unknown> }).env ?? {}).filter((name) => read.has(name));
+  assert.equal(
+    [...read].sort(),
+    Object.keys(wiring.step.env ?? {})
+      .concat(jobEnv, "GMSA_CLUSTER_SECRETS_B64", "GMSA_CHECK_TIMEOUT_SECONDS")
+      .sort(),
+    "the step (or its job) sets what the script reads (azd sets the base64 form; the check's timeout has a default)",
+  );
+  assert.is(wiring.step.env?.["GMSA_AKS_RESOURCE_ID"], "${{ vars.GMSA_AKS_RESOURCE_ID }}");
+  assert.is(wiring.step.env?.["WIRE_MODE"], "${{ steps.infra.outputs.wire-mode }}");
+  assert.is(wiring.step.env?.["IDENTITY_PRINCIPAL_ID"], "${{ steps.infra.outputs.principal-id }}");
+  assert.is(wiring.step.env?.["GMSA_CLUSTER_SECRETS"], "${{ secrets.GMSA_CLUSTER_SECRETS }}");
+  // kubelogin's workload identity mode in a job that may request OIDC tokens (scripts/wire-deployed.sh picks it).
+  assert.is(wiring.step.env?.["AZURE_CLIENT_ID"], "${{ vars.AZURE_CLIENT_ID }}");
+  assert.is(wiring.step.env?.["AZURE_TENANT_ID"], "${{ vars.AZURE_TENANT_ID }}");
+  assert.match(script, /--apply "\$\{check_args\[@\]\}"/);
   const smoke = stepIndex((step) => /curl/.test(step.run ?? "") && /HEALTH_URL/.test(step.run ?? ""), "smoke test");
   const kubelogin = stepIndex((step) => step.uses?.startsWith("azure/use-kubelogin@") ?? false, "use-kubelogin");
-  assert.ok(runsBefore(smoke, fleet) && runsBefore(kubelogin, fleet));
+  const beforeClusters = stepIndex((step) => step.uses?.startsWith("azure/login@") === true && /cluster steps/.test(step.name ?? ""), "sign-in before the cluster steps");
+  assert.ok(runsBefore(smoke, beforeClusters) && runsBefore(beforeClusters, wiring) && runsBefore(kubelogin, wiring));
+  assert.match(kubelogin.step.if ?? "", /vars\.GMSA_AKS_RESOURCE_ID != ''/);
   assert.match(kubelogin.step.if ?? "", /vars\.GMSA_CLUSTERS != ''/);
+  assert.not.match(workflowText, /npm run wire/, "the workflow wires only through the script azd runs too");
 });
 
 pipeline("what-if runs before create, both on infra/main.bicep with the same parameters", () => {
@@ -210,7 +224,7 @@ pipeline("what-if runs before create, both on infra/main.bicep with the same par
 
 pipeline("tests pass before anything is deployed", () => {
   const test = stepIndex((step) => step.run?.trim() === "bash .ci/run", "bash .ci/run");
-  const deploySteps = allSteps.filter(({ step }) => /az deployment group|config-zip|npm run wire/.test(`${step.run ?? ""}${step.uses ?? ""}`));
+  const deploySteps = allSteps.filter(({ step }) => /az deployment group|config-zip|wire-deployed/.test(`${step.run ?? ""}${step.uses ?? ""}`));
   assert.ok(deploySteps.length >= 4);
   for (const { job, step } of deploySteps) {
     const index = workflow.jobs[job]?.steps.indexOf(step) ?? -1;
@@ -230,18 +244,8 @@ pipeline("the package goes to the Flex Consumption app the deployment created", 
   assert.is(create.step.id, "infra");
 });
 
-pipeline("the cluster is wired with kubelogin's workload identity mode, which renews its GitHub assertion itself, after a second sign-in", () => {
-  const wire = stepIndex((step) => /npm run wire/.test(step.run ?? ""), "wire");
-  const run = wire.step.run ?? "";
-  assert.match(run, /az aks get-credentials/);
-  // azurecli mode would ask the CLI for a new audience after the first assertion expired (AADSTS700024).
-  assert.match(run, /kubelogin convert-kubeconfig -l workloadidentity/);
-  assert.not.match(workflowText, /-l azurecli/);
-  assert.is(wire.step.env?.["AZURE_CLIENT_ID"], "${{ vars.AZURE_CLIENT_ID }}");
-  assert.is(wire.step.env?.["AZURE_TENANT_ID"], "${{ vars.AZURE_TENANT_ID }}");
-  const fleet = stepIndex((step) => /wire-fleet\.sh/.test(step.run ?? ""), "wire the fleet");
-  assert.is(fleet.step.env?.["AZURE_CLIENT_ID"], "${{ vars.AZURE_CLIENT_ID }}");
-  assert.is(fleet.step.env?.["AZURE_TENANT_ID"], "${{ vars.AZURE_TENANT_ID }}");
+pipeline("the cluster steps run after a second sign-in, which the health check and the runner's rule also get", () => {
+  const wiring = stepIndex((step) => /wire-deployed\.sh/.test(step.run ?? ""), "wire and check");
   const logins = allSteps.filter(({ step }) => step.uses?.startsWith("azure/login@"));
   assert.is(logins.length, 3, "signed in again before the health check and before the cluster steps");
   const beforeHealth = stepIndex((step) => step.uses?.startsWith("azure/login@") === true && /health check/.test(step.name ?? ""), "sign-in before the health check");
@@ -251,14 +255,11 @@ pipeline("the cluster is wired with kubelogin's workload identity mode, which re
   const deploy = stepIndex((step) => /config-zip/.test(step.run ?? ""), "package deployment");
   assert.ok(runsBefore(deploy, beforeHealth) && runsBefore(beforeHealth, smoke) && runsBefore(beforeHealth, remove), "the restart and the removal run with a fresh sign-in");
   assert.match(beforeHealth.step.if ?? "", /^always\(\)/, "also when the deployment failed: the rule must still go");
-  assert.ok(runsBefore(smoke, beforeClusters) && runsBefore(beforeClusters, wire) && runsBefore(beforeClusters, fleet));
-  assert.match(run, /npm run wire -- --function-url "\$BASE_URL" --mode "\$WIRE_MODE" --identity "\$PRINCIPAL_ID" --apply/);
-  assert.ok(run.indexOf("get-credentials") < run.indexOf("kubelogin") && run.indexOf("kubelogin") < run.indexOf("npm run wire"));
-  const kubelogin = stepIndex((step) => step.uses?.startsWith("azure/use-kubelogin@") ?? false, "use-kubelogin");
-  assert.ok(runsBefore(kubelogin, wire));
-  assert.is(wire.step.env?.["PRINCIPAL_ID"], "${{ steps.infra.outputs.principal-id }}");
-  assert.is(wire.step.env?.["WIRE_MODE"], "${{ steps.infra.outputs.wire-mode }}");
+  assert.ok(runsBefore(smoke, beforeClusters) && runsBefore(beforeClusters, wiring));
+  // azurecli mode would ask the CLI for a new audience after the first assertion expired (AADSTS700024).
+  assert.not.match(workflowText, /-l azurecli/);
 });
+
 
 pipeline("a smoke test expects 200 from GET https://<host>/health after the deployment", () => {
   const smoke = stepIndex((step) => /\/health/.test(JSON.stringify(step.env ?? {})) && /curl/.test(step.run ?? ""), "smoke test");
@@ -378,23 +379,24 @@ packaging("azure.yaml: one function service in TypeScript from the project root,
   assert.is(scripts["build"], scripts["package"]);
 });
 
-packaging("azd up deploys the fleet in one go: the deploying machine is admitted around the deployment, then the postdeploy hook wires the members, with the workflow's scripts", () => {
+packaging("azd up deploys in one go: the deploying machine is admitted around the deployment, then the postdeploy hook wires and checks the cluster or the members, with the workflow's scripts", () => {
   const azure = readYaml("azure.yaml") as { hooks?: Record<string, { shell?: string; run?: string }> };
-  assert.equal(Object.keys(azure.hooks ?? {}).sort(), ["postdeploy", "predeploy"]);
+  assert.equal(Object.keys(azure.hooks ?? {}).sort(), ["postdeploy", "predeploy", "preprovision"]);
+  assert.equal(azure.hooks?.["preprovision"], { shell: "sh", run: "bash scripts/check-inputs.sh" });
   assert.equal(azure.hooks?.["predeploy"], { shell: "sh", run: "bash scripts/runner-access.sh add" });
-  assert.equal(azure.hooks?.["postdeploy"], { shell: "sh", run: "bash scripts/runner-access.sh remove && bash scripts/wire-fleet.sh" });
+  assert.equal(azure.hooks?.["postdeploy"], { shell: "sh", run: "bash scripts/runner-access.sh remove && bash scripts/wire-deployed.sh" });
   const access = readFileSync(join(repoRoot, "scripts", "runner-access.sh"), "utf8");
   // What the access script reads is in azd's environment: main.bicep's outputs and the subscription azd keeps.
   for (const output of ["FUNCTION_APP_NAME", "AZURE_RESOURCE_GROUP"]) assert.ok(access.includes(`$${output}`) && new RegExp(`^output ${output} `, "m").test(readFileSync(join(repoRoot, "infra", "main.bicep"), "utf8")), output);
   assert.ok(access.includes("$AZURE_SUBSCRIPTION_ID"));
-  const script = readFileSync(join(repoRoot, "scripts", "wire-fleet.sh"), "utf8");
+  const script = readFileSync(join(repoRoot, "scripts", "wire-deployed.sh"), "utf8");
   const main = readFileSync(join(repoRoot, "infra", "main.bicep"), "utf8");
   // The outputs the script reads under azd's names are main.bicep's outputs.
   for (const output of ["WEBHOOK_BASE_URL", "WIRE_MODE", "IDENTITY_PRINCIPAL_ID", "FUNCTION_APP_NAME", "AZURE_RESOURCE_GROUP"]) {
     assert.ok(script.includes(`$${output}`) && new RegExp(`^output ${output} `, "m").test(main), output);
   }
   const parameters = readFileSync(join(repoRoot, "infra", "main.parameters.json"), "utf8");
-  for (const variable of ["GMSA_CLUSTERS", "GMSA_CLUSTER_SECRETS_B64"]) assert.ok(parameters.includes(`\${${variable}`) && script.includes(variable), variable);
+  for (const variable of ["GMSA_AKS_RESOURCE_ID", "GMSA_CLUSTERS", "GMSA_CLUSTER_SECRETS_B64"]) assert.ok(parameters.includes(`\${${variable}`) && script.includes(variable), variable);
 });
 
 packaging("the function app carries the azd-service-name tag of that service", async () => {

@@ -7,12 +7,13 @@ import * as assert from "uvu/assert";
 import { repoRoot } from "./bicepTree.js";
 
 /**
- * scripts/wire-fleet.sh, which the workflow and azd's postdeploy hook run: every member without
- * `wire` is wired with its own kubeconfig and its own secret, and no secret reaches the output.
+ * scripts/wire-deployed.sh, which the workflow and azd's postdeploy hook run: the one cluster, or
+ * every member without `wire`, is wired with its own kubeconfig (a member with its own secret) and
+ * then checked, and no secret reaches the output.
  * az, kubelogin and npm are fakes on PATH that record what they were asked, and what the wiring
  * command would have read (its kubeconfig, its secret file, the function key file).
  */
-const script = join(repoRoot, "scripts", "wire-fleet.sh");
+const script = join(repoRoot, "scripts", "wire-deployed.sh");
 
 interface Call {
   readonly command: string;
@@ -44,7 +45,13 @@ ${extra}
   writeFileSync(join(bin, "az"), recorder("az", `if [ "$1 $2" = "functionapp keys" ]; then printf 'TheFunctionKey0123456789=='; fi
 if [ "$1 $2" = "aks get-credentials" ]; then while [ "$1" != --file ]; do shift; done; echo "kubeconfig of the member" > "$2"; fi`));
   writeFileSync(join(bin, "kubelogin"), recorder("kubelogin"));
-  writeFileSync(join(bin, "npm"), recorder("npm", failFor === "" ? "" : `case " $* " in *" --cluster ${failFor} "*) echo "wire: the API server answered 403" >&2; exit 1;; esac`));
+  const failure =
+    failFor === ""
+      ? ""
+      : failFor === "*"
+        ? `echo "check: NOT READY (apiServerToWebhook): the API server could not call the webhook" >&2; exit 1`
+        : `case " $* " in *" --cluster ${failFor} "*) echo "wire: the API server answered 403" >&2; exit 1;; esac`;
+  writeFileSync(join(bin, "npm"), recorder("npm", failure));
   for (const name of ["az", "kubelogin", "npm"]) chmodSync(join(bin, name), 0o755);
   return bin;
 }
@@ -87,7 +94,7 @@ function assertNoSecret(output: string): void {
   for (const secret of [...Object.values(secrets).flatMap((s) => s.split(",")), "TheFunctionKey0123456789=="]) assert.not.ok(output.includes(secret), "no secret is printed");
 }
 
-const Fleet = suite("wire-fleet.sh");
+const Fleet = suite("wire-deployed.sh");
 
 Fleet("wires each member without `wire`, with its own kubeconfig and secret (the new one of a rotation pair); the deployment wires the others", () => {
   const result = run({ GMSA_CLUSTERS: JSON.stringify(members), GMSA_CLUSTER_SECRETS: JSON.stringify(secrets) });
@@ -100,6 +107,7 @@ Fleet("wires each member without `wire`, with its own kubeconfig and secret (the
   for (const call of wires) {
     assert.equal(call.args.slice(0, 9), ["run", "--silent", "wire", "--", "--function-url", "https://func-gmsa-abc.azurewebsites.net", "--mode", "url", "--identity"]);
     assert.ok(call.args.includes("--apply"));
+    assert.equal(call.args.slice(call.args.indexOf("--check"), call.args.indexOf("--check") + 3), ["--check", "--check-timeout-seconds", "180"], "each member is checked once wired");
     assert.not.ok(call.args.includes("--function-key-file"), "url mode sends no key");
   }
   assert.is.not(wires[0]!.kubeconfig, wires[1]!.kubeconfig, "a kubeconfig per member");
@@ -156,12 +164,12 @@ Fleet("in a GitHub Actions job that may request OIDC tokens, kubelogin uses work
 Fleet("a member without a secret, or whose wiring fails, is reported without its secret; the others are still wired, and the run fails", () => {
   const missing = run({ GMSA_CLUSTERS: JSON.stringify(members), GMSA_CLUSTER_SECRETS: JSON.stringify({ "west-eu-2": secrets["west-eu-2"] }) });
   assert.is(missing.status, 1);
-  assert.match(missing.output, /wire-fleet: alpha has no secret in the members' secrets/);
+  assert.match(missing.output, /wire-deployed: alpha has no secret in the members' secrets/);
   assert.equal(missing.calls.filter((call) => call.command === "npm").map((call) => call.secretFile), [secretOf("new")]);
   const failing = run({ GMSA_CLUSTERS: JSON.stringify(members), GMSA_CLUSTER_SECRETS: JSON.stringify(secrets) }, "alpha");
   assert.is(failing.status, 1);
   assertNoSecret(failing.output);
-  assert.match(failing.output, /wiring alpha failed; the other members go on/);
+  assert.match(failing.output, /wiring or checking alpha failed; the other members go on/);
   assert.is(failing.calls.filter((call) => call.command === "npm").length, 2);
 });
 
@@ -179,10 +187,54 @@ Fleet("names that could leave the work directory and IDs that are not managed cl
   assert.equal(result.calls, []);
 });
 
-Fleet("no members: nothing to do, no call, success; members without any secrets: a clear error", () => {
+Fleet("one cluster (GMSA_AKS_RESOURCE_ID, as azd and the workflow name it): its kubeconfig, kubelogin, then wired on the single-cluster paths and checked", () => {
+  const result = run({ GMSA_AKS_RESOURCE_ID: aks("solo"), WIRE_MODE: "relay", FUNCTION_APP_NAME: "func-gmsa-abc", AZURE_RESOURCE_GROUP: "rg-gmsa", GMSA_CHECK_TIMEOUT_SECONDS: "60" });
+  assert.is(result.status, 0, result.output);
+  assertNoSecret(result.output);
+  assert.equal(result.calls.map((call) => call.command), ["az", "az", "kubelogin", "npm"], "the key, the credentials, the sign-in, the wiring");
+  const wire = result.calls.find((call) => call.command === "npm")!;
+  assert.equal(wire.args, [
+    "run",
+    "--silent",
+    "wire",
+    "--",
+    "--function-url",
+    "https://func-gmsa-abc.azurewebsites.net",
+    "--mode",
+    "relay",
+    "--identity",
+    "11111111-2222-3333-4444-555555555555",
+    "--apply",
+    "--check",
+    "--check-timeout-seconds",
+    "60",
+    "--function-key-file",
+    wire.args.at(-1)!,
+  ]);
+  assert.is(wire.functionKeyFile, "TheFunctionKey0123456789==");
+  assert.not.ok(wire.args.includes("--cluster"), "a single cluster is wired on the top-level paths");
+  const credentials = result.calls.find((call) => call.command === "az" && call.args[1] === "get-credentials")!;
+  assert.equal(credentials.args.slice(2, 8), ["--subscription", "1111", "--resource-group", "rg-solo", "--name", "aks-solo"]);
+  // A failed wiring or check fails the deployment, with the check's words.
+  const failing = run({ GMSA_AKS_RESOURCE_ID: aks("solo") }, "*");
+  assert.is(failing.status, 1);
+  assert.match(failing.output, /NOT READY \(apiServerToWebhook\)/);
+  const bad = run({ GMSA_AKS_RESOURCE_ID: "/subscriptions/1111/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/x" });
+  assert.is(bad.status, 1);
+  assert.match(bad.output, /GMSA_AKS_RESOURCE_ID is not the resource ID of a managed cluster/);
+});
+
+Fleet("a fleet is wired, not GMSA_AKS_RESOURCE_ID beside it", () => {
+  const result = run({ GMSA_CLUSTERS: JSON.stringify(members), GMSA_CLUSTER_SECRETS: JSON.stringify(secrets), GMSA_AKS_RESOURCE_ID: aks("solo") });
+  assert.is(result.status, 0, result.output);
+  assert.ok(result.calls.filter((call) => call.command === "npm").every((call) => call.args.includes("--cluster")));
+});
+
+Fleet("no cluster at all: said loudly, no call; members without any secrets: a clear error", () => {
   for (const clusters of ["", "[]"]) {
     const result = run({ GMSA_CLUSTERS: clusters });
     assert.is(result.status, 0, result.output);
+    assert.match(result.output, /NO CLUSTER IS WIRED: neither GMSA_AKS_RESOURCE_ID nor GMSA_CLUSTERS names one/);
     assert.equal(result.calls, []);
   }
   const noSecrets = run({ GMSA_CLUSTERS: JSON.stringify(members) });
