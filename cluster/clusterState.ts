@@ -1,5 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
+import { originOf, type OtherGmsaWebhook } from "./otherGmsaWebhooks.js";
 import * as t from "io-ts";
 import { credSpecCrdName } from "./credSpecCrd.js";
 import { fieldManager, KubeApiError, withKubeObjects, type KubeObjects, type StoredObject } from "./kubeObjects.js";
@@ -14,7 +15,7 @@ export interface ClusterState {
   /** The certificate in the relay's TLS Secret, if there is one. */
   readonly relayCertificate?: Partial<RelayCertificate>;
   /** Other mutating webhooks that look after pods' gMSA settings, as "configuration/webhook". */
-  readonly otherGmsaWebhooks: readonly string[];
+  readonly otherGmsaWebhooks: readonly OtherGmsaWebhook[];
   /**
    * What the product's webhook configurations trust now for the relay in this namespace (PEM
    * bundles): more than the Secret's CA while a rotation's rollout has not been seen to finish.
@@ -116,11 +117,18 @@ export async function readClusterState(config: KubeConfig, namespace: string): P
     const mutating = await client.list("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration");
     const otherGmsaWebhooks = mutating
       .filter((item) => item.metadata.name !== webhookConfigurationName)
-      .flatMap((item) =>
-        webhooksOf(item)
+      .flatMap((item) => {
+        const webhooks = webhooksOf(item);
+        const origin = originOf({
+          name: item.metadata.name,
+          ...(item.metadata.labels ? { labels: item.metadata.labels } : {}),
+          ...(item.metadata.annotations ? { annotations: item.metadata.annotations } : {}),
+          serviceNamespaces: webhooks.flatMap((webhook) => (webhook.clientConfig?.service?.namespace ? [webhook.clientConfig.service.namespace] : [])),
+        });
+        return webhooks
           .filter((webhook) => mutatesGmsaPods(item.metadata.name, webhook))
-          .map((webhook) => `${item.metadata.name}/${webhook.name}`),
-      );
+          .map((webhook): OtherGmsaWebhook => ({ configuration: item.metadata.name, webhook: webhook.name ?? "", origin }));
+      });
     const relayCaBundles: string[] = [];
     const webhookUrls: string[] = [];
     for (const kind of ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]) {

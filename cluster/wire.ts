@@ -15,6 +15,7 @@ import { clusterSecretInclude } from "./relayNginxConf.js";
 import { previousRelayCas } from "./relayCaRotation.js";
 import { issueRelayCertificate, reusableRelayCertificate } from "./relayCertificate.js";
 import { RolloutTimeoutError, waitForRollout } from "./relayRollout.js";
+import { otherWebhookNotice } from "./otherGmsaWebhooks.js";
 import { checkReadiness } from "./readiness.js";
 import { uninstall } from "./uninstall.js";
 import { parseWireArguments, usage, UsageError, type ReadinessCheck, type WireEnvironment, type WireRequest } from "./wireArguments.js";
@@ -193,9 +194,7 @@ async function install(request: Install, io: WireIo): Promise<void> {
   }
   const config = request.apply ? io.kubeConfig() : undefined;
   const state = config ? await readClusterState(config, request.namespace) : undefined;
-  for (const webhook of state?.otherGmsaWebhooks ?? []) {
-    io.stderr(`warning: the mutating webhook ${webhook} also handles pods' gMSA settings: two mutating webhooks on the same fields; remove one of them\n`);
-  }
+  for (const other of state?.otherGmsaWebhooks ?? []) io.stderr(otherWebhookNotice(other));
   for (const open of state?.openRelays ?? []) io.stderr(openRelayWarning(request, open));
   let includeCrd = request.includeCrd;
   if (state?.crd === "foreign") {

@@ -391,11 +391,12 @@ Wiring("automatic renewal of a certificate near its end rolls over in the same t
   }
 });
 
-Wiring("warns about another mutating webhook on pods' gMSA settings", async (context) => {
+Wiring("names another mutating webhook on pods' gMSA settings, and the exact command that removes it", async (context) => {
   const other = {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "MutatingWebhookConfiguration",
-    metadata: { name: "gmsa-webhook" },
+    // As the windows-gmsa Helm chart installs it (helm stamps its release on what it installs).
+    metadata: { name: "gmsa-webhook", annotations: { "meta.helm.sh/release-name": "gmsa-webhook", "meta.helm.sh/release-namespace": "gmsa-webhook" } },
     webhooks: [
       {
         name: "admission-webhook.windows-gmsa.sigs.k8s.io",
@@ -412,8 +413,22 @@ Wiring("warns about another mutating webhook on pods' gMSA settings", async (con
   assert.is(created.status, 201, JSON.stringify(created.body));
   const run = await wire(context, [...relayMode, "--apply", "--dry-run"]);
   assert.is(run.code, exitCodes.ok);
-  assert.match(run.stderr, /warning: the mutating webhook gmsa-webhook\/admission-webhook\.windows-gmsa\.sigs\.k8s\.io also handles pods' gMSA settings/);
+  assert.match(
+    run.stderr,
+    /notice: the windows-gmsa Helm release gmsa-webhook\/gmsa-webhook \(gmsa-webhook\/admission-webhook\.windows-gmsa\.sigs\.k8s\.io\) also handles pods' gMSA settings/,
+  );
+  assert.match(run.stderr, /remove the other: helm uninstall gmsa-webhook --namespace gmsa-webhook /);
   await kubeRequest(context.admin, "DELETE", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-webhook");
+  // The AKS add-on's webhook runs in kube-system: removed with az aks update.
+  const addon = { ...other, metadata: { name: "aks-gmsa-webhook" } };
+  addon.webhooks = [{ ...other.webhooks[0]!, clientConfig: { service: { namespace: "kube-system", name: "gmsa-webhook", path: "/mutate" } } }];
+  assert.is((await kubeRequest(context.admin, "POST", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", addon)).status, 201);
+  const withAddon = await wire(context, [...relayMode, "--apply", "--dry-run"]);
+  assert.match(
+    withAddon.stderr,
+    /notice: the AKS gMSA add-on \(aks-gmsa-webhook\/.*remove the other: az aks update --resource-group <resource group> --name <cluster> --disable-windows-gmsa/,
+  );
+  await kubeRequest(context.admin, "DELETE", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/aks-gmsa-webhook");
 });
 
 Wiring("--uninstall removes the webhook configurations first, then the relay and the RBAC, never the CRD", async (context) => {
