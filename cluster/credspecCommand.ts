@@ -22,7 +22,8 @@ export const credspecUsage = `usage: npm run credspec -- <command>
   lint FILE...                                          (YAML or JSON; exit 1 on errors)
   grant NAME --service-account NAMESPACE/NAME [--cluster-wide] [--apply]
   revoke NAME --service-account NAMESPACE/NAME [--cluster-wide] [--apply]
-                                                        (removes what grant made, if unchanged and unused)
+                                                        (removes what grant made, unless changed by hand or bound
+                                                        elsewhere; running pods keep the contents they were given)
   who-can-use NAME [--namespace NAMESPACE]              (from RBAC, each service account confirmed by an access review)
   explain MANIFEST.yaml [--namespace NAMESPACE] [--as USER [--as-group GROUP]...]
                                                         (what the pod webhooks would decide for a Pod, or for the pods of a

@@ -24,6 +24,8 @@ export type ReadinessHop =
   | "functionToApiServer"
   /** The webhook reached the API server but its own identity was refused (its Entra token, or its RBAC on access reviews). */
   | "functionIdentity"
+  /** The check's own inputs are wrong: its namespace or service account does not exist. Asking again will not help. */
+  | "checkInput"
   /** Something else answered: the check could not even ask (the kubeconfig's own access), or an answer no hop explains. */
   | "unexpected";
 
@@ -70,6 +72,12 @@ export function classifyReadiness(reply: Pick<ApiReply, "status" | "body">, cred
   const message = messageOf(reply.body);
   const detail = `HTTP ${reply.status}: ${message}`.slice(0, 2000);
   const result = (hop: ReadinessHop, summary: string): ReadinessResult => ({ hop, summary, detail });
+  if (/namespaces? "[^"]*" not found/.test(message)) {
+    return result("checkInput", "the check's namespace does not exist: give one the webhooks cover with --check-namespace");
+  }
+  if (/service ?account "?[^"]*"? not found|error looking up service account/i.test(message)) {
+    return result("checkInput", "the check's service account does not exist in its namespace: give one that does with --check-service-account (every namespace has default)");
+  }
   if (reply.status === 200 || reply.status === 201) {
     return result(
       "webhooksDidNotRun",

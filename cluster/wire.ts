@@ -282,7 +282,8 @@ async function readinessCheck(check: ReadinessCheck, io: WireIo): Promise<number
       io.stdout(`check: ${result.summary}\n`);
       return exitCodes.ok;
     }
-    if (Date.now() >= deadline) {
+    // Wrong inputs stay wrong however long one waits.
+    if (Date.now() >= deadline || result.hop === "checkInput") {
       io.stderr(`check: NOT READY (${result.hop}): ${result.summary}\ncheck: the API server answered ${result.detail}\n`);
       return exitCodes.failed;
     }

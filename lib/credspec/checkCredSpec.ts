@@ -92,6 +92,9 @@ function suspicions(spec: WindowsCredSpec, root: string): Finding[] {
   if (!scopes.has(NetBiosName.toLowerCase()))
     warn(accounts, "no entry has DomainJoinConfig.NetBiosName as its Scope; list the account once for the DNS name and once for the NetBIOS name");
   if (NetBiosName !== netBios) warn(`${join}.NetBiosName`, "is not upper case, as Active Directory writes NetBIOS domain names");
+  // The two names swapped, or the DNS name given twice: the commonest mix-up of the two fields.
+  if (!dnsName.includes(".")) warn(`${join}.DnsName`, "is a single label: an Active Directory domain's DNS name has dots (contoso.com); is this the NetBIOS name?");
+  if (NetBiosName.includes(".")) warn(`${join}.NetBiosName`, "has a dot: a NetBIOS domain name has none (CONTOSO); is this the DNS name?");
   const firstLabel = dnsName.split(".")[0]!.toUpperCase();
   if (!firstLabel.startsWith(netBios) && !netBios.startsWith(firstLabel)) {
     warn(`${join}.NetBiosName`, "does not resemble the first label of DomainJoinConfig.DnsName; check that it is the NetBIOS name of the same domain");

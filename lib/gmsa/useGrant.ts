@@ -16,15 +16,17 @@ export function useBindingName(credSpec: string, grantee: UseGrantee): string {
 }
 
 /**
- * The advice a 403 carries: the product's command and the plain kubectl equivalent. It names
- * only what the refused pod already names (its namespace, its service account, the credential
- * spec), so it tells the caller nothing about the cluster, not even whether the spec exists.
+ * The advice a 403 carries: the product's command, and what it makes, in words an operator can
+ * turn into YAML (kubectl create role refuses the verb use on any resource but a handful it knows,
+ * so no kubectl one-liner can make this Role). It names only what the refused pod already names
+ * (its namespace, its service account or user, the credential spec), so it tells the caller
+ * nothing about the cluster, not even whether the spec exists.
  */
 export function useGrantAdvice(credSpec: string, namespace: string, grantee: UseGrantee): string {
   const role = useRoleName(credSpec);
-  const createRole = `kubectl create role ${role} --namespace=${namespace} --verb=use --resource=${useGrantResource} --resource-name=${credSpec}`;
-  const who = grantee.kind === "ServiceAccount" ? `--serviceaccount=${grantee.namespace}:${grantee.name}` : `--user=${grantee.name}`;
-  const createBinding = `kubectl create rolebinding ${useBindingName(credSpec, grantee)} --namespace=${namespace} --role=${role} ${who}`;
-  const tool = grantee.kind === "ServiceAccount" ? `npm run credspec -- grant ${credSpec} --service-account ${grantee.namespace}/${grantee.name} --apply, or ` : "";
-  return `to grant it: ${tool}${createRole} && ${createBinding}`;
+  const made = `a Role ${role} in namespace ${namespace} with the verb use on ${useGrantResource}, resourceNames [${credSpec}], and a RoleBinding ${useBindingName(credSpec, grantee)} of it to`;
+  if (grantee.kind === "ServiceAccount") {
+    return `to grant it: npm run credspec -- grant ${credSpec} --service-account ${grantee.namespace}/${grantee.name} --apply (${made} the service account)`;
+  }
+  return `to grant it: ${made} user ${grantee.name} (as YAML: kubectl create role does not take the verb use)`;
 }

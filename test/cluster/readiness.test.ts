@@ -74,4 +74,16 @@ Classify("only the product's own refusal of the random name is ready; another we
   assert.is(classifyReadiness({ status: 403, body: { message: 'pods "x" is forbidden: User "ci" cannot create resource "pods"' } }, spec).hop, "unexpected");
 });
 
+Classify("a namespace or service account that does not exist is the check's own input, not a hop", () => {
+  const namespace = classifyReadiness({ status: 404, body: { kind: "Status", message: 'namespaces "nope" not found', reason: "NotFound" } }, spec);
+  assert.is(namespace.hop, "checkInput");
+  assert.match(namespace.summary, /--check-namespace/);
+  const account = classifyReadiness(
+    { status: 403, body: { message: 'pods "gmsa-admission-readiness-" is forbidden: error looking up service account apps/ghost: serviceaccount "ghost" not found' } },
+    spec,
+  );
+  assert.is(account.hop, "checkInput");
+  assert.match(account.summary, /--check-service-account/);
+});
+
 Classify.run();

@@ -122,7 +122,7 @@ E2e("from generate to a running pod: the spec applied, the pod refused with the 
   };
   const refused = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/shop/pods", pod);
   assert.is(refused.status, 403, JSON.stringify(refused.body));
-  const advice = /to grant it: (npm run credspec -- grant [^,]+), or (kubectl create role .*) && (kubectl create rolebinding .*)$/.exec(refused.body.message);
+  const advice = /to grant it: (npm run credspec -- grant \S+ --service-account \S+ --apply) \(a Role /.exec(refused.body.message);
   assert.ok(advice, refused.body.message);
   assert.is(advice[1], "npm run credspec -- grant ordersapp --service-account shop/orders --apply");
 

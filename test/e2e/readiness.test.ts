@@ -110,4 +110,13 @@ Readiness("webhooks that do not run (the namespace opted out) are named: the pod
   assert.match(run.stderr, /NOT READY \(webhooksDidNotRun\): the API server admitted a pod naming a credential spec nobody may use/);
 });
 
+Readiness("a namespace that does not exist is said at once, not asked about for minutes", async ({ cluster }) => {
+  let stderr = "";
+  const started = Date.now();
+  const code = await runWire(["--check", "--check-namespace", "nope"], { stdout: () => {}, stderr: (text) => (stderr += text), kubeConfig: () => cluster.admin, env: {} });
+  assert.is(code, 1);
+  assert.match(stderr, /NOT READY \(checkInput\): the check's namespace does not exist/);
+  assert.ok(Date.now() - started < 10_000, `${Date.now() - started} ms`);
+});
+
 Readiness.run();

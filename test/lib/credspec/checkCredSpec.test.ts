@@ -124,6 +124,21 @@ for (const variant of refused) {
 }
 
 const suspicious: Variant[] = [
+  {
+    what: "the NetBIOS name where the DNS name belongs (a single label)",
+    edit: (c) => {
+      c.DomainJoinConfig.DnsName = c.DomainJoinConfig.NetBiosName;
+      c.DomainJoinConfig.DnsTreeName = c.DomainJoinConfig.NetBiosName;
+    },
+    path: "credspec.DomainJoinConfig.DnsName",
+    problem: /is a single label: .*is this the NetBIOS name\?/,
+  },
+  {
+    what: "the DNS name where the NetBIOS name belongs (a dot)",
+    edit: (c) => (c.DomainJoinConfig.NetBiosName = String(c.DomainJoinConfig.DnsName).toUpperCase()),
+    path: "credspec.DomainJoinConfig.NetBiosName",
+    problem: /has a dot: .*is this the DNS name\?/,
+  },
   { what: "an account's SID (a fourth sub-authority)", edit: (c) => (c.DomainJoinConfig.Sid += "-1105"), path: "credspec.DomainJoinConfig.Sid", problem: /fourth sub-authority/ },
   {
     what: "MachineAccountName not among the accounts",
