@@ -1,3 +1,4 @@
+import { canaryObjects } from "./canary.js";
 import { credSpecCrd } from "./credSpecCrd.js";
 import { relayObjects, relayServiceTarget, type RelayWiring } from "./relay.js";
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName, type WebhookTarget } from "./webhookConfigurations.js";
@@ -27,6 +28,8 @@ export interface ClusterWiring {
    * SubjectAccessReviews, or every GMSA pod is refused for want of that permission.
    */
   readonly authorizeRequestingUser?: boolean;
+  /** The canary's namespace, service account and grant (cluster/canary.ts). Default true. */
+  readonly canary?: boolean;
 }
 
 export type KubernetesObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } & Record<string, unknown> } & Record<string, unknown>;
@@ -51,6 +54,7 @@ export function clusterManifests(wiring: ClusterWiring): KubernetesObject[] {
     ...(wiring.includeCrd === false ? [] : [credSpecCrd()]),
     webhookClusterRole({ authorizeRequestingUser: wiring.authorizeRequestingUser === true }),
     webhookClusterRoleBinding(wiring.subject),
+    ...(wiring.canary === false ? [] : canaryObjects(wiring.subject)),
     webhookPriorityLevel(),
     webhookFlowSchema(wiring.subject),
     ...(relay ? relayObjects(relay, timeoutSeconds) : []),

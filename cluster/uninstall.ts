@@ -1,4 +1,5 @@
 import type { KubeConfig } from "@kubernetes/client-node";
+import { canaryNamespace, canaryRoleName, canaryServiceAccount } from "./canary.js";
 import { objectRef } from "./changePlan.js";
 import { withKubeObjects } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";
@@ -13,7 +14,7 @@ type ObjectHeader = Pick<KubernetesObject, "apiVersion" | "kind" | "metadata">;
 /**
  * What `--uninstall` removes, in order: the webhook configurations first (a configuration whose
  * webhook is gone would refuse every GMSA pod), then the relay, then the API priority level of the
- * webhook's calls and the RBAC. Never the CRD or a credential spec: workloads and the AKS add-on
+ * webhook's calls, the canary's namespace and grant, and the RBAC. Never the CRD or a credential spec: workloads and the AKS add-on
  * may still need them. The namespace only when the wiring created it (namespaceOwnership.ts).
  */
 export function uninstallOrder(namespace: string): ObjectHeader[] {
@@ -30,6 +31,10 @@ export function uninstallOrder(namespace: string): ObjectHeader[] {
     inRelay("v1", "ConfigMap"),
     inRelay("v1", "ServiceAccount"),
     { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: canaryRoleName, namespace: canaryNamespace } },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: canaryRoleName, namespace: canaryNamespace } },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: canaryServiceAccount, namespace: canaryNamespace } },
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: canaryNamespace } },
     { apiVersion: "scheduling.k8s.io/v1", kind: "PriorityClass", metadata: { name: relayPriorityClassName } },
     { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", metadata: { name: webhookFlowControlName } },
     { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", metadata: { name: webhookFlowControlName } },

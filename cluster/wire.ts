@@ -100,6 +100,7 @@ export function renderWiring(request: Install, includeCrd: boolean, certificate:
     timeoutSeconds: request.timeoutSeconds,
     includeCrd,
     authorizeRequestingUser: request.authorizeRequestingUser,
+    canary: request.canary,
     ...(certificate && previousRelayCaPem !== "" ? { relayCaBundlePem: relayCaBundle(certificate.caPem, previousRelayCaPem) } : {}),
   });
 }
@@ -249,7 +250,9 @@ async function install(request: Install, io: WireIo): Promise<void> {
     return;
   }
   if (request.mode === "relay") {
-    const namespace = objects.find((object) => object.kind === "Namespace");
+    // Created as the wiring's own, so that --uninstall deletes it and nothing else's. (The canary's
+    // namespace is applied like any object, and --uninstall leaves it: it may predate the wiring.)
+    const namespace = objects.find((object) => object.kind === "Namespace" && object.metadata.name === request.namespace);
     if (namespace) {
       const outcome = await ensureOwnNamespace(config, namespace, { adopt: request.adoptNamespace });
       if (outcome === "adopted") io.stderr(`namespace ${request.namespace}: recorded as the wiring's own (--adopt-namespace)\n`);

@@ -52,6 +52,8 @@ export type WireRequest =
       readonly notices?: readonly string[];
       /** After applying, prove the path with the readiness check. */
       readonly check?: ReadinessCheck;
+      /** Install the canary's namespace and grant (cluster/canary.ts); --no-canary leaves them out. */
+      readonly canary: boolean;
     }
   | { readonly action: "help" };
 
@@ -100,6 +102,10 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             let its identity create SubjectAccessReviews too (without
                             this, LocalSubjectAccessReviews only, and such a function
                             refuses every GMSA pod)
+  --no-canary               leave out the canary's namespace (gmsa-admission-canary), its service
+                            account and the grant that lets the function's identity ask for dry
+                            runs of pods there (the function's canary then reports that it cannot).
+                            --uninstall removes the grant and leaves the namespace
   --no-crd                  leave the GMSACredentialSpec CRD out (with --apply this is
                             detected: a CRD installed by someone else is never touched)
   --rotate-certificate      relay mode with --apply: issue a new relay certificate even if
@@ -152,6 +158,7 @@ const options = {
   "relay-allow-from": { type: "string" },
   "authorize-requesting-user": { type: "boolean" },
   "no-crd": { type: "boolean" },
+  "no-canary": { type: "boolean" },
   "rotate-certificate": { type: "boolean" },
   "rollout-timeout-seconds": { type: "string" },
   "adopt-namespace": { type: "boolean" },
@@ -384,6 +391,7 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
     apply: Boolean(values.apply),
     dryRun: Boolean(values["dry-run"]),
     includeCrd: !values["no-crd"],
+    canary: !values["no-canary"],
     rotateCertificate: Boolean(values["rotate-certificate"]),
     rolloutTimeoutSeconds:
       values["rollout-timeout-seconds"] === undefined ? defaultRolloutTimeoutSeconds : integer(values["rollout-timeout-seconds"], "--rollout-timeout-seconds", 1, 3600),

@@ -70,7 +70,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('13f9ccfd122ee6c9', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
+var relayChecksum = uniqueString('8ce2340f7a28b6b7', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -398,6 +398,84 @@ resource clusterRoleBinding 'rbac.authorization.k8s.io/ClusterRoleBinding@v1' = 
   ]
 }
 
+resource namespaceCanary 'core/Namespace@v1' = {
+  metadata: {
+    name: 'gmsa-admission-canary'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'canary'
+    }
+  }
+}
+
+resource serviceAccount 'core/ServiceAccount@v1' = {
+  metadata: {
+    name: 'canary'
+    namespace: 'gmsa-admission-canary'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'canary'
+    }
+  }
+  automountServiceAccountToken: false
+  dependsOn: [
+    namespaceCanary
+  ]
+}
+
+resource roleCanary 'rbac.authorization.k8s.io/Role@v1' = {
+  metadata: {
+    name: 'gmsa-admission-canary'
+    namespace: 'gmsa-admission-canary'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'canary'
+    }
+  }
+  rules: [
+    {
+      apiGroups: [
+        ''
+      ]
+      resources: [
+        'pods'
+      ]
+      verbs: [
+        'create'
+      ]
+    }
+  ]
+  dependsOn: [
+    namespaceCanary
+  ]
+}
+
+resource roleBindingCanary 'rbac.authorization.k8s.io/RoleBinding@v1' = {
+  metadata: {
+    name: 'gmsa-admission-canary'
+    namespace: 'gmsa-admission-canary'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'canary'
+    }
+  }
+  roleRef: {
+    apiGroup: 'rbac.authorization.k8s.io'
+    kind: 'Role'
+    name: 'gmsa-admission-canary'
+  }
+  subjects: [
+    {
+      apiGroup: 'rbac.authorization.k8s.io'
+      kind: 'User'
+      name: identityObjectId
+    }
+  ]
+  dependsOn: [
+    namespaceCanary
+  ]
+}
+
 resource priorityLevelConfiguration 'flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration@v1' = {
   metadata: {
     name: 'gmsa-admission-webhook'
@@ -518,7 +596,7 @@ resource namespace 'core/Namespace@v1' = if (relay) {
   }
 }
 
-resource serviceAccount 'core/ServiceAccount@v1' = if (relay) {
+resource serviceAccount2 'core/ServiceAccount@v1' = if (relay) {
   metadata: {
     name: 'gmsa-admission-relay'
     namespace: relayNamespace
@@ -529,7 +607,7 @@ resource serviceAccount 'core/ServiceAccount@v1' = if (relay) {
   }
   automountServiceAccountToken: false
   dependsOn: [
-    namespace
+    namespaceCanary
   ]
 }
 
@@ -683,7 +761,7 @@ http {
 ''', '{{functionHost}}', functionHost), '{{relayClusterSecretIncludeLine}}', relayClusterSecretIncludeLine), '{{relayUpstreamPrefix}}', relayUpstreamPrefix)
   }
   dependsOn: [
-    namespace
+    namespaceCanary
   ]
 }
 
@@ -703,7 +781,7 @@ resource secretTls 'core/Secret@v1' = if (relay) {
     'ca.crt': base64(relayCaCertificate)
   }
   dependsOn: [
-    namespace
+    namespaceCanary
     mutatingWebhookConfiguration
     validatingWebhookConfiguration
   ]
@@ -721,7 +799,7 @@ resource secretFunctionKey 'core/Secret@v1' = if (relay) {
   type: 'Opaque'
   data: relayKeyData
   dependsOn: [
-    namespace
+    namespaceCanary
   ]
 }
 
@@ -749,7 +827,7 @@ resource service 'core/Service@v1' = if (relay) {
     ]
   }
   dependsOn: [
-    namespace
+    namespaceCanary
   ]
 }
 
@@ -774,7 +852,7 @@ resource networkPolicy 'networking.k8s.io/NetworkPolicy@v1' = if (relay) {
     ingress: relayIngress
   }
   dependsOn: [
-    namespace
+    namespaceCanary
   ]
 }
 
@@ -973,7 +1051,7 @@ resource deployment 'apps/Deployment@v1' = if (relay) {
     }
   }
   dependsOn: [
-    namespace
+    namespaceCanary
     secretTls
     mutatingWebhookConfiguration
     validatingWebhookConfiguration
@@ -999,7 +1077,7 @@ resource podDisruptionBudget 'policy/PodDisruptionBudget@v1' = if (relay) {
     }
   }
   dependsOn: [
-    namespace
+    namespaceCanary
   ]
 }
 
@@ -1098,11 +1176,15 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
     customResourceDefinition
     clusterRole
     clusterRoleBinding
+    namespaceCanary
+    serviceAccount
+    roleCanary
+    roleBindingCanary
     priorityLevelConfiguration
     flowSchema
     priorityClass
     namespace
-    serviceAccount
+    serviceAccount2
     configMap
     secretFunctionKey
     service
@@ -1264,11 +1346,15 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
     customResourceDefinition
     clusterRole
     clusterRoleBinding
+    namespaceCanary
+    serviceAccount
+    roleCanary
+    roleBindingCanary
     priorityLevelConfiguration
     flowSchema
     priorityClass
     namespace
-    serviceAccount
+    serviceAccount2
     configMap
     secretFunctionKey
     service

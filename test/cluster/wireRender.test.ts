@@ -39,6 +39,10 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
       "CustomResourceDefinition",
       "ClusterRole",
       "ClusterRoleBinding",
+      "Namespace",
+      "ServiceAccount",
+      "Role",
+      "RoleBinding",
       "PriorityLevelConfiguration",
       "FlowSchema",
       "PriorityClass",
@@ -65,7 +69,18 @@ Render("--no-crd leaves the CRD out; url mode has no relay", async () => {
   const run = await wire(["--function-url", "https://func.example.com", "--mode", "url", "--identity", "x", "--no-crd"]);
   assert.equal(
     parseAllDocuments(run.stdout).map((d) => d.toJS().kind),
-    ["ClusterRole", "ClusterRoleBinding", "PriorityLevelConfiguration", "FlowSchema", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"],
+    [
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "Namespace",
+      "ServiceAccount",
+      "Role",
+      "RoleBinding",
+      "PriorityLevelConfiguration",
+      "FlowSchema",
+      "MutatingWebhookConfiguration",
+      "ValidatingWebhookConfiguration",
+    ],
   );
 });
 
@@ -90,12 +105,12 @@ Render("--out writes one numbered file per object, Secrets readable by their own
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.is(run.stdout, "");
   const files = readdirSync(dir).sort();
-  assert.is(files.length, 17);
+  assert.is(files.length, 21);
   assert.is(files[0], "01-customresourcedefinition-gmsacredentialspecs.windows.k8s.io.yaml");
-  assert.is(files[16], "17-validatingwebhookconfiguration-gmsa-admission.yaml");
+  assert.is(files[20], "21-validatingwebhookconfiguration-gmsa-admission.yaml");
   const secret = files.find((f) => f.includes("secret-gmsa-admission-relay-function-key"))!;
   assert.is(statSync(join(dir, secret)).mode & 0o777, 0o600);
-  assert.is(parse(readFileSync(join(dir, files[13]!), "utf8")).kind, "Deployment");
+  assert.is(parse(readFileSync(join(dir, files[17]!), "utf8")).kind, "Deployment");
 });
 
 Render("--certificate-out writes the relay certificate that the Secret and the caBundle carry", async () => {

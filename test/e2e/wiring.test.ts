@@ -79,6 +79,10 @@ Wiring("url mode: every object applies, and the webhooks call the function's URL
   assert.equal(lines(run.stdout), [
     "ClusterRole/gmsa-admission-webhook: applied",
     "ClusterRoleBinding/gmsa-admission-webhook: applied",
+    "Namespace/gmsa-admission-canary: applied",
+    "ServiceAccount/gmsa-admission-canary/canary: applied",
+    "Role/gmsa-admission-canary/gmsa-admission-canary: applied",
+    "RoleBinding/gmsa-admission-canary/gmsa-admission-canary: applied",
     "PriorityLevelConfiguration/gmsa-admission-webhook: applied",
     "FlowSchema/gmsa-admission-webhook: applied",
     "MutatingWebhookConfiguration/gmsa-admission: applied",
@@ -115,7 +119,7 @@ Wiring("relay mode: every object applies, and the webhooks address the relay's s
   assert.match(run.stderr, /relay certificate: issued/);
   // The test cluster runs no network policy engine: the relay's NetworkPolicy would not hold.
   assert.match(run.stderr, /warning: no network policy engine found .*any pod in the cluster can call the relay/);
-  assert.is(lines(run.stdout).length, 16);
+  assert.is(lines(run.stdout).length, 20);
   const mutating = await get(context, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission");
   const clientConfig = mutating.webhooks[0].clientConfig;
   assert.equal(clientConfig.service, { namespace: "gmsa-admission", name: "gmsa-admission-relay", path: "/mutate", port: 443 });
@@ -434,8 +438,13 @@ Wiring("names another mutating webhook on pods' gMSA settings, and the exact com
 Wiring("--uninstall removes the webhook configurations first, then the relay and the RBAC, never the CRD", async (context) => {
   const plan = await wire(context, ["--uninstall", "--apply", "--dry-run"]);
   assert.is(plan.code, exitCodes.ok, plan.stderr);
+  // The canary's namespace was applied, not created as the wiring's own: it is left.
+  const canaryNamespace = "Namespace/gmsa-admission-canary: kept";
+  assert.ok(lines(plan.stdout).includes(canaryNamespace), plan.stdout);
   assert.ok(
-    lines(plan.stdout).every((line) => line.endsWith(": would delete")),
+    lines(plan.stdout)
+      .filter((line) => line !== canaryNamespace)
+      .every((line) => line.endsWith(": would delete")),
     plan.stdout,
   );
   assert.ok(await get(context, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission"), "a dry run deletes nothing");
@@ -446,9 +455,12 @@ Wiring("--uninstall removes the webhook configurations first, then the relay and
   assert.equal(order.slice(0, 2), ["MutatingWebhookConfiguration/gmsa-admission", "ValidatingWebhookConfiguration/gmsa-admission"]);
   assert.equal(order.slice(-2), ["ClusterRoleBinding/gmsa-admission-webhook", "ClusterRole/gmsa-admission-webhook"]);
   assert.ok(
-    lines(run.stdout).every((line) => line.endsWith(": deleted")),
+    lines(run.stdout)
+      .filter((line) => line !== canaryNamespace)
+      .every((line) => line.endsWith(": deleted")),
     run.stdout,
   );
+  assert.is(await get(context, "/apis/rbac.authorization.k8s.io/v1/namespaces/gmsa-admission-canary/rolebindings/gmsa-admission-canary"), undefined, "the canary's grant goes");
   for (const kind of ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]) {
     const left = await get(context, `/apis/admissionregistration.k8s.io/v1/${kind}`);
     assert.equal(
