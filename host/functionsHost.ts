@@ -90,6 +90,9 @@ async function load(): Promise<LoadedApp> {
       handler: options.handler,
     });
   });
+  // Timers (the canary) run where the Functions host runs them, in Azure; the local host leaves
+  // them out: `npm run wire -- --check` asks the same question of a cluster on demand.
+  Reflect.set(app, "timer", () => {});
   Reflect.set(app.hook, "appStart", (handler: () => unknown) => {
     startHooks.push(handler);
     return { dispose() {} };

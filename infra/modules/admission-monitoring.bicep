@@ -51,6 +51,8 @@ var admissions = join(
     '| where message startswith "{"'
     '| extend entry = parse_json(message)'
     '| where tostring(entry["${field.event}"]) == "${admissionLog.event}"'
+    // Server-side dry runs (the canary's every few minutes, kubectl --dry-run=server) store no pod.
+    '| where tobool(entry["${field.dryRun}"]) != true'
     '| project timestamp'
     ', ItemCount = itemCount'
     ', Cluster = tostring(entry["${field.cluster}"])'

@@ -57,6 +57,7 @@ export async function handleReview<P extends ReviewBudget>(body: unknown, policy
     record: {
       ...counters,
       operation: request?.operation ?? "",
+      dryRun: request?.dryRun === true,
       uid,
       namespace: request?.namespace ?? "",
       pod: request?.name ?? "",

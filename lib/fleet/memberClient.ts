@@ -1,3 +1,4 @@
+import type { ReadinessResult } from "../canary/probe.js";
 import type { CredSpecCacheStatus } from "../kube/credSpecCache.js";
 import { type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
@@ -16,6 +17,8 @@ import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 export interface MemberPorts {
   readonly credSpecs: CredSpecSource;
   readonly authorizer: UseAuthorizer;
+  /** The canary's dry run through the member's API server (lib/canary); absent where a stand-in has none. */
+  probe?(target: { readonly namespace: string; readonly serviceAccount: string }, signal: AbortSignal): Promise<ReadinessResult>;
   cacheStatus(): CredSpecCacheStatus | undefined;
   stop(): Promise<void>;
 }

@@ -1,5 +1,7 @@
 import type { TokenCredential } from "@azure/core-auth";
+import { randomBytes } from "node:crypto";
 import { KubeConfig } from "@kubernetes/client-node";
+import { classifyCanary, readinessPod, unknownCredSpecName, type ReadinessResult } from "../canary/probe.js";
 import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
 import type { CredSpecSource, UseAuthorizer } from "../gmsa/ports.js";
@@ -10,6 +12,7 @@ import { apiSlots, memberShare } from "./apiSlots.js";
 import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
 import { entraKubeConfig, type EntraKubeConfig } from "./entraKubeConfig.js";
+import { EntraTokenError } from "./entraTokenError.js";
 import { plainHttpProblem } from "./plainHttp.js";
 import { useAuthorization } from "./useAuthorization.js";
 
@@ -18,6 +21,11 @@ export interface ClusterPorts {
   readonly credSpecs: CredSpecSource;
   readonly authorizer: UseAuthorizer;
   readonly server: string;
+  /**
+   * The canary (lib/canary): a server-side dry run of a pod naming a credential spec nobody may
+   * use, asked with this client's identity, read as a hop of the path that works or fails.
+   */
+  probe(target: { readonly namespace: string; readonly serviceAccount: string }, signal: AbortSignal): Promise<ReadinessResult>;
   cacheStatus(): CredSpecCacheStatus | undefined;
   stop(): Promise<void>;
 }
@@ -134,6 +142,31 @@ export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: Clu
   };
 }
 
+/** How long the canary's dry run may take: the API server waits on the webhooks, up to 30 s each. */
+const probeTimeoutMs = 45_000;
+
+async function probeCluster(
+  connection: ApiServerConnection,
+  target: { readonly namespace: string; readonly serviceAccount: string },
+  signal: AbortSignal,
+): Promise<ReadinessResult> {
+  const credSpec = unknownCredSpecName(randomBytes(6).toString("hex"));
+  try {
+    const reply = await connection.send({
+      method: "POST",
+      path: `/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods?dryRun=All&fieldManager=gmsa-admission-canary`,
+      body: readinessPod(target.namespace, target.serviceAccount, credSpec),
+      signal: AbortSignal.any([signal, AbortSignal.timeout(probeTimeoutMs)]),
+      timeoutMs: probeTimeoutMs,
+    });
+    return classifyCanary(reply, credSpec);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    if (error instanceof EntraTokenError) return { hop: "functionIdentity", summary: "the function got no token for the API server for its canary", detail };
+    return { hop: "functionToApiServer", summary: "the function could not reach the API server for its canary", detail };
+  }
+}
+
 function portsOver(config: KubeConfig, connection: ApiServerConnection, settings: ClusterClientSettings, log: ClusterLog): ClusterPorts {
   const entra = isEntra(config) ? config : undefined;
   const slots = apiSlots(settings.apiConcurrency, settings.apiMaxWaiting, { maxHeldAtAll: memberShare(settings.instanceConcurrency) });
@@ -166,6 +199,7 @@ function portsOver(config: KubeConfig, connection: ApiServerConnection, settings
       hold: (signal, namespace) => slots.hold(signal, namespace),
     }),
     server: config.getCurrentCluster()?.server ?? "",
+    probe: (target, signal) => probeCluster(connection, target, signal),
     cacheStatus: () => cache?.status(),
     stop: async () => {
       await cache?.stop();

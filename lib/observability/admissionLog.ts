@@ -12,6 +12,8 @@ export interface AdmissionRecord extends RequestCounters {
   cluster: string;
   webhook: string;
   operation: string;
+  /** A server-side dry run (the canary's, or kubectl --dry-run=server): nothing was stored; the business charts leave it out. */
+  dryRun: boolean;
   uid: string;
   namespace: string;
   pod: string;
@@ -40,6 +42,7 @@ export function admissionLogLine(record: AdmissionRecord): string {
   line[f.cluster] = record.cluster;
   line[f.webhook] = record.webhook;
   line[f.operation] = record.operation;
+  line[f.dryRun] = record.dryRun;
   line[f.uid] = record.uid;
   line[f.namespace] = record.namespace;
   line[f.pod] = record.pod;

@@ -113,6 +113,7 @@ Webhook.before(async () => {
       credSpecs: { lookup: refuse },
       authorizer: { mayUse: refuse },
       server: "https://127.0.0.1:1",
+      probe: refuse,
       cacheStatus: () => undefined,
       stop: async () => {},
     }),

@@ -22,6 +22,10 @@ const registered = standInCore();
   await startApp(registered, packageDir);
   const functions = registered.functions.map(({ metadata }) => {
     const trigger = Object.values(metadata.bindings).find((b) => b.type === "httpTrigger");
+    if (!trigger) {
+      const timer = Object.values(metadata.bindings).find((b) => b.type === "timerTrigger");
+      return { name: metadata.name, schedule: timer && timer.schedule };
+    }
     return { name: metadata.name, route: trigger.route, methods: trigger.methods, authLevel: trigger.authLevel };
   });
   // "@path": the request is in that file (a body too large for a command line).

@@ -60,7 +60,7 @@ async function coldStart(context: { dir: string; api: FakeApiServer }, fn: strin
     codeCache: string;
     nodeFetchLoaded: boolean;
     builtins: string[];
-    registered: Array<{ name: string; route: string; methods: string[]; authLevel: string }>;
+    registered: Array<{ name: string; route?: string; methods?: string[]; authLevel?: string; schedule?: string }>;
     response: { status: number; body: string };
     second?: { status: number; body: string };
   };
@@ -179,8 +179,13 @@ Package("registers every function with its route, and serves a mutate from a col
   const result = await coldStart(context, "mutate", review("CREATE", p));
   const webhooks = ["mutate", "validate", "validate-credspec"];
   assert.equal(
-    result.registered.map((r) => r.route).sort(),
+    result.registered.flatMap((r) => (r.route === undefined ? [] : [r.route])).sort(),
     ["health", "info", "metrics", ...webhooks, ...webhooks.flatMap((w) => [`clusters/{cluster}/${w}`, `clusters/{cluster}/{secret}/${w}`])].sort(),
+  );
+  // The canary: a timer, every five minutes unless GMSA_CANARY_SCHEDULE says otherwise.
+  assert.equal(
+    result.registered.filter((r) => r.route === undefined),
+    [{ name: "canary", schedule: "0 */5 * * * *" }],
   );
   assert.is(result.registered.find((r) => r.name === "mutate")?.authLevel, "anonymous");
   assert.is(result.response.status, 200);

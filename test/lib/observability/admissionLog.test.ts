@@ -9,6 +9,7 @@ const record: AdmissionRecord = {
   cluster: "default",
   webhook: "mutate",
   operation: "CREATE",
+  dryRun: false,
   uid: "7d1f",
   namespace: "apps",
   pod: 'web "0"',

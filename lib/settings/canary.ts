@@ -1,0 +1,32 @@
+import * as t from "io-ts";
+import { booleanSetting, decodeWith, emptyAsUnset, withDefault } from "./environment.js";
+
+/**
+ * The canary's timer: on by default, every five minutes. The schedule is the Functions timer's
+ * NCRONTAB expression (six fields, seconds first), checked here so that a typo stops the app at
+ * start instead of a timer that never fires.
+ */
+export interface CanarySettings {
+  readonly enabled: boolean;
+  readonly schedule: string;
+}
+
+const schedule = new t.Type<string, string, unknown>(
+  "GMSA_CANARY_SCHEDULE",
+  (value): value is string => typeof value === "string",
+  (value, context) =>
+    typeof value === "string" && /^(\S+\s+){5}\S+$/.test(value.trim())
+      ? t.success(value.trim())
+      : t.failure(value, context, `GMSA_CANARY_SCHEDULE must be a six-field NCRONTAB expression such as "0 */5 * * * *", got ${JSON.stringify(value)}`),
+  (value) => value,
+);
+
+const CanaryEnvironment = t.type({
+  GMSA_CANARY: withDefault(booleanSetting("GMSA_CANARY"), true),
+  GMSA_CANARY_SCHEDULE: withDefault(schedule, "0 */5 * * * *"),
+});
+
+export function readCanarySettings(env: NodeJS.ProcessEnv = process.env): CanarySettings {
+  const raw = decodeWith(CanaryEnvironment, emptyAsUnset(env, ["GMSA_CANARY", "GMSA_CANARY_SCHEDULE"]));
+  return { enabled: raw.GMSA_CANARY, schedule: raw.GMSA_CANARY_SCHEDULE };
+}

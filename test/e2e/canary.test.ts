@@ -1,0 +1,94 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { runCanary, type CanaryLine } from "../../lib/app/canary.js";
+import { admissionRuntime } from "../../lib/app/runtime.js";
+import { kubeRequest } from "../support/kubeRequest.js";
+import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
+import { startLocalWebhook } from "../support/localWebhook.js";
+
+/**
+ * The function's canary through a real API server, with the function's own identity and the grant
+ * the wiring renders: a dry-run GMSA pod in the canary's namespace, which the API server sends
+ * through the wiring to the webhooks. Ready when every hop works; each broken hop named.
+ */
+const Canary = suite<{ cluster: E2eCluster }>("the canary through a real API server");
+
+Canary.before(async (context) => {
+  context.cluster = await startE2eCluster();
+});
+
+Canary.after(async ({ cluster }) => {
+  await cluster?.close();
+});
+
+async function canaryOnce(): Promise<CanaryLine> {
+  const lines = await runCanary(await admissionRuntime());
+  assert.is(lines.length, 1, JSON.stringify(lines));
+  assert.is(lines[0]!.cluster, "default");
+  return lines[0]!;
+}
+
+Canary("everything up: ready, with nothing stored in the canary's namespace", async ({ cluster }) => {
+  const line = await canaryOnce();
+  assert.is(line.outcome, "ready", `${line.summary}\n${line.detail}`);
+  assert.is(line.event, "gmsa.canary");
+  assert.ok(line.latencyMs >= 0);
+  const pods = await kubeRequest(cluster.admin, "GET", "/api/v1/namespaces/gmsa-admission-canary/pods");
+  assert.equal(pods.body.items, [], "a dry run stores nothing");
+  // The webhook's lines for it say dry run, so that the business charts leave them out.
+  const canaryLines = cluster.webhook.logs.filter((entry) => entry.includes('"namespace":"gmsa-admission-canary"'));
+  assert.ok(canaryLines.length >= 1, cluster.webhook.logs.slice(-5).join("\n"));
+  assert.ok(
+    canaryLines.every((entry) => entry.includes('"dryRun":true')),
+    canaryLines.join("\n"),
+  );
+});
+
+Canary("the function's endpoint down: the API server could not call the webhook", async ({ cluster }) => {
+  const tls = cluster.webhook.tls;
+  await cluster.webhook.server.close();
+  try {
+    const line = await canaryOnce();
+    assert.is(line.outcome, "apiServerToWebhook", `${line.summary}\n${line.detail}`);
+    assert.match(line.summary, /cannot be reached from the API server/);
+  } finally {
+    await cluster.webhook.close();
+    cluster.webhook = await startLocalWebhook(cluster.webhookEnv, { port: cluster.webhookPort, tls });
+  }
+  assert.is((await canaryOnce()).outcome, "ready");
+});
+
+Canary("the webhook configuration pointing at the wrong URL: named, with the API server's words", async ({ cluster }) => {
+  const path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission";
+  const stored = await kubeRequest(cluster.admin, "GET", path);
+  const webhooks = stored.body.webhooks.map((webhook: { clientConfig: { url: string } }) => ({
+    ...webhook,
+    clientConfig: { ...webhook.clientConfig, url: webhook.clientConfig.url.replace(/\/mutate$/, "/no-such-function") },
+  }));
+  assert.is((await kubeRequest(cluster.admin, "PATCH", path, { webhooks }, "application/merge-patch+json")).status, 200);
+  try {
+    const line = await canaryOnce();
+    assert.is(line.outcome, "apiServerToWebhook", `${line.summary}\n${line.detail}`);
+    assert.match(line.summary, /nothing answers at the webhook's path/, line.detail);
+    assert.match(line.detail, /failed calling webhook "mutate\.gmsa-admission\.windows\.k8s\.io"/);
+  } finally {
+    await kubeRequest(cluster.admin, "PATCH", path, { webhooks: stored.body.webhooks }, "application/merge-patch+json");
+  }
+  assert.is((await canaryOnce()).outcome, "ready");
+});
+
+Canary("the canary's grant missing: the function says it may not ask, and what to do", async ({ cluster }) => {
+  const binding = "/apis/rbac.authorization.k8s.io/v1/namespaces/gmsa-admission-canary/rolebindings/gmsa-admission-canary";
+  const stored = await kubeRequest(cluster.admin, "GET", binding);
+  assert.is((await kubeRequest(cluster.admin, "DELETE", binding)).status, 200);
+  try {
+    const line = await canaryOnce();
+    assert.is(line.outcome, "checkInput", `${line.summary}\n${line.detail}`);
+    assert.match(line.summary, /may not ask for dry runs in namespace gmsa-admission-canary: wire the cluster again/);
+  } finally {
+    const { metadata, roleRef, subjects } = stored.body;
+    await cluster.apply([{ apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: metadata.name, namespace: metadata.namespace }, roleRef, subjects }]);
+  }
+});
+
+Canary.run();

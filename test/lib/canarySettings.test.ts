@@ -1,0 +1,14 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { readCanarySettings } from "../../lib/settings/canary.js";
+
+const Settings = suite("canary settings");
+
+Settings("on every five minutes by default; off, or another schedule, when set; a bad value names the setting", () => {
+  assert.equal(readCanarySettings({}), { enabled: true, schedule: "0 */5 * * * *" });
+  assert.equal(readCanarySettings({ GMSA_CANARY: "false", GMSA_CANARY_SCHEDULE: "0 */1 * * * *" }), { enabled: false, schedule: "0 */1 * * * *" });
+  assert.throws(() => readCanarySettings({ GMSA_CANARY_SCHEDULE: "*/5 * * * *" }), /GMSA_CANARY_SCHEDULE must be a six-field NCRONTAB expression/);
+  assert.throws(() => readCanarySettings({ GMSA_CANARY: "yes" }), /GMSA_CANARY/);
+});
+
+Settings.run();
