@@ -1,4 +1,3 @@
-import type { KubernetesObject } from "./manifests.js";
 import type { WebhookSubject } from "./webhookRbac.js";
 
 /**
@@ -16,7 +15,7 @@ export const canaryRoleName = "gmsa-admission-canary";
 
 const labels = { "app.kubernetes.io/name": "gmsa-admission", "app.kubernetes.io/component": "canary" };
 
-export function canaryObjects(subject: WebhookSubject): KubernetesObject[] {
+export function canaryObjects(subject: WebhookSubject) {
   return [
     { apiVersion: "v1", kind: "Namespace", metadata: { name: canaryNamespace, labels } },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: canaryServiceAccount, namespace: canaryNamespace, labels }, automountServiceAccountToken: false },
