@@ -1,10 +1,11 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { checkReadiness } from "../../cluster/readiness.js";
 import { runWire } from "../../cluster/wire.js";
+import { localWebhookUser } from "../../host/localCluster.js";
 import { kubeRequest } from "../support/kubeRequest.js";
 import { writeKubeconfig } from "../support/kubeconfigs.js";
 import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
@@ -52,6 +53,35 @@ Readiness("every hop works: the webhooks refuse the dry-run pod as they must, an
   assert.match(run.stdout, /^check: ready: the API server called the webhooks through the wiring/);
   const pods = await kubeRequest(cluster.admin, "GET", "/api/v1/namespaces/default/pods?labelSelector=app.kubernetes.io%2Fname%3Dgmsa-admission-readiness");
   assert.equal(pods.body.items, [], "the dry run stored nothing");
+});
+
+Readiness("wiring and checking in one command, as the deploy script runs it: applied, then ready", async ({ cluster }) => {
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-readiness-"));
+  const caFile = join(dir, "ca.crt");
+  writeFileSync(caFile, cluster.webhook.caPem);
+  let stdout = "";
+  let stderr = "";
+  const code = await runWire(
+    [
+      "--function-url",
+      cluster.webhook.server.url,
+      "--mode",
+      "url",
+      "--identity",
+      localWebhookUser,
+      "--ca-bundle-file",
+      caFile,
+      "--apply",
+      "--check",
+      "--check-timeout-seconds",
+      "30",
+    ],
+    { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text), kubeConfig: () => cluster.admin, env: {} },
+  );
+  assert.is(code, 0, stderr);
+  assert.match(stdout, /MutatingWebhookConfiguration\/gmsa-admission: applied\n/);
+  assert.match(stdout, /check: ready: the API server called the webhooks through the wiring/);
+  assert.ok(stdout.indexOf("applied") < stdout.indexOf("check: ready"), "checked once applied");
 });
 
 Readiness("the function cannot reach the API server: named, exit 1", async ({ cluster }) => {
