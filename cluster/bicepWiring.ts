@@ -215,6 +215,7 @@ interface Resource {
   readonly condition: string | undefined;
   readonly fields: ReadonlyArray<readonly [string, string]>;
   readonly namespaced: boolean;
+  readonly namespace?: string;
   readonly kind: string;
   readonly name: string;
 }
@@ -284,6 +285,7 @@ function resources(): { list: Resource[]; templateHash: string } {
       condition: object.kind === "CustomResourceDefinition" ? "installCrd" : inUrl === undefined ? "relay" : undefined,
       fields,
       namespaced: object.metadata.namespace !== undefined,
+      ...(object.metadata.namespace === undefined ? {} : { namespace: object.metadata.namespace }),
       kind: object.kind,
       name: object.metadata.name,
     };
@@ -307,7 +309,6 @@ function paramDeclaration(param: BicepParam): string {
 /** The whole module, byte for byte as committed. */
 export function renderBicepWiring(): string {
   const { list, templateHash } = resources();
-  const namespace = list.find((r) => r.kind === "Namespace");
   const webhookKinds = new Set(["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
   // What the relay serves with comes after the webhook configurations: during a rotation they
   // must trust the new CA before any pod can serve the new certificate, and the pods must start
@@ -317,7 +318,9 @@ export function renderBicepWiring(): string {
   const beforeWebhooks = list.filter((r) => !webhookKinds.has(r.kind) && !isServing(r)).map((r) => r.symbol);
   const tlsSecret = list.find((r) => r.kind === "Secret" && r.name === `${relayName}-tls`);
   const blocks = list.map((resource) => {
-    const inNamespace = resource.namespaced && namespace ? [namespace.symbol] : [];
+    // A namespaced object waits for its own namespace (the relay's, or the canary's), by name.
+    const namespace = resource.namespaced ? list.find((r) => r.kind === "Namespace" && r.name === resource.namespace) : undefined;
+    const inNamespace = namespace ? [namespace.symbol] : [];
     const dependsOn = webhookKinds.has(resource.kind)
       ? beforeWebhooks
       : isServing(resource)

@@ -607,7 +607,7 @@ resource serviceAccount2 'core/ServiceAccount@v1' = if (relay) {
   }
   automountServiceAccountToken: false
   dependsOn: [
-    namespaceCanary
+    namespace
   ]
 }
 
@@ -761,7 +761,7 @@ http {
 ''', '{{functionHost}}', functionHost), '{{relayClusterSecretIncludeLine}}', relayClusterSecretIncludeLine), '{{relayUpstreamPrefix}}', relayUpstreamPrefix)
   }
   dependsOn: [
-    namespaceCanary
+    namespace
   ]
 }
 
@@ -781,7 +781,7 @@ resource secretTls 'core/Secret@v1' = if (relay) {
     'ca.crt': base64(relayCaCertificate)
   }
   dependsOn: [
-    namespaceCanary
+    namespace
     mutatingWebhookConfiguration
     validatingWebhookConfiguration
   ]
@@ -799,7 +799,7 @@ resource secretFunctionKey 'core/Secret@v1' = if (relay) {
   type: 'Opaque'
   data: relayKeyData
   dependsOn: [
-    namespaceCanary
+    namespace
   ]
 }
 
@@ -827,7 +827,7 @@ resource service 'core/Service@v1' = if (relay) {
     ]
   }
   dependsOn: [
-    namespaceCanary
+    namespace
   ]
 }
 
@@ -852,7 +852,7 @@ resource networkPolicy 'networking.k8s.io/NetworkPolicy@v1' = if (relay) {
     ingress: relayIngress
   }
   dependsOn: [
-    namespaceCanary
+    namespace
   ]
 }
 
@@ -1051,7 +1051,7 @@ resource deployment 'apps/Deployment@v1' = if (relay) {
     }
   }
   dependsOn: [
-    namespaceCanary
+    namespace
     secretTls
     mutatingWebhookConfiguration
     validatingWebhookConfiguration
@@ -1077,7 +1077,7 @@ resource podDisruptionBudget 'policy/PodDisruptionBudget@v1' = if (relay) {
     }
   }
   dependsOn: [
-    namespaceCanary
+    namespace
   ]
 }
 

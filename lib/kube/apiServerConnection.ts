@@ -15,7 +15,7 @@ import { isLoopbackHttp, plainHttpProblem } from "./plainHttp.js";
  * 2825). Its clients also build a new connection pool for every request, so each call pays a TLS
  * handshake. So client-node is used here only for what it does well through its public API:
  * loading the kubeconfig, its credentials (tokens, exec plugins, client certificates, custom
- * authenticators) and its TLS settings (`applyToHTTPSOptions`, `createDispatcherOptions`). The
+ * authenticators) and its TLS settings (`applyToHTTPSOptions`). The
  * request itself goes through undici over a pool this module owns, and the body is the caller's
  * JSON text.
  */
@@ -146,13 +146,13 @@ export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: n
     };
     // Plain HTTP is refused through a proxy (target), so this is kubectl proxy on this machine.
     if (loopback) return { server, headers, pool: undefined };
-    // The TLS settings client-node worked out for this cluster and user: its CA, the client
-    // certificate and key, the name to verify, whether to verify at all, and the proxy.
-    const dispatch = config.createDispatcherOptions({ ...cluster, server }, applied);
-    const key = fingerprint(server, dispatch);
+    // The TLS settings client-node worked out for this cluster and user (its CA, the client
+    // certificate and key, the name to verify, whether to verify at all), and the cluster's proxy.
+    const tls = tlsSettings(applied);
+    const key = fingerprint(server, cluster.proxyUrl, tls);
     if (pool?.key !== key) {
       if (pool?.dispatcher) retire(pool.dispatcher);
-      pool = { key, dispatcher: dispatcherFrom(dispatch) };
+      pool = { key, dispatcher: dispatcherFor(cluster.proxyUrl, tls) };
     }
     return { server, headers, pool: pool.dispatcher };
   }
@@ -302,39 +302,48 @@ function target(config: KubeConfig): { server: string; cluster: NonNullable<Retu
   return { server, cluster };
 }
 
+/** The TLS settings a connection takes from what client-node's applyToHTTPSOptions wrote. */
+interface TlsSettings {
+  readonly ca?: string | Buffer;
+  readonly cert?: string | Buffer;
+  readonly key?: string | Buffer;
+  readonly servername?: string;
+  readonly rejectUnauthorized?: boolean;
+}
+
+function tlsSettings(applied: Record<string, unknown>): TlsSettings {
+  const material = (value: unknown) => (typeof value === "string" || Buffer.isBuffer(value) ? { value } : undefined);
+  const ca = material(applied.ca);
+  const cert = material(applied.cert);
+  const key = material(applied.key);
+  return {
+    ...(ca ? { ca: ca.value } : {}),
+    ...(cert ? { cert: cert.value } : {}),
+    ...(key ? { key: key.value } : {}),
+    ...(typeof applied.servername === "string" ? { servername: applied.servername } : {}),
+    ...(typeof applied.rejectUnauthorized === "boolean" ? { rejectUnauthorized: applied.rejectUnauthorized } : {}),
+  };
+}
+
 /**
  * Names a pool by what it was made from, TLS material included, without writing buffers out as
  * JSON (a CA bundle is kilobytes, and this runs on every call).
  */
-function fingerprint(server: string, options: ReturnType<KubeConfig["createDispatcherOptions"]>): string {
-  const hash = createHash("sha256").update(server).update("\0").update(options.type);
-  const add = (fields: object | undefined): void => {
-    if (fields === undefined) return;
-    for (const [name, value] of Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1))) {
-      hash.update("\0").update(name).update("=");
-      if (Buffer.isBuffer(value) || typeof value === "string") hash.update(value);
-      else if (Array.isArray(value)) for (const item of value) hash.update(Buffer.isBuffer(item) || typeof item === "string" ? item : JSON.stringify(item)).update(",");
-      else hash.update(JSON.stringify(value) ?? "undefined");
-    }
-  };
-  if (options.type === "proxy" || options.type === "socks") {
-    hash.update("\0").update(options.uri);
-    add(options.requestTls);
+function fingerprint(server: string, proxyUrl: string | undefined, tls: TlsSettings): string {
+  const hash = createHash("sha256")
+    .update(server)
+    .update("\0")
+    .update(proxyUrl ?? "");
+  for (const name of ["ca", "cert", "key", "servername", "rejectUnauthorized"] as const) {
+    const value = tls[name];
+    hash.update("\0").update(name).update("=");
+    if (value !== undefined) hash.update(typeof value === "boolean" ? String(value) : value);
   }
-  if (options.type === "proxy" || options.type === "agent") add(options.connect);
   return hash.digest("base64");
 }
 
-function dispatcherFrom(options: ReturnType<KubeConfig["createDispatcherOptions"]>): Dispatcher | undefined {
-  switch (options.type) {
-    case "proxy":
-      return new ProxyAgent({ uri: options.uri, requestTls: options.requestTls, ...(options.connect ? { connect: options.connect } : {}) });
-    case "socks":
-      return new Socks5ProxyAgent(options.uri, { requestTls: options.requestTls });
-    case "agent":
-      return new Agent({ connect: options.connect });
-    case "none":
-      // No TLS settings of the kubeconfig's own: a pool of this connection's, verified against the system's CAs.
-      return new Agent({ connect: { keepAlive: true } });
-  }
+function dispatcherFor(proxyUrl: string | undefined, tls: TlsSettings): Dispatcher {
+  if (proxyUrl?.toLowerCase().startsWith("socks")) return new Socks5ProxyAgent(proxyUrl, { requestTls: tls });
+  if (proxyUrl) return new ProxyAgent({ uri: proxyUrl, requestTls: tls, connect: { keepAlive: true } });
+  return new Agent({ connect: { ...tls, keepAlive: true } });
 }

@@ -226,4 +226,16 @@ Wiring("main.bicep deploys it only when asked, with the function's host and iden
   assert.match(property(params, "kubeConfig")?.text ?? "", /^wiring \? cluster\.listClusterAdminCredential\(\)\.kubeconfigs\[0\]\.value : ''$/);
 });
 
+Wiring("each namespaced object waits for its own namespace: the relay's objects for the relay's, the canary's for the canary's", () => {
+  const text = renderBicepWiring();
+  const blocks = text.split(/\nresource /).slice(1);
+  const dependsOn = (block: string) => /dependsOn: \[([^\]]*)\]/.exec(block)?.[1] ?? "";
+  const inNamespace = (namespace: string) => new RegExp(`^\\w+ '[^']+' = [^\\n]*\\{\\n  metadata: \\{\\n    name: [^\\n]+\\n    namespace: ${namespace}\\n`);
+  const relayObjects = blocks.filter((block) => inNamespace("relayNamespace").test(block));
+  const canaryObjects = blocks.filter((block) => inNamespace("'gmsa-admission-canary'").test(block));
+  assert.ok(relayObjects.length >= 5 && canaryObjects.length >= 3, `${relayObjects.length} relay, ${canaryObjects.length} canary objects`);
+  for (const block of relayObjects) assert.not.match(dependsOn(block), /namespaceCanary/, block.split("\n")[0]);
+  for (const block of canaryObjects) assert.match(dependsOn(block), /namespaceCanary/, block.split("\n")[0]);
+});
+
 Wiring.run();
