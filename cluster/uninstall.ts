@@ -1,5 +1,5 @@
 import type { KubeConfig } from "@kubernetes/client-node";
-import { canaryNamespace, canaryRoleName, canaryServiceAccount } from "./canary.js";
+import { canaryDryRunPolicyName, canaryNamespace, canaryRoleName, canaryServiceAccount } from "./canary.js";
 import { objectRef } from "./changePlan.js";
 import { withKubeObjects } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";
@@ -35,6 +35,8 @@ export function uninstallOrder(namespace: string): ObjectHeader[] {
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: canaryRoleName, namespace: canaryNamespace } },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: canaryServiceAccount, namespace: canaryNamespace } },
     { apiVersion: "v1", kind: "Namespace", metadata: { name: canaryNamespace } },
+    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: canaryDryRunPolicyName } },
+    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name: canaryDryRunPolicyName } },
     { apiVersion: "scheduling.k8s.io/v1", kind: "PriorityClass", metadata: { name: relayPriorityClassName } },
     { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", metadata: { name: webhookFlowControlName } },
     { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", metadata: { name: webhookFlowControlName } },

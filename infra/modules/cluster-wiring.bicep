@@ -70,7 +70,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('8ce2340f7a28b6b7', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
+var relayChecksum = uniqueString('4b628116dd33de5f', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -404,6 +404,7 @@ resource namespaceCanary 'core/Namespace@v1' = {
     labels: {
       'app.kubernetes.io/name': 'gmsa-admission'
       'app.kubernetes.io/component': 'canary'
+      'pod-security.kubernetes.io/enforce': 'baseline'
     }
   }
 }
@@ -474,6 +475,64 @@ resource roleBindingCanary 'rbac.authorization.k8s.io/RoleBinding@v1' = {
   dependsOn: [
     namespaceCanary
   ]
+}
+
+resource validatingAdmissionPolicyCanaryDryRunOnly 'admissionregistration.k8s.io/ValidatingAdmissionPolicy@v1' = {
+  metadata: {
+    name: 'gmsa-admission-canary-dry-run-only'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'canary'
+    }
+  }
+  spec: {
+    failurePolicy: 'Fail'
+    matchConstraints: {
+      namespaceSelector: {
+        matchLabels: {
+          'kubernetes.io/metadata.name': 'gmsa-admission-canary'
+        }
+      }
+      resourceRules: [
+        {
+          apiGroups: [
+            ''
+          ]
+          apiVersions: [
+            'v1'
+          ]
+          operations: [
+            'CREATE'
+          ]
+          resources: [
+            'pods'
+          ]
+        }
+      ]
+    }
+    validations: [
+      {
+        expression: 'request.dryRun == true'
+        message: 'only dry runs of pods are allowed in gmsa-admission-canary (the gmsa-admission canary)'
+      }
+    ]
+  }
+}
+
+resource validatingAdmissionPolicyBindingCanaryDryRunOnly 'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding@v1' = {
+  metadata: {
+    name: 'gmsa-admission-canary-dry-run-only'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'canary'
+    }
+  }
+  spec: {
+    policyName: 'gmsa-admission-canary-dry-run-only'
+    validationActions: [
+      'Deny'
+    ]
+  }
 }
 
 resource priorityLevelConfiguration 'flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration@v1' = {
@@ -1180,6 +1239,8 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
     serviceAccount
     roleCanary
     roleBindingCanary
+    validatingAdmissionPolicyCanaryDryRunOnly
+    validatingAdmissionPolicyBindingCanaryDryRunOnly
     priorityLevelConfiguration
     flowSchema
     priorityClass
@@ -1350,6 +1411,8 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
     serviceAccount
     roleCanary
     roleBindingCanary
+    validatingAdmissionPolicyCanaryDryRunOnly
+    validatingAdmissionPolicyBindingCanaryDryRunOnly
     priorityLevelConfiguration
     flowSchema
     priorityClass

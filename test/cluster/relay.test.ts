@@ -39,6 +39,8 @@ Relay("are rendered in relay mode only, before the webhook configurations that p
     "ServiceAccount",
     "Role",
     "RoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
     "PriorityLevelConfiguration",
     "FlowSchema",
     "PriorityClass",

@@ -43,6 +43,8 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
       "ServiceAccount",
       "Role",
       "RoleBinding",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "PriorityLevelConfiguration",
       "FlowSchema",
       "PriorityClass",
@@ -76,6 +78,8 @@ Render("--no-crd leaves the CRD out; url mode has no relay", async () => {
       "ServiceAccount",
       "Role",
       "RoleBinding",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "PriorityLevelConfiguration",
       "FlowSchema",
       "MutatingWebhookConfiguration",
@@ -105,12 +109,12 @@ Render("--out writes one numbered file per object, Secrets readable by their own
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.is(run.stdout, "");
   const files = readdirSync(dir).sort();
-  assert.is(files.length, 21);
+  assert.is(files.length, 23);
   assert.is(files[0], "01-customresourcedefinition-gmsacredentialspecs.windows.k8s.io.yaml");
-  assert.is(files[20], "21-validatingwebhookconfiguration-gmsa-admission.yaml");
+  assert.is(files[22], "23-validatingwebhookconfiguration-gmsa-admission.yaml");
   const secret = files.find((f) => f.includes("secret-gmsa-admission-relay-function-key"))!;
   assert.is(statSync(join(dir, secret)).mode & 0o777, 0o600);
-  assert.is(parse(readFileSync(join(dir, files[17]!), "utf8")).kind, "Deployment");
+  assert.is(parse(readFileSync(join(dir, files[19]!), "utf8")).kind, "Deployment");
 });
 
 Render("--certificate-out writes the relay certificate that the Secret and the caBundle carry", async () => {

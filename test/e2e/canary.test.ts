@@ -44,6 +44,29 @@ Canary("everything up: ready, with nothing stored in the canary's namespace", as
   );
 });
 
+Canary("no pod is ever created in the canary's namespace, whoever asks: only dry runs pass its policy", async ({ cluster }) => {
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { generateName: "not-a-dry-run-", namespace: "gmsa-admission-canary" },
+    spec: { serviceAccountName: "canary", containers: [{ name: "app", image: "mcr.microsoft.com/windows/nanoserver:ltsc2022" }] },
+  };
+  // The policy may take a moment to be loaded after the wiring applied it.
+  let created = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/gmsa-admission-canary/pods", pod);
+  for (const started = Date.now(); created.status === 201 && Date.now() - started < 10_000;) {
+    // Not loaded yet: this one slipped through; take it away and ask again.
+    await kubeRequest(cluster.admin, "DELETE", `/api/v1/namespaces/gmsa-admission-canary/pods/${created.body.metadata.name}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    created = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/gmsa-admission-canary/pods", pod);
+  }
+  assert.is(created.status, 422, JSON.stringify(created.body));
+  assert.match(created.body.message, /only dry runs of pods are allowed in gmsa-admission-canary/);
+  const privileged = { ...pod, spec: { ...pod.spec, hostNetwork: true } };
+  const dry = await kubeRequest(cluster.admin, "POST", "/api/v1/namespaces/gmsa-admission-canary/pods?dryRun=All", privileged);
+  assert.is(dry.status, 403, "Pod Security's baseline refuses a privileged pod even as a dry run");
+  assert.is((await canaryOnce()).outcome, "ready");
+});
+
 Canary("the function's endpoint down: the API server could not call the webhook", async ({ cluster }) => {
   const tls = cluster.webhook.tls;
   await cluster.webhook.server.close();
