@@ -41,7 +41,8 @@ export interface ReadinessOptions {
   readonly timeoutMs?: number;
 }
 
-const ourWebhook = /admission webhook "(mutate|validate)\.gmsa-admission\.windows\.k8s\.io"/;
+// At the start of the message: text quoted later in it (a name, another webhook's words) cannot pass for it.
+const ourWebhook = /^admission webhook "(mutate|validate)\.gmsa-admission\.windows\.k8s\.io" denied the request: /;
 
 /** The pod the check asks about: Windows, a random credential spec name, nothing else. */
 export function readinessPod(namespace: string, serviceAccount: string, credSpec: string): Record<string, unknown> {

@@ -140,6 +140,32 @@ Readiness("webhooks that do not run (the namespace opted out) are named: the pod
   assert.match(run.stderr, /NOT READY \(webhooksDidNotRun\): the API server admitted a pod naming a credential spec nobody may use/);
 });
 
+Readiness("the mutating webhook gone or set to Ignore: not ready, though the validating one refused as it must", async ({ cluster }) => {
+  const path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission";
+  const stored = await kubeRequest(cluster.admin, "GET", path);
+  const ignoring = stored.body.webhooks.map((webhook: Record<string, unknown>) => ({ ...webhook, failurePolicy: "Ignore" }));
+  assert.is((await kubeRequest(cluster.admin, "PATCH", path, { webhooks: ignoring }, "application/merge-patch+json")).status, 200);
+  try {
+    const ignored = await checkReadiness(cluster.admin);
+    assert.is(ignored.hop, "webhooksDidNotRun", ignored.summary);
+    assert.match(ignored.summary, /mutate\.gmsa-admission\.windows\.k8s\.io has failurePolicy Ignore/);
+    assert.is((await kubeRequest(cluster.admin, "DELETE", path)).status, 200);
+    const missing = await checkReadiness(cluster.admin);
+    assert.match(missing.summary, /the MutatingWebhookConfiguration gmsa-admission is missing/);
+  } finally {
+    const { metadata, webhooks } = stored.body;
+    await cluster.apply([
+      {
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: "MutatingWebhookConfiguration",
+        metadata: { name: metadata.name, labels: metadata.labels, annotations: metadata.annotations },
+        webhooks,
+      },
+    ]);
+  }
+  assert.is((await checkReadiness(cluster.admin)).hop, "ready");
+});
+
 Readiness("a namespace that does not exist is said at once, not asked about for minutes", async ({ cluster }) => {
   let stderr = "";
   const started = Date.now();
