@@ -131,7 +131,8 @@ export async function explain(args: readonly string[], io: CredspecIo): Promise<
   if (positionals.length !== 1) throw new UsageError("explain takes one manifest: a Pod or a workload");
   const documents = readDocuments(io.readFile(positionals[0]!));
   if (documents.length !== 1) throw new UsageError(`${positionals[0]} must hold exactly one Pod or workload`);
-  const settings = readPolicySettings();
+  // explain is an operator's tool: after a 403 it names the similar specs the pod may use.
+  const settings = { ...readPolicySettings(), suggestAfterRefusal: true };
   const config = io.kubeConfig();
   const bounds = { timeoutMs: reviewTimeoutMs };
   const explanation = await withConnection(config, async (connection) =>

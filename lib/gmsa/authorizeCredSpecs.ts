@@ -60,13 +60,12 @@ export async function authorizeUse(
   const owner = settings.find((s) => s.name === refused.name)!.owner;
   const advice = useGrantAdvice(refused.name, admission.namespace, refused.by.grantee);
   // The advice must hold when the name is wrong too: granting a typo makes a Role for nothing. So
-  // it is conditional, and the names close to it that the pod may already use follow (the same
-  // whether or not the refused name exists: a name the pod may not use is never shown).
+  // it is conditional; explain (an operator's tool) adds the names close to it the pod may use.
   const refusal = {
     ...denied(403, `${owner}: ${refused.by.description} is not authorized to use GMSACredentialSpec "${refused.name}"; if the name is right, ${advice}`, {
       credSpecs: [refused.name],
     }),
     kind: "denied" as const,
   } as Verdict & { kind: "denied" };
-  return { refusal: await withSuggestions(refusal, refused.name, who.principals, admission.namespace, deps) };
+  return { refusal: deps.settings.suggestAfterRefusal === true ? await withSuggestions(refusal, refused.name, who.principals, admission.namespace, deps) : refusal };
 }

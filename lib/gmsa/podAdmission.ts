@@ -47,6 +47,13 @@ export interface PolicySettings {
   readonly maxCredSpecsPerPod: number;
   /** The most places (pod, containers, annotations) one pod (or one update) may set GMSA settings in. */
   readonly maxPlacesPerPod: number;
+  /**
+   * After a 403, also name the similar specs the pod's principals may use. Off in the webhooks: the
+   * access reviews that finds them would let a refused caller send more reviews per pod, and learn
+   * from their cost that a spec it may not use is near its guess. `credspec explain`, run by an
+   * operator, turns it on.
+   */
+  readonly suggestAfterRefusal?: boolean;
 }
 
 export interface PolicyDependencies {

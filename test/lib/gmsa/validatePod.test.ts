@@ -288,6 +288,29 @@ Create("a 403 for the requesting user advises a binding for that user", async ()
   assert.not.match(message, /npm run credspec/);
 });
 
+Create("after a 403 the webhook asks nothing more; explain's setting adds the similar names the account may use", async () => {
+  const make = (suggestAfterRefusal: boolean) => {
+    const ports = fakePorts({ settings: { suggestAfterRefusal }, decide: (_p, name) => ({ allowed: name === "webapp1-credspec" }) });
+    return { ports, deps: { ...ports, credSpecs: { ...ports.credSpecs, knownNames: () => ["webapp1-credspec", "payroll-gmsa"] } } };
+  };
+  const pod = podWith((p) => (p.spec.securityContext = gmsa("webapp1-credspex")));
+  const webhook = make(false);
+  const refused = await validatePod(admission("CREATE", pod), webhook.deps);
+  assert.is(refused.kind === "denied" && refused.code, 403);
+  assert.not.match(refused.kind === "denied" ? refused.message : "", /similar/);
+  assert.equal(
+    webhook.ports.reviews.map((r) => r.name),
+    ["webapp1-credspex"],
+    "one review: the refused name's",
+  );
+  const explain = make(true);
+  const explained = await validatePod(admission("CREATE", pod), explain.deps);
+  assert.match(
+    explained.kind === "denied" ? explained.message : "",
+    /; existing credential specs with similar names that service account "web" in namespace "apps" may use: "webapp1-credspec"$/,
+  );
+});
+
 Create("a missing name's 422 lists similar existing names, only those the service account may use", async () => {
   const ports = fakePorts({ decide: (_p, name) => ({ allowed: name !== "webapp2-credspec" }) });
   const deps = { ...ports, credSpecs: { ...ports.credSpecs, knownNames: () => ["webapp1-credspec", "webapp2-credspec", "payroll-gmsa"] } };
