@@ -64,7 +64,11 @@ if [ "$member_count" != 0 ]; then
     problem "the fleet's secrets (GMSA_CLUSTER_SECRETS_B64) are not base64 of a JSON object, member name -> secret"
   else
     # Names only: a secret is never repeated.
-    while read -r name; do problem "the fleet's secrets have none for member $name"; done < <(jq -r --argjson secrets "$secrets" '.[] | select(($secrets[.name] // "") == "") | .name' <<<"$members")
+    # The secrets reach jq through its environment, never its command line (ps shows that).
+    missing="$(SECRETS="$secrets" jq -r '($ENV.SECRETS | fromjson) as $secrets | .[] | select(($secrets[.name] // "") == "") | .name' <<<"$members")"
+    while read -r name; do
+      if [ -n "$name" ]; then problem "the fleet's secrets have none for member $name"; fi
+    done <<<"$missing"
   fi
 fi
 

@@ -33,6 +33,11 @@ subscription_args=()
 if [ -n "${AZURE_SUBSCRIPTION_ID:-}" ]; then subscription_args=(--subscription "$AZURE_SUBSCRIPTION_ID"); fi
 
 members="${GMSA_CLUSTERS:-}"
+# Checked here, not only by check-inputs.sh: azd deploy runs this hook without preprovision.
+if [ -n "$members" ] && ! jq -e 'type == "array" and all(.[]; type == "object" and (.name | type) == "string" and (.aksResourceId | type) == "string")' >/dev/null 2>&1 <<<"$members"; then
+  echo "wire-deployed: GMSA_CLUSTERS is not a JSON array of members ({\"name\": ..., \"aksResourceId\": ...})" >&2
+  exit 1
+fi
 if [ -z "$members" ] || [ "$(jq 'length' <<<"$members")" = 0 ]; then members=""; fi
 single="${GMSA_AKS_RESOURCE_ID:-}"
 if [ -z "$members" ] && [ -z "$single" ]; then
@@ -96,6 +101,8 @@ if [ -z "$members" ]; then
 fi
 
 dns_label='^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'
+# Built before the loop, where set -e sees a failure (a process substitution's is lost).
+rows="$(jq -r '.[] | [.name, .aksResourceId, (if .wire == null then "false" else "true" end)] | @tsv' <<<"$members")"
 failed=0
 while IFS=$'\t' read -r name id wired; do
   if ! [[ "$name" =~ $dns_label ]]; then
@@ -133,5 +140,5 @@ while IFS=$'\t' read -r name id wired; do
     echo "wire-deployed: wiring or checking $name failed; the other members go on" >&2
     failed=1
   fi
-done < <(jq -r '.[] | [.name, .aksResourceId, (if .wire == null then "false" else "true" end)] | @tsv' <<<"$members")
+done <<<"$rows"
 exit "$failed"

@@ -82,7 +82,9 @@ function podOfWorkload(document: unknown): { pod: unknown; from?: string } | { p
   const name = isRecord(document.metadata) && typeof document.metadata.name === "string" ? document.metadata.name : "";
   const from = `${kind} "${name}"`;
   if (!isRecord(template)) return { problem: `${from} has no pod template at ${path.join(".")}` };
-  const metadata = isRecord(template.metadata) ? template.metadata : {};
+  // The template's own name and namespace are ignored by the controller, and so here: its pods run
+  // in the workload's namespace (or the one --namespace or the kubeconfig gives).
+  const { namespace: _ignored, name: _unused, ...metadata } = isRecord(template.metadata) ? template.metadata : {};
   const namespace = isRecord(document.metadata) ? document.metadata.namespace : undefined;
   return {
     pod: {

@@ -243,4 +243,13 @@ Fleet("no cluster at all: said loudly, no call; members without any secrets: a c
   assert.equal(noSecrets.calls, []);
 });
 
+Fleet("a malformed GMSA_CLUSTERS stops the wiring before any call (azd deploy runs without the preprovision check)", () => {
+  for (const clusters of ["not json", JSON.stringify([members[0], "oops"]), JSON.stringify({ alpha: aks("alpha") })]) {
+    const result = run({ GMSA_CLUSTERS: clusters, GMSA_CLUSTER_SECRETS: JSON.stringify(secrets) });
+    assert.is(result.status, 1, `${clusters}: ${result.output}`);
+    assert.match(result.output, /GMSA_CLUSTERS is not a JSON array of members/);
+    assert.equal(result.calls, []);
+  }
+});
+
 Fleet.run();

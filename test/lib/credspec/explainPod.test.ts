@@ -55,3 +55,16 @@ Explain("a document that is not a pod is said so", async () => {
 });
 
 Explain.run();
+
+const Workloads = suite("explainPod: workloads");
+
+Workloads("a workload's pods run in its namespace, never the one its template claims", async () => {
+  const ports = fakePorts({ decide: (principal, name) => ({ allowed: principal.serviceAccount?.namespace === "elsewhere" && name === "webapp1-credspec" }) });
+  const template = { metadata: { namespace: "elsewhere", labels: { app: "web" } }, spec: gmsaPod("webapp1-credspec").spec };
+  const deployment = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "web" }, spec: { selector: { matchLabels: { app: "web" } }, template } };
+  const { lines, admitted } = await explainPod(deployment, ports);
+  assert.match(lines[0] ?? "", /^Deployment "web": its pods run in namespace "default" as service account "web"$/);
+  assert.not.ok(admitted, "the account in the template's namespace may use the spec; the one in the workload's may not");
+});
+
+Workloads.run();
