@@ -3,7 +3,7 @@ import { grantUse } from "../lib/credspec/grantUse.js";
 import { jsonEqual } from "../lib/gmsa/canonicalJson.js";
 import { credSpecNameProblem } from "../lib/gmsa/credSpecName.js";
 import { UsageError, type CredspecIo } from "./credspecInput.js";
-import { withKubeObjects, type KubeObjects, type StoredObject } from "./kubeObjects.js";
+import { isConflict, withKubeObjects, type KubeObjects, type StoredObject } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";
 import { exitCodes } from "./wire.js";
 
@@ -87,7 +87,18 @@ async function removeIfAsGranted(client: KubeObjects, granted: KubernetesObject,
     lines.push(`kept ${describe(granted)}: ${used}`);
     return false;
   }
-  if (apply) await client.remove(ref);
+  if (apply) {
+    const { uid, resourceVersion } = stored.metadata;
+    const unchangedSince = uid !== undefined && resourceVersion !== undefined ? { uid, resourceVersion } : undefined;
+    try {
+      // Only the object as it was read and compared: one changed meanwhile is kept.
+      await client.remove(ref, unchangedSince ? { unchangedSince } : {});
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      lines.push(`kept ${describe(granted)}: it was changed while revoke ran`);
+      return false;
+    }
+  }
   lines.push(`${apply ? "deleted" : "would delete"} ${describe(granted)}`);
   return true;
 }

@@ -22,6 +22,8 @@ const StoredObjectCodec = t.type({
     t.type({ name: t.string }),
     t.partial({
       namespace: t.string,
+      uid: t.string,
+      resourceVersion: t.string,
       annotations: t.record(t.string, t.string),
       labels: t.record(t.string, t.string),
       managedFields: t.array(t.partial({ manager: t.string, operation: t.string })),
@@ -70,8 +72,15 @@ export interface KubeObjects {
   read(ref: ObjectRef): Promise<StoredObject | undefined>;
   /** Every object of a kind, in one namespace or (none given) in all of them, page by page. */
   list(apiVersion: string, kind: string, namespace?: string, options?: { readonly labelSelector?: string }): Promise<StoredObject[]>;
-  /** Deletes the object (dependents in the background); "absent" when there was none. */
-  remove(ref: ObjectRef, options?: { readonly dryRun?: boolean }): Promise<"deleted" | "absent">;
+  /**
+   * Deletes the object (dependents in the background); "absent" when there was none. With
+   * `unchangedSince` (the uid and resourceVersion of a read), only the object as read: a KubeApiError
+   * with code 409 when it was changed since.
+   */
+  remove(
+    ref: ObjectRef,
+    options?: { readonly dryRun?: boolean; readonly unchangedSince?: { readonly uid: string; readonly resourceVersion: string } },
+  ): Promise<"deleted" | "absent">;
   close(): Promise<void>;
 }
 
@@ -213,7 +222,12 @@ export function kubeObjects(config: KubeConfig, options: { timeoutMs?: number } 
     async remove(ref, removeOptions = {}) {
       const what = `deleting ${describe(ref)}`;
       const path = `${await objectPath(ref)}${query({ propagationPolicy: "Background", dryRun: removeOptions.dryRun ? "All" : undefined })}`;
-      const reply = await connection.send({ method: "DELETE", path });
+      const since = removeOptions.unchangedSince;
+      const reply = await connection.send({
+        method: "DELETE",
+        path,
+        ...(since ? { body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid: since.uid, resourceVersion: since.resourceVersion } } } : {}),
+      });
       if (reply.status === 404) return "absent";
       if (reply.status !== 200 && reply.status !== 202) return failed(what, reply);
       return "deleted";

@@ -4,6 +4,7 @@ import { kubeRequest } from "../support/kubeRequest.js";
 import { startE2eCluster, type E2eCluster } from "../support/e2eCluster.js";
 import { credSpecFile } from "../lib/credspec/credSpecFixtures.js";
 import { runCredspec } from "../../cluster/credspecCommand.js";
+import { isConflict, withKubeObjects } from "../../cluster/kubeObjects.js";
 import { gmsa } from "../support/reviews.js";
 
 /**
@@ -338,6 +339,24 @@ E2e("revoke removes exactly what grant made: a binding changed by hand, and a ro
     "kept ClusterRole gmsa-use-ordersapp: still bound by RoleBinding revoking/gmsa-use-ordersapp-two",
   ]);
   assert.is((await kubeRequest(cluster.admin, "GET", rbac("clusterroles", "gmsa-use-ordersapp"))).status, 200);
+});
+
+E2e("a delete guarded by what was read keeps an object changed since (what revoke relies on)", async ({ cluster }) => {
+  await cluster.apply([{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "guarded", namespace: "shop" }, data: { a: "1" } }]);
+  const ref = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "guarded", namespace: "shop" } };
+  await withKubeObjects(cluster.admin, async (client) => {
+    const read = await client.read(ref);
+    const since = { uid: read!.metadata.uid!, resourceVersion: read!.metadata.resourceVersion! };
+    await cluster.apply([{ ...ref, data: { a: "2" } }]);
+    const refused = await client.remove(ref, { unchangedSince: since }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    assert.ok(isConflict(refused), String(refused));
+    assert.ok(await client.read(ref), "the changed object is kept");
+    const now = await client.read(ref);
+    assert.is(await client.remove(ref, { unchangedSince: { uid: now!.metadata.uid!, resourceVersion: now!.metadata.resourceVersion! } }), "deleted");
+  });
 });
 
 E2e("who-can-use of a name that does not exist says so, and names the grants a typo left", async ({ cluster }) => {
