@@ -22,6 +22,8 @@
 #   FUNCTION_APP_NAME, AZURE_RESOURCE_GROUP                relay mode: where the function key is read
 #   AZURE_SUBSCRIPTION_ID       the app's subscription (otherwise whichever `az` has selected)
 #   GMSA_CHECK_TIMEOUT_SECONDS  how long each readiness check keeps asking (default 180: a relay's first rollout)
+#   GMSA_FUNCTION_CA_FILE       url wiring: the CA bundle of the function's certificate when it is not a
+#                               public one (a private CA; the end-to-end suite's local function)
 set -euo pipefail
 
 if [ -n "${ACTIONS_ID_TOKEN_REQUEST_URL:-}" ] && [ -n "${ACTIONS_ID_TOKEN_REQUEST_TOKEN:-}" ] && [ -n "${AZURE_CLIENT_ID:-}" ] && [ -n "${AZURE_TENANT_ID:-}" ]; then
@@ -79,6 +81,7 @@ if [ "$WIRE_MODE" = relay ]; then
     --query functionKeys.default --output tsv > "$work/function-key"
   key_args=(--function-key-file "$work/function-key")
 fi
+if [ -n "${GMSA_FUNCTION_CA_FILE:-}" ]; then key_args+=(--ca-bundle-file "$GMSA_FUNCTION_CA_FILE"); fi
 
 aks_id='^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.ContainerService/managedClusters/([^/]+)$'
 
