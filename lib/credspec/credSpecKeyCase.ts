@@ -27,27 +27,40 @@ function respell(value: unknown, level: string, path: string, findings: Findings
   return respellObject(value, level, path, findings);
 }
 
+/** Each level's documented keys by their lower-case spelling, made once: this runs on every credential spec admission. */
+const documentedByLevel = new Map<string, ReadonlyMap<string, string>>(
+  Object.entries(knownKeys).map(([level, keys]) => [level, new Map((keys ?? []).map((key) => [key.toLowerCase(), key]))]),
+);
+const noKeys: ReadonlyMap<string, string> = new Map();
+
 function respellObject(value: unknown, level: string, path: string, findings: Findings): unknown {
-  const keys = knownKeys[level] ?? [];
   if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const documentedKeys = documentedByLevel.get(level) ?? noKeys;
   // No prototype: whatever a key is called, it stays a key and never reaches one.
   const result: Record<string, unknown> = Object.create(null);
-  const spellings = new Map<string, number>();
-  for (const key of Object.keys(value)) spellings.set(key.toLowerCase(), (spellings.get(key.toLowerCase()) ?? 0) + 1);
-  for (const [key, child] of Object.entries(value)) {
-    const documented = keys.find((k) => k.toLowerCase() === key.toLowerCase());
-    const childPath = path === "" ? key : `${path}.${key}`;
-    if ((spellings.get(key.toLowerCase()) ?? 0) > 1) {
-      findings.errors.push({ path: childPath, problem: "is given more than once in different cases; give each key once" });
+  const entries = Object.entries(value);
+  const lowered = entries.map(([key]) => key.toLowerCase());
+  let repeated: Set<string> | undefined;
+  const seen = new Set<string>();
+  for (const lower of lowered) {
+    if (seen.has(lower)) (repeated ??= new Set()).add(lower);
+    seen.add(lower);
+  }
+  const pathOf = (key: string) => (path === "" ? key : `${path}.${key}`);
+  for (let i = 0; i < entries.length; i++) {
+    const [key, child] = entries[i]!;
+    const lower = lowered[i]!;
+    if (repeated?.has(lower)) {
+      findings.errors.push({ path: pathOf(key), problem: "is given more than once in different cases; give each key once" });
       continue;
     }
+    const documented = documentedKeys.get(lower);
     if (documented === undefined) {
       result[key] = child;
       continue;
     }
-    if (documented !== key) findings.warnings.push({ path: childPath, problem: `key in the wrong case: the documented spelling is ${documented}` });
-    const nested = level === "GroupManagedServiceAccounts" ? "" : documented;
-    result[documented] = nested === "" ? child : respell(child, documented, childPath, findings);
+    if (documented !== key) findings.warnings.push({ path: pathOf(key), problem: `key in the wrong case: the documented spelling is ${documented}` });
+    result[documented] = level === "GroupManagedServiceAccounts" ? child : respell(child, documented, pathOf(key), findings);
   }
   return result;
 }
