@@ -83,7 +83,7 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
  * One esbuild run of the package bundle: every function module and what it imports, dependencies
  * as they are published (no plugin rewrites a dependency's modules).
  */
-function bundle() {
+export function bundle(options: { write?: boolean } = {}) {
   const modules = readdirSync(join(root, "functions"))
     .filter((f) => f.endsWith(".ts"))
     .sort();
@@ -104,6 +104,7 @@ function bundle() {
     legalComments: "external",
     metafile: true,
     logLevel: "warning",
+    write: options.write ?? true,
   });
 }
 

@@ -2,7 +2,7 @@ import type { TokenCredential } from "@azure/core-auth";
 import { performance } from "node:perf_hooks";
 import { fleetRouter, type FleetRouter } from "../fleet/fleetRouter.js";
 import { memberClient, type MemberClient, type MemberClientOptions, type MemberPorts } from "../fleet/memberClient.js";
-import { keptClusterAccess, loadKubeConfig, localKubeConfig, type ClusterLog, type ClusterPorts, type KeptClusterAccess, type SharedAccess } from "../kube/clusterClient.js";
+import { keptClusterAccess, loadClusterAccess, type ClusterLog, type ClusterPorts, type KeptClusterAccess, type SharedAccess } from "../kube/clusterClient.js";
 import { type AdmissionSettings, type SharedAdmissionSettings } from "../settings/admission.js";
 import {
   apiServerTarget,
@@ -82,6 +82,8 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
         continue;
       }
       try {
+        // client-node is loaded for kubeconfig members only (lib/kube/localKubeConfig.ts).
+        const { localKubeConfig } = await import("../kube/localKubeConfig.js");
         const server = localKubeConfig(cluster).getCurrentCluster()?.server;
         if (server !== undefined) reaches(member.name, server, true);
         readable.push(member);
@@ -170,7 +172,7 @@ function defaultStart(): (member: FleetMemberSettings, log: ClusterLog) => Promi
     if (member.settings.cluster.access === "entra") azureCredential ??= (await import("../kube/entraAccess.js")).azureCredential;
     let access = accesses.get(member.name);
     if (!access) {
-      access = keptClusterAccess(() => loadKubeConfig(member.settings.cluster, log, shared), member.settings, log);
+      access = keptClusterAccess(() => loadClusterAccess(member.settings.cluster, log, shared), member.settings, log);
       accesses.set(member.name, access);
     }
     return access.start();

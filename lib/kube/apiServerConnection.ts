@@ -20,6 +20,14 @@ import { isLoopbackHttp, plainHttpProblem } from "./plainHttp.js";
  * JSON text.
  */
 
+/**
+ * What a connection reads of how a cluster is reached, on every call: the current cluster, its
+ * user, and the credentials and TLS settings of a request. client-node's KubeConfig answers them
+ * for a kubeconfig or the in-cluster service account; EntraApiAccess (entraApiAccess.ts) for a
+ * managed cluster reached with Entra tokens, without loading client-node.
+ */
+export type ApiServerCredentials = Pick<KubeConfig, "getCurrentCluster" | "getCurrentUser" | "applyToHTTPSOptions">;
+
 export interface ApiReply {
   readonly status: number;
   /** The JSON the server answered, parsed as is; undefined for an empty body. */
@@ -124,7 +132,7 @@ interface Prepared {
  * settings stay the same: a rotated CA or client certificate (or a new server URL) gets a new
  * pool, and the old one closes once its calls are done.
  */
-export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: number } = {}): ApiServerConnection {
+export function apiServerConnection(config: ApiServerCredentials, options: { timeoutMs?: number } = {}): ApiServerConnection {
   const initial = target(config);
   const timeoutMs = options.timeoutMs ?? defaultCallTimeoutMs;
   let pool: { key: string; dispatcher: Dispatcher | undefined } | undefined;
@@ -280,7 +288,7 @@ export function apiServerConnection(config: KubeConfig, options: { timeoutMs?: n
 }
 
 /** The current cluster and its URL, checked: read on every call, since an Entra cluster's endpoint may be read again. */
-function target(config: KubeConfig): { server: string; cluster: NonNullable<ReturnType<KubeConfig["getCurrentCluster"]>> } {
+function target(config: ApiServerCredentials): { server: string; cluster: NonNullable<ReturnType<ApiServerCredentials["getCurrentCluster"]>> } {
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new ApiServerConnectionError("the kubeconfig has no current cluster (set current-context)", "no current cluster");
   const server = cluster.server.replace(/\/+$/, "");

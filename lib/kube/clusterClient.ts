@@ -1,19 +1,17 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { randomBytes } from "node:crypto";
-import { KubeConfig } from "@kubernetes/client-node";
 import { classifyCanary, readinessPod, unknownCredSpecName, type ReadinessResult } from "../canary/probe.js";
 import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
 import type { CredSpecSource, UseAuthorizer } from "../gmsa/ports.js";
 import type { ClusterAccessSettings, ClusterClientSettings } from "./clusterAccess.js";
 import type { ApiCallOptions } from "./apiCall.js";
-import { apiServerConnection, type ApiServerConnection } from "./apiServerConnection.js";
+import { apiServerConnection, type ApiServerConnection, type ApiServerCredentials } from "./apiServerConnection.js";
 import { apiSlots, memberShare } from "./apiSlots.js";
 import { credSpecApi } from "./credSpecApi.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
-import { entraKubeConfig, type EntraKubeConfig } from "./entraKubeConfig.js";
+import { entraApiAccess, type EntraApiAccess } from "./entraApiAccess.js";
 import { EntraTokenError } from "./entraTokenError.js";
-import { plainHttpProblem } from "./plainHttp.js";
 import { useAuthorization } from "./useAuthorization.js";
 
 /** The cluster-facing half of the product: the two ports, bound to one API server. */
@@ -38,12 +36,12 @@ const consoleLog: ClusterLog = (level, message) => (level === "warn" ? console.w
  * Reaches the API server the settings name: a kubeconfig, the pod's own service account, or a
  * managed cluster through Microsoft Entra ID with the app's managed identity.
  */
-export async function loadKubeConfig(cluster: ClusterAccessSettings, log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<KubeConfig> {
+export async function loadClusterAccess(cluster: ClusterAccessSettings, log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<ApiServerCredentials> {
   if (cluster.access === "entra") {
     // Loaded only here: the Azure identity and ARM code is most of what an instance would
     // otherwise load at start, and a kubeconfig or in-cluster instance never runs it.
     const { azureCredential } = await import("./entraAccess.js");
-    return entraKubeConfig({
+    return entraApiAccess({
       credential: shared.credential?.(cluster.clientId) ?? azureCredential(cluster.clientId),
       ...(cluster.resourceId ? { resourceId: cluster.resourceId } : {}),
       ...(cluster.server ? { server: cluster.server } : {}),
@@ -52,6 +50,8 @@ export async function loadKubeConfig(cluster: ClusterAccessSettings, log: Cluste
       log,
     });
   }
+  // client-node, for the kubeconfig, loaded only here: an Entra instance never needs it.
+  const { localKubeConfig } = await import("./localKubeConfig.js");
   return localKubeConfig(cluster);
 }
 
@@ -60,48 +60,23 @@ export interface SharedAccess {
   readonly credential?: (clientId: string | undefined) => TokenCredential;
 }
 
-/**
- * A kubeconfig file (in the context it names, if it names one) or the pod's own service
- * account: read from disk only, so it can be checked at start-up without reaching the cluster.
- */
-export function localKubeConfig(cluster: Exclude<ClusterAccessSettings, { access: "entra" }>): KubeConfig {
-  const config = new KubeConfig();
-  if (cluster.access === "kubeconfig") {
-    config.loadFromFile(cluster.kubeconfig);
-    if (cluster.context !== undefined) {
-      const known = config.getContexts().map((c) => c.name);
-      if (!known.includes(cluster.context)) {
-        throw new Error(`the kubeconfig ${cluster.kubeconfig} has no context "${cluster.context}" (it has ${known.length > 0 ? known.map((n) => `"${n}"`).join(", ") : "none"})`);
-      }
-      config.setCurrentContext(cluster.context);
-    }
-  } else config.loadFromCluster();
-  const current = config.getCurrentCluster();
-  if (!current) throw new Error(`the kubeconfig names no current cluster (${cluster.access})`);
-  // Refused here, so that the instance never reports healthy and then fails every admission.
-  const problem = plainHttpProblem(current.server);
-  if (problem)
-    throw new Error(cluster.access === "kubeconfig" ? `KUBECONFIG (${cluster.kubeconfig}) cannot be used: ${problem}` : `the in-cluster configuration cannot be used: ${problem}`);
-  return config;
-}
-
 export async function clusterPorts(settings: ClusterClientSettings, log: ClusterLog = consoleLog, shared: SharedAccess = {}): Promise<ClusterPorts> {
-  return portsFor(await loadKubeConfig(settings.cluster, log, shared), settings, log);
+  return portsFor(await loadClusterAccess(settings.cluster, log, shared), settings, log);
 }
 
-function isEntra(config: KubeConfig): config is EntraKubeConfig {
-  return typeof (config as Partial<EntraKubeConfig>).invalidateToken === "function";
+function isEntra(config: ApiServerCredentials): config is EntraApiAccess {
+  return typeof (config as Partial<EntraApiAccess>).invalidateToken === "function";
 }
 
 // Without a watch to clear it, "not found" is believed only briefly: a spec created a moment ago must be accepted.
 const unwatchedNotFoundTtlMs = 1_000;
 
 /**
- * The ports over one KubeConfig: direct reads behind the credential spec cache, answers behind
+ * The ports over one cluster's access: direct reads behind the credential spec cache, answers behind
  * the decision cache, every call over one pool of kept-alive connections and within one cap on
  * calls in flight.
  */
-export function portsFor(config: KubeConfig, settings: ClusterClientSettings, log: ClusterLog = consoleLog): ClusterPorts {
+export function portsFor(config: ApiServerCredentials, settings: ClusterClientSettings, log: ClusterLog = consoleLog): ClusterPorts {
   return portsOver(config, apiServerConnection(config, { timeoutMs: settings.apiTimeoutMs }), settings, log);
 }
 
@@ -116,7 +91,7 @@ export interface KeptClusterAccess {
 }
 
 /**
- * A cluster's access (its KubeConfig: for Entra the endpoint and CA read through ARM and the
+ * A cluster's access (its kubeconfig, or for Entra the endpoint and CA read through ARM and the
  * token cache) read once and kept, so that a client stopped as idle starts again without asking
  * ARM or the identity anew: an ARM outage then fails no member that was already reached. Only
  * what a start builds (the watch, the caches, the slots, the open connections) is freed by its
@@ -126,8 +101,8 @@ export interface KeptClusterAccess {
  * Should a given-up read answer after all, it is dropped unused (no pool is opened over it): only
  * the latest read may be kept.
  */
-export function keptClusterAccess(load: () => Promise<KubeConfig>, settings: ClusterClientSettings, log: ClusterLog = consoleLog): KeptClusterAccess {
-  let kept: { config: KubeConfig; connection: ApiServerConnection } | undefined;
+export function keptClusterAccess(load: () => Promise<ApiServerCredentials>, settings: ClusterClientSettings, log: ClusterLog = consoleLog): KeptClusterAccess {
+  let kept: { config: ApiServerCredentials; connection: ApiServerConnection } | undefined;
   let reads = 0;
   return {
     async start() {
@@ -167,7 +142,7 @@ async function probeCluster(
   }
 }
 
-function portsOver(config: KubeConfig, connection: ApiServerConnection, settings: ClusterClientSettings, log: ClusterLog): ClusterPorts {
+function portsOver(config: ApiServerCredentials, connection: ApiServerConnection, settings: ClusterClientSettings, log: ClusterLog): ClusterPorts {
   const entra = isEntra(config) ? config : undefined;
   const slots = apiSlots(settings.apiConcurrency, settings.apiMaxWaiting, { maxHeldAtAll: memberShare(settings.instanceConcurrency) });
   const bounds: ApiCallOptions = {

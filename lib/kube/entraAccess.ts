@@ -63,8 +63,8 @@ export interface EntraClusterOptions {
   readonly loopbackApiServerForTests?: boolean;
 }
 
-/** What an EntraKubeConfig is made of (lib/kube/entraKubeConfig.ts), read here from Azure. */
-export interface EntraKubeConfigParts {
+/** What an EntraApiAccess is made of (lib/kube/entraApiAccess.ts), read here from Azure. */
+export interface EntraApiAccessParts {
   readonly endpoint: ApiServerEndpoint;
   readonly tokens: EntraTokenCache;
   /** Present when the endpoint came from ARM and can be read again. */
@@ -82,10 +82,10 @@ export class EntraAccessError extends Error {
 }
 
 /**
- * What an EntraKubeConfig is made of (lib/kube/entraKubeConfig.ts makes it): the API server's URL
+ * What an EntraApiAccess is made of (lib/kube/entraApiAccess.ts makes it): the API server's URL
  * and CA, read from ARM when given a resource ID, and the cache of its Entra tokens.
  */
-export async function entraKubeConfigParts(options: EntraClusterOptions): Promise<EntraKubeConfigParts> {
+export async function entraApiAccessParts(options: EntraClusterOptions): Promise<EntraApiAccessParts> {
   const resourceId = nonEmpty(options.resourceId);
   const server = nonEmpty(options.server);
   if (resourceId && server) throw new EntraAccessError("give the managed cluster's resource ID or its API server URL, not both");

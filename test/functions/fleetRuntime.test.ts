@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createFleetRuntime } from "../../lib/app/runtime.js";
-import { localKubeConfig } from "../../lib/kube/clusterClient.js";
+import { localKubeConfig } from "../../lib/kube/localKubeConfig.js";
 import { readFleetSettings } from "../../lib/settings/fleet.js";
 
 const dir = mkdtempSync(join(tmpdir(), "gmsa-fleet-runtime-"));

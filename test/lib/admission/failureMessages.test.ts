@@ -10,7 +10,7 @@ import { type CredSpecSource } from "../../../lib/gmsa/ports.js";
 import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
 import { validatePod } from "../../../lib/gmsa/validatePod.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
-import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
+import { entraApiAccess } from "../../../lib/kube/entraApiAccess.js";
 import { admissionLogLine } from "../../../lib/observability/admissionLog.js";
 import { readAdmissionSettings } from "../../../lib/settings/admission.js";
 import { fakeCredential } from "../../support/fakeCredential.js";
@@ -184,7 +184,7 @@ const RealClient = suite("what a pod creator is told, through the real client");
 const hour = 3_600_000;
 
 async function realCredSpecs(server: string, caPem: string, credential = fakeCredential([{ token: "some-token", lifetimeMs: hour }])): Promise<CredSpecSource> {
-  const kc = await entraKubeConfig({ credential, server, caPem, prefetchToken: false });
+  const kc = await entraApiAccess({ credential, server, caPem, prefetchToken: false });
   const settings = readAdmissionSettings({ GMSA_API_SERVER_URL: server, GMSA_CREDSPEC_CACHE: "false", GMSA_AUTH_CACHE_TTL_SECONDS: "0" });
   return portsFor(kc, settings, () => undefined).credSpecs;
 }

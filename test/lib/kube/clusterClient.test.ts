@@ -2,7 +2,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createAdmissionRuntime } from "../../../lib/app/runtime.js";
-import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
+import { entraApiAccess } from "../../../lib/kube/entraApiAccess.js";
 import { clusterPorts, keptClusterAccess, portsFor, type ClusterPorts } from "../../../lib/kube/clusterClient.js";
 import { memberClient, type MemberTimers } from "../../../lib/fleet/memberClient.js";
 import type { ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
@@ -108,7 +108,7 @@ Connections("an Entra token that is renewed is sent on the same connection", asy
     { token: "first-token", lifetimeMs: 3_600_000 },
     { token: "second-token", lifetimeMs: 3_600_000 },
   ]);
-  const config = await entraKubeConfig({ credential, server: context.api.url, caPem: context.api.caPem });
+  const config = await entraApiAccess({ credential, server: context.api.url, caPem: context.api.caPem });
   const ports = portsFor(config, settings(context.api), () => {});
   context.ports.push(ports);
   await ports.credSpecs.lookup("a", noDeadline);
@@ -348,7 +348,7 @@ Kept("an idle stop frees the watch and caches but keeps the Entra access: the re
   const credential = fakeCredential([{ token: "aks-token", lifetimeMs: 3_600_000 }]);
   const memberSettings = readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.hcp.westeurope.azmk8s.io", GMSA_AUTH_CACHE_TTL_SECONDS: "0" });
   const access = keptClusterAccess(
-    () => entraKubeConfig({ credential, resourceId, armEndpoint: "https://127.0.0.1:1", armFetch: arm.fetch, loopbackApiServerForTests: true, armRetryDelayMs: 1 }),
+    () => entraApiAccess({ credential, resourceId, armEndpoint: "https://127.0.0.1:1", armFetch: arm.fetch, loopbackApiServerForTests: true, armRetryDelayMs: 1 }),
     memberSettings,
     () => {},
   );
@@ -394,7 +394,7 @@ Kept("a first read that fails is not kept: the next start reads again", async (c
   arm.down = true;
   const credential = fakeCredential([{ token: "aks-token", lifetimeMs: 3_600_000 }]);
   const access = keptClusterAccess(
-    () => entraKubeConfig({ credential, resourceId, armEndpoint: "https://127.0.0.1:1", armFetch: arm.fetch, loopbackApiServerForTests: true, armRetryDelayMs: 1 }),
+    () => entraApiAccess({ credential, resourceId, armEndpoint: "https://127.0.0.1:1", armFetch: arm.fetch, loopbackApiServerForTests: true, armRetryDelayMs: 1 }),
     readAdmissionSettings({ GMSA_API_SERVER_URL: "https://unused.hcp.westeurope.azmk8s.io" }),
     () => {},
   );

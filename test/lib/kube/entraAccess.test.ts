@@ -1,5 +1,5 @@
 import { DefaultAzureCredential } from "@azure/identity";
-import { ApiException, AuthenticationV1Api, CustomObjectsApi, KubeConfig, Watch, makeInformer, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import * as https from "node:https";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -14,9 +14,9 @@ import { startControlPlane, type ControlPlane } from "../../../controlplane/star
 import type { ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
 import { ApiServerHostError } from "../../../lib/kube/aksApiServerHost.js";
 import { AksResourceIdError } from "../../../lib/kube/aksResourceId.js";
-import { credSpecResource } from "../../../lib/kube/credSpecApi.js";
+import { apiServerConnection, ApiServerConnectionError, type ApiReply, type ApiServerConnection, type ApiServerCredentials } from "../../../lib/kube/apiServerConnection.js";
 import { EntraAccessError, aksServerScope, azureCredential } from "../../../lib/kube/entraAccess.js";
-import { entraKubeConfig, type EntraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
+import { entraApiAccess, type EntraApiAccess } from "../../../lib/kube/entraApiAccess.js";
 import { EntraTokenError } from "../../../lib/kube/entraTokenCache.js";
 import { isRefreshable } from "../../../lib/kube/refreshableCredential.js";
 import { fakeCredential, manualClock } from "../../support/fakeCredential.js";
@@ -26,15 +26,15 @@ import { readAdmissionSettings } from "../../../lib/settings/admission.js";
 const hour = 3_600_000;
 
 // ---------------------------------------------------------------------------------------------
-// Without a cluster: what entraKubeConfig accepts, and which credential azureCredential picks.
+// Without a cluster: what entraApiAccess accepts, and which credential azureCredential picks.
 
-const Options = suite<{ ca: CertificateAuthority }>("entraKubeConfig options");
+const Options = suite<{ ca: CertificateAuthority }>("entraApiAccess options");
 
 Options.before(async (context) => {
   try {
     context.ca = await createCertificateAuthority("options-ca");
   } catch (error) {
-    console.error("entraKubeConfig options: setup failed", error);
+    console.error("entraApiAccess options: setup failed", error);
     throw error;
   }
 });
@@ -54,36 +54,36 @@ const someToken = () => fakeCredential([{ token: "A", lifetimeMs: hour }]);
 const resourceId = "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one";
 
 Options("a resource ID or a server URL, not both and not neither", async () => {
-  const both = await refusal(() => entraKubeConfig({ credential: someToken(), resourceId, server: "https://aks.example" }));
+  const both = await refusal(() => entraApiAccess({ credential: someToken(), resourceId, server: "https://aks.example" }));
   assert.instance(both, EntraAccessError);
   assert.match(both.message, "not both");
-  const neither = await refusal(() => entraKubeConfig({ credential: someToken(), server: "  " }));
+  const neither = await refusal(() => entraApiAccess({ credential: someToken(), server: "  " }));
   assert.match(neither.message, "give the managed cluster's resource ID, or its API server URL and CA");
-  const caWithId = await refusal(() => entraKubeConfig({ credential: someToken(), resourceId, caPem: "x" }));
+  const caWithId = await refusal(() => entraApiAccess({ credential: someToken(), resourceId, caPem: "x" }));
   assert.match(caWithId.message, "with a resource ID the CA is read from Azure Resource Manager");
 });
 
 Options("a malformed resource ID is refused before any call", async () => {
   const credential = someToken();
-  const error = await refusal(() => entraKubeConfig({ credential, resourceId: "/subscriptions/x/resourceGroups/rg" }));
+  const error = await refusal(() => entraApiAccess({ credential, resourceId: "/subscriptions/x/resourceGroups/rg" }));
   assert.instance(error, AksResourceIdError);
   assert.is(credential.calls.length, 0);
 });
 
 Options("the API server must be https", async () => {
-  const error = await refusal(() => entraKubeConfig({ credential: someToken(), server: "http://127.0.0.1:8080" }));
+  const error = await refusal(() => entraApiAccess({ credential: someToken(), server: "http://127.0.0.1:8080" }));
   assert.match(error.message, "the API server URL: the API server URL must be https, not http");
 });
 
 Options("the first token is fetched up front, so a broken identity fails at start", async () => {
   const credential = fakeCredential([{ fail: "ManagedIdentityCredential: no managed identity endpoint" }]);
-  const error = await refusal(() => entraKubeConfig({ credential, server: "https://aks.example", caPem: "" }));
+  const error = await refusal(() => entraApiAccess({ credential, server: "https://aks.example", caPem: "" }));
   assert.instance(error, EntraTokenError);
   assert.match(error.message, `could not get a Microsoft Entra token for the AKS API server (scope ${aksServerScope})`);
 });
 
 Options("websocket and proto requests (applyToHTTPSOptions) get the bearer token and the CA too", async ({ ca }) => {
-  const kc = await entraKubeConfig({ credential: someToken(), server: "https://aks.example:443", caPem: ca.certPem });
+  const kc = await entraApiAccess({ credential: someToken(), server: "https://aks.example:443", caPem: ca.certPem });
   const options: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(options);
   assert.equal(options.headers, { Authorization: "Bearer A" });
@@ -92,7 +92,7 @@ Options("websocket and proto requests (applyToHTTPSOptions) get the bearer token
 });
 
 Options("with the server given directly, there is nothing to refresh", async ({ ca }) => {
-  const kc = await entraKubeConfig({ credential: someToken(), server: "https://aks.example", caPem: Buffer.from(ca.certPem).toString("base64") });
+  const kc = await entraApiAccess({ credential: someToken(), server: "https://aks.example", caPem: Buffer.from(ca.certPem).toString("base64") });
   const refresh = await kc.refreshClusterCredentials();
   assert.is(refresh.outcome, "skipped");
 });
@@ -128,7 +128,7 @@ function scriptedArm(caPem: string, names: string[], server: string): ScriptedAr
 Options("with a resource ID, an API server the cluster resource declares is accepted", async ({ ca }) => {
   const arm = scriptedArm(ca.certPem, [aksHost, "aks-one.privatelink.westeurope.azmk8s.io"], `https://${aksHost}:443`);
   const credential = someToken();
-  const kc = await entraKubeConfig({ credential, resourceId, armFetch: arm.fetch });
+  const kc = await entraApiAccess({ credential, resourceId, armFetch: arm.fetch });
   assert.is(kc.server, `https://${aksHost}`);
   assert.equal(
     arm.sent.map((s) => s.method),
@@ -149,7 +149,7 @@ for (const [what, names, server, message] of foreignServers) {
   Options(`ARM naming ${what} stops start-up, and no AKS token is fetched`, async ({ ca }) => {
     const arm = scriptedArm(ca.certPem, names, server);
     const credential = someToken();
-    const error = await refusal(() => entraKubeConfig({ credential, resourceId, armFetch: arm.fetch }));
+    const error = await refusal(() => entraApiAccess({ credential, resourceId, armFetch: arm.fetch }));
     assert.instance(error, ApiServerHostError);
     assert.match(error.message, message);
     assert.match(error.message, `listClusterUserCredential for ${resourceId}`);
@@ -162,7 +162,7 @@ for (const [what, names, server, message] of foreignServers) {
 
 Options("the loopback test seam is refused unless ARM itself is a test's, on loopback", async ({ ca }) => {
   const arm = scriptedArm(ca.certPem, ["127.0.0.1"], "https://127.0.0.1:6443");
-  const error = await refusal(() => entraKubeConfig({ credential: someToken(), resourceId, armFetch: arm.fetch, loopbackApiServerForTests: true }));
+  const error = await refusal(() => entraApiAccess({ credential: someToken(), resourceId, armFetch: arm.fetch, loopbackApiServerForTests: true }));
   assert.instance(error, EntraAccessError);
   assert.match(error.message, "only from a test's ARM endpoint on loopback");
   assert.is(arm.sent.length, 0);
@@ -171,7 +171,7 @@ Options("the loopback test seam is refused unless ARM itself is a test's, on loo
 Options("a failed re-read keeps the endpoint in use, and the next try waits its turn", async ({ ca }) => {
   const clock = manualClock();
   const arm = scriptedArm(ca.certPem, [aksHost], `https://${aksHost}`);
-  const kc = await entraKubeConfig({ credential: someToken(), resourceId, armFetch: arm.fetch, now: clock.now });
+  const kc = await entraApiAccess({ credential: someToken(), resourceId, armFetch: arm.fetch, now: clock.now });
   assert.is(kc.server, `https://${aksHost}`);
   arm.status = 403;
   clock.advance(30_000);
@@ -185,7 +185,7 @@ Options("a failed re-read keeps the endpoint in use, and the next try waits its 
 Options("a re-read that names a host the cluster does not declare is refused, and the endpoint stays", async ({ ca }) => {
   const clock = manualClock();
   const arm = scriptedArm(ca.certPem, [aksHost], `https://${aksHost}`);
-  const kc = await entraKubeConfig({ credential: someToken(), resourceId, armFetch: arm.fetch, now: clock.now });
+  const kc = await entraApiAccess({ credential: someToken(), resourceId, armFetch: arm.fetch, now: clock.now });
   arm.server = "https://attacker.example";
   clock.advance(30_000);
   const error = await refusal(() => kc.refreshClusterCredentials());
@@ -227,7 +227,7 @@ interface ClusterContext {
   admin: KubeConfig;
 }
 
-const Cluster = suite<ClusterContext>("EntraKubeConfig against a real API server");
+const Cluster = suite<ClusterContext>("EntraApiAccess against a real API server");
 
 function credSpec(name: string): Manifest {
   return {
@@ -260,7 +260,7 @@ Cluster.before(async (context) => {
       credSpec("webapp1"),
     ]);
   } catch (error) {
-    console.error("EntraKubeConfig against a real API server: setup failed", error);
+    console.error("EntraApiAccess against a real API server: setup failed", error);
     await context.controlPlane?.stop();
     context.controlPlane = undefined;
     throw error;
@@ -276,13 +276,35 @@ function cluster(context: ClusterContext): ControlPlane {
   return context.controlPlane;
 }
 
-async function whoAmI(kc: KubeConfig): Promise<string | undefined> {
-  const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } });
+const credSpecsPath = "/apis/windows.k8s.io/v1/gmsacredentialspecs";
+
+/** A connection as the product's ports make one over the access: credentials applied on every call. */
+async function over<T>(kc: ApiServerCredentials, use: (connection: ApiServerConnection) => Promise<T>): Promise<T> {
+  const connection = apiServerConnection(kc);
+  try {
+    return await use(connection);
+  } finally {
+    await connection.close();
+  }
+}
+
+function answered(reply: ApiReply, what: string): Record<string, unknown> {
+  assert.ok(reply.status >= 200 && reply.status < 300, `${what}: ${reply.status} ${JSON.stringify(reply.body)}`);
+  return reply.body as Record<string, unknown>;
+}
+
+async function whoAmI(connection: ApiServerConnection): Promise<string | undefined> {
+  const reply = await connection.send({
+    method: "POST",
+    path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+  });
+  const review = answered(reply, "SelfSubjectReview") as { status?: { userInfo?: { username?: string } } };
   return review.status?.userInfo?.username;
 }
 
-async function credSpecNames(kc: KubeConfig): Promise<string[]> {
-  const list = (await kc.makeApiClient(CustomObjectsApi).listClusterCustomObject({ ...credSpecResource })) as KubernetesListObject<KubernetesObject>;
+async function credSpecNames(connection: ApiServerConnection): Promise<string[]> {
+  const list = answered(await connection.send({ method: "GET", path: credSpecsPath }), "list") as { items: { metadata?: { name?: string } }[] };
   return list.items.map((item) => item.metadata?.name ?? "").sort();
 }
 
@@ -299,14 +321,16 @@ Cluster("requests carry the token; once it expires the credential is asked again
     ],
     clock.now,
   );
-  const kc = await entraKubeConfig({ credential, server: cp.server, caPem: cp.caPem, now: clock.now });
+  const kc = await entraApiAccess({ credential, server: cp.server, caPem: cp.caPem, now: clock.now });
   assert.is(credential.calls.length, 1);
-  assert.is(await whoAmI(kc), tokens.a.user);
-  assert.equal(await credSpecNames(kc), ["webapp1"]);
-  assert.is(credential.calls.length, 1, "served from the cache");
-  clock.advance(120_000);
-  assert.equal(await credSpecNames(kc), ["webapp1"]);
-  assert.is(await whoAmI(kc), tokens.b.user);
+  await over(kc, async (connection) => {
+    assert.is(await whoAmI(connection), tokens.a.user);
+    assert.equal(await credSpecNames(connection), ["webapp1"]);
+    assert.is(credential.calls.length, 1, "served from the cache");
+    clock.advance(120_000);
+    assert.equal(await credSpecNames(connection), ["webapp1"]);
+    assert.is(await whoAmI(connection), tokens.b.user, "the same connection sends the renewed token");
+  });
   assert.is(credential.calls.length, 2);
   assert.ok(
     credential.calls.every((call) => call.scopes === aksServerScope),
@@ -314,41 +338,44 @@ Cluster("requests carry the token; once it expires the credential is asked again
   );
 });
 
-Cluster("an informer lists and watches with the bearer token", async (context) => {
+Cluster("a list and then a watch carry the bearer token", async (context) => {
   const cp = cluster(context);
-  const kc = await entraKubeConfig({ credential: fakeCredential([{ token: tokens.b.token, lifetimeMs: hour }]), server: cp.server, caPem: cp.caPem });
-  const api = kc.makeApiClient(CustomObjectsApi);
-  const informer = makeInformer<KubernetesObject>(
-    kc,
-    `/apis/${credSpecResource.group}/${credSpecResource.version}/${credSpecResource.plural}`,
-    () => api.listClusterCustomObject({ ...credSpecResource }) as Promise<KubernetesListObject<KubernetesObject>>,
-  );
-  const added: string[] = [];
-  const errors: unknown[] = [];
-  informer.on("add", (object) => added.push(object.metadata?.name ?? ""));
-  informer.on("error", (error) => errors.push(error));
-  try {
-    await informer.start();
-    assert.equal(added, ["webapp1"], "listed");
-    await applyObjects(context.admin, [credSpec("added-later")]);
-    const deadline = Date.now() + 10_000;
-    while (!added.includes("added-later") && Date.now() < deadline) await pause(50);
-    assert.equal(added, ["webapp1", "added-later"], "seen through the watch");
-    assert.equal(errors, []);
-  } finally {
-    await informer.stop();
-  }
+  const kc = await entraApiAccess({ credential: fakeCredential([{ token: tokens.b.token, lifetimeMs: hour }]), server: cp.server, caPem: cp.caPem });
+  await over(kc, async (connection) => {
+    const list = answered(await connection.send({ method: "GET", path: credSpecsPath }), "list") as {
+      metadata: { resourceVersion: string };
+      items: { metadata: { name: string } }[];
+    };
+    assert.equal(
+      list.items.map((item) => item.metadata.name),
+      ["webapp1"],
+      "listed",
+    );
+    const stop = new AbortController();
+    try {
+      const watch = await connection.stream({ path: `${credSpecsPath}?watch=1&resourceVersion=${list.metadata.resourceVersion}`, signal: stop.signal, idleTimeoutMs: 30_000 });
+      assert.is(watch.status, 200, JSON.stringify(watch.body));
+      await applyObjects(context.admin, [credSpec("added-later")]);
+      const seen: string[] = [];
+      for await (const line of watch.lines()) {
+        const event = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+        seen.push(`${event.type} ${event.object.metadata.name}`);
+        if (event.object.metadata.name === "added-later") break;
+      }
+      assert.equal(seen, ["ADDED added-later"], "seen through the watch");
+    } finally {
+      stop.abort();
+    }
+  });
 });
 
 Cluster("a watch with a token the API server refuses gets 401: the watch sends the token", async (context) => {
   const cp = cluster(context);
-  const kc = await entraKubeConfig({ credential: fakeCredential([{ token: refusedToken, lifetimeMs: hour }]), server: cp.server, caPem: cp.caPem });
-  const path = `/apis/${credSpecResource.group}/${credSpecResource.version}/${credSpecResource.plural}`;
-  const outcome = await new Promise<unknown>((resolve) => {
-    void new Watch(kc).watch(path, {}, () => undefined, resolve);
-  });
-  assert.instance(outcome, Error);
-  assert.is((outcome as Error & { statusCode?: number }).statusCode, 401);
+  const kc = await entraApiAccess({ credential: fakeCredential([{ token: refusedToken, lifetimeMs: hour }]), server: cp.server, caPem: cp.caPem });
+  const stop = new AbortController();
+  const watch = await over(kc, (connection) => connection.stream({ path: `${credSpecsPath}?watch=1`, signal: stop.signal, idleTimeoutMs: 30_000 }));
+  stop.abort();
+  assert.is(watch.status, 401);
 });
 
 Cluster("a refused token gives 401; after invalidateToken() the next token works", async (context) => {
@@ -357,19 +384,13 @@ Cluster("a refused token gives 401; after invalidateToken() the next token works
     { token: refusedToken, lifetimeMs: hour },
     { token: tokens.c.token, lifetimeMs: hour },
   ]);
-  const kc = await entraKubeConfig({ credential, server: cp.server, caPem: cp.caPem });
-  const api = kc.makeApiClient(CustomObjectsApi);
-  try {
-    await api.listClusterCustomObject({ ...credSpecResource });
-    assert.unreachable("the refused token should have been refused");
-  } catch (error) {
-    assert.instance(error, ApiException);
-    assert.is((error as ApiException<unknown>).code, 401);
-  }
-  kc.invalidateToken();
-  const list = (await api.listClusterCustomObject({ ...credSpecResource })) as KubernetesListObject<KubernetesObject>;
-  assert.ok(list.items.length >= 1);
-  assert.is(await whoAmI(kc), tokens.c.user);
+  const kc = await entraApiAccess({ credential, server: cp.server, caPem: cp.caPem });
+  await over(kc, async (connection) => {
+    assert.is((await connection.send({ method: "GET", path: credSpecsPath })).status, 401, "the refused token is refused");
+    kc.invalidateToken();
+    assert.ok((await credSpecNames(connection)).length >= 1);
+    assert.is(await whoAmI(connection), tokens.c.user);
+  });
   assert.is(credential.calls.length, 2);
 });
 
@@ -455,7 +476,7 @@ Cluster("with a resource ID, the URL and CA come from ARM with an ARM token, and
     const clock = manualClock(Date.now());
     const credential = fakeCredential([{ token: tokens.b.token, lifetimeMs: hour }], clock.now);
     credential.scripts.set(`${arm.endpoint}/.default`, [{ token: "arm-token", lifetimeMs: hour }]);
-    const kc: EntraKubeConfig = await entraKubeConfig({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now, loopbackApiServerForTests: true });
+    const kc: EntraApiAccess = await entraApiAccess({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now, loopbackApiServerForTests: true });
 
     assert.is(arm.requests.length, 2);
     assert.equal(arm.requests[0], {
@@ -470,8 +491,10 @@ Cluster("with a resource ID, the URL and CA come from ARM with an ARM token, and
     });
     assert.is(kc.server, cp.server);
     assert.is(kc.resourceId, resourceId);
-    assert.ok((await credSpecNames(kc)).includes("webapp1"));
-    assert.is(await whoAmI(kc), tokens.b.user);
+    await over(kc, async (connection) => {
+      assert.ok((await credSpecNames(connection)).includes("webapp1"));
+      assert.is(await whoAmI(connection), tokens.b.user);
+    });
     assert.equal(
       credential.calls.map((c) => c.scopes),
       [`${arm.endpoint}/.default`, `${arm.endpoint}/.default`, aksServerScope],
@@ -487,10 +510,12 @@ Cluster("refreshClusterCredentials re-reads ARM at most every 30 s, and a new CA
   try {
     const clock = manualClock(Date.now());
     const credential = fakeCredential([{ token: tokens.b.token, lifetimeMs: 24 * hour }], clock.now);
-    const kc = await entraKubeConfig({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now, loopbackApiServerForTests: true });
-    const api = kc.makeApiClient(CustomObjectsApi);
-    const list = () => api.listClusterCustomObject({ ...credSpecResource });
+    const kc = await entraApiAccess({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now, loopbackApiServerForTests: true });
+    // One connection throughout, as a running instance keeps one: it must follow every re-read.
+    const connection = apiServerConnection(kc);
+    const list = () => credSpecNames(connection);
 
+    assert.ok((await list()).includes("webapp1"), "a pool is open with the first CA");
     const tooSoon = await kc.refreshClusterCredentials();
     assert.is(tooSoon.outcome, "skipped");
     // Every read is two requests: the cluster resource, then listClusterUserCredential.
@@ -511,8 +536,8 @@ Cluster("refreshClusterCredentials re-reads ARM at most every 30 s, and a new CA
       await list();
       assert.unreachable("the wrong CA should have been used and failed");
     } catch (error) {
-      assert.not.instance(error, ApiException, "TLS failed before any HTTP answer");
-      assert.is(((error as Error).cause as { code?: string } | undefined)?.code, "UNABLE_TO_VERIFY_LEAF_SIGNATURE");
+      assert.instance(error, ApiServerConnectionError, "TLS failed before any HTTP answer");
+      assert.match((error as ApiServerConnectionError).detail, "unable to verify the first certificate");
     }
 
     // The rotation bundle: the unknown CA and the real one.
@@ -526,9 +551,10 @@ Cluster("refreshClusterCredentials re-reads ARM at most every 30 s, and a new CA
     clock.advance(30_000);
     assert.equal(await kc.refreshClusterCredentials(), { outcome: "updated", serverChanged: true, caChanged: false });
     assert.is(kc.server, arm.server);
-    assert.is(await whoAmI(kc), tokens.b.user, "a client made after the change uses the new URL");
+    assert.is(await whoAmI(connection), tokens.b.user, "the connection follows the new URL");
     await list();
     assert.is(credential.calls.filter((c) => c.scopes === aksServerScope).length, 1, "one AKS token throughout");
+    await connection.close();
   } finally {
     await arm.close();
   }
@@ -541,7 +567,7 @@ Cluster("the product's ports renew a refused token once and answer", async (cont
     { token: refusedToken, lifetimeMs: hour },
     { token: tokens.c.token, lifetimeMs: hour },
   ]);
-  const kc = await entraKubeConfig({ credential, server: cp.server, caPem: cp.caPem });
+  const kc = await entraApiAccess({ credential, server: cp.server, caPem: cp.caPem });
   const settings = readAdmissionSettings({ GMSA_API_SERVER_URL: cp.server, GMSA_CREDSPEC_CACHE: "false", GMSA_AUTH_CACHE_TTL_SECONDS: "0" });
   const ports = portsFor(kc, settings, () => {});
   const lookup = await ports.credSpecs.lookup("webapp1", new AbortController().signal);

@@ -9,7 +9,7 @@ import { handleReview } from "../../../lib/admission/handleReview.js";
 import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
 import { aksServerScope } from "../../../lib/kube/entraAccess.js";
-import { entraKubeConfig } from "../../../lib/kube/entraKubeConfig.js";
+import { entraApiAccess } from "../../../lib/kube/entraApiAccess.js";
 import { managedIdentityCredential } from "../../../lib/kube/refreshableCredential.js";
 import { readAdmissionSettings } from "../../../lib/settings/admission.js";
 import { cachingCredential, fakeCredential } from "../../support/fakeCredential.js";
@@ -88,7 +88,7 @@ async function admitterFor(
   credential: TokenCredential,
   options: { tokenTimeoutMs?: number; prefetchToken?: boolean; budgetMs: number },
 ): Promise<Admitter> {
-  const kc = await entraKubeConfig({
+  const kc = await entraApiAccess({
     credential,
     server: server.url,
     caPem: server.caPem,
