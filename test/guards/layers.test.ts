@@ -55,6 +55,17 @@ Layers("a type-only import from the policy into the Kubernetes client is caught"
   assert.match(output, /policy-is-pure: lib\/gmsa\/policy\.ts → lib\/kube\/client\.ts/);
 });
 
+Layers("the policy importing a Kubernetes or HTTP client package is caught", async () => {
+  const dir = tree({
+    "lib/gmsa/policy.ts": 'import { request } from "undici";\nexport const judge = request;\n',
+    "node_modules/undici/package.json": '{ "name": "undici", "version": "1.0.0", "main": "index.js" }\n',
+    "node_modules/undici/index.js": "exports.request = () => {};\n",
+  });
+  const { code, output } = await cruise(dir, ["lib"]);
+  assert.is.not(code, 0);
+  assert.match(output, /policy-is-pure: lib\/gmsa\/policy\.ts → node_modules\/undici\/index\.js/);
+});
+
 Layers("the envelope reaching into the pod policy, an adapter importing the other, and a cycle are caught", async () => {
   const dir = tree({
     "lib/admission/envelope.ts": 'import { podOf } from "../gmsa/pod.js";\nexport const e = podOf;\n',
