@@ -187,6 +187,15 @@ param latencyAlertPercent int = 75
 @description('Email address that receives the alerts. Empty: the alerts only show in the portal.')
 param alertEmail string = ''
 
+@description('Existing action groups (resource IDs) that severity 0 and 1 alerts notify (pods refused, or their path broken), beside alertEmail.')
+param criticalActionGroupIds array = []
+
+@description('Existing action groups (resource IDs) that severity 2 alerts notify (degraded, pods still admitted), beside alertEmail.')
+param warningActionGroupIds array = []
+
+@description('Where docs/runbook.md is published (say, its URL in your copy of the repository): every alert links its section.')
+param runbookUrl string = ''
+
 @description('Days the Log Analytics workspace keeps data.')
 param logRetentionDays int = 30
 
@@ -487,6 +496,10 @@ module memberWiring 'modules/cluster-wiring.bicep' = [
   }
 ]
 
+// The clusters the canary reports on, by the name its lines carry.
+var memberNames = map(clusters, entry => string(entry.name))
+var canaryClusters = empty(clusters) ? ['default'] : memberNames
+
 module admissionMonitoring 'modules/admission-monitoring.bicep' = {
   name: 'admission-monitoring'
   params: {
@@ -497,9 +510,14 @@ module admissionMonitoring 'modules/admission-monitoring.bicep' = {
     // A share of the budget the app is given: above it, admissions are close to failing with 504.
     latencyAlertThresholdMs: admissionBudgetMs * latencyAlertPercent / 100
     alertEmail: alertEmail
+    criticalActionGroupIds: criticalActionGroupIds
+    warningActionGroupIds: warningActionGroupIds
+    canaryClusters: canaryClusters
+    runbookUrl: runbookUrl
   }
 }
 
+output ALERT_ROUTING_WARNING string = admissionMonitoring.outputs.alertRoutingWarning
 output AZURE_RESOURCE_GROUP string = resourceGroup().name
 output AZURE_LOCATION string = location
 output FUNCTION_APP_NAME string = functionApp.outputs.name

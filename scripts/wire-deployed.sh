@@ -24,7 +24,10 @@
 #   GMSA_CHECK_TIMEOUT_SECONDS  how long each readiness check keeps asking (default 180: a relay's first rollout)
 #   GMSA_FUNCTION_CA_FILE       url wiring: the CA bundle of the function's certificate when it is not a
 #                               public one (a private CA; the end-to-end suite's local function)
+#   ALERT_ROUTING_WARNING       output of main.bicep: set when no alert reaches anyone (printed)
 set -euo pipefail
+
+if [ -n "${ALERT_ROUTING_WARNING:-}" ]; then echo "wire-deployed: WARNING: $ALERT_ROUTING_WARNING"; fi
 
 if [ -n "${ACTIONS_ID_TOKEN_REQUEST_URL:-}" ] && [ -n "${ACTIONS_ID_TOKEN_REQUEST_TOKEN:-}" ] && [ -n "${AZURE_CLIENT_ID:-}" ] && [ -n "${AZURE_TENANT_ID:-}" ]; then
   login_mode=workloadidentity

@@ -1,8 +1,9 @@
 // The portal view of admissions: a workbook and alert rules over the one structured line the
-// webhooks write per admission, split by the cluster the line names (a fleet's member, or
-// "default" for a single-cluster deployment): one dashboard for the whole fleet, one alert per
-// cluster whose admissions go wrong. Field names come from the same file the code uses, so a
-// renamed field breaks this build instead of silently emptying the charts.
+// webhooks write per admission and the canary's line per cluster, split by the cluster each line
+// names (a fleet's member, or "default" for a single-cluster deployment): one dashboard for the
+// whole fleet, one alert per cluster whose pods are blocked. Field names come from the same files
+// the code uses, so a renamed field breaks this build instead of silently emptying the charts.
+// Every alert links its section of docs/runbook.md.
 param location string
 param tags object
 param environmentName string
@@ -16,6 +17,26 @@ param latencyAlertThresholdMs int
 @description('Email address for the alerts; empty sends none.')
 param alertEmail string = ''
 
+@description('Existing action groups (resource IDs) for severity 0 and 1 alerts: pods are being refused, or the path that admits them is broken. Used beside the email receiver.')
+param criticalActionGroupIds array = []
+
+@description('Existing action groups (resource IDs) for severity 2 alerts: degraded, pods still admitted.')
+param warningActionGroupIds array = []
+
+@description('The clusters the canary reports on: "default" for a single cluster, else each fleet member\'s name. A cluster that never reports is seen because it is listed here.')
+param canaryClusters array = [
+  'default'
+]
+
+@description('The canary runs (GMSA_CANARY): its heartbeat alerts are deployed only then.')
+param canaryEnabled bool = true
+
+@description('Minutes without a successful canary after which a cluster\'s heartbeat alert fires: at least three runs of its five-minute schedule.')
+param canaryHeartbeatMinutes int = 20
+
+@description('Where docs/runbook.md is published for the on-call (the repository\'s URL of the file, say); each alert links its section. Empty: the alerts name the file and section.')
+param runbookUrl string = ''
+
 @description('Admissions refused in 5 minutes because the Kubernetes API server failed, that raise an alert.')
 param apiErrorThreshold int = 5
 
@@ -25,8 +46,8 @@ param denialSpikeMinimum int = 20
 @description('A spike is this many times the denials of an average 10 minutes of the hour before.')
 param denialSpikeFactor int = 5
 
-@description('Admissions in the 5.5 hours before the last 30 minutes that make a cluster count as busy.')
-param busyClusterMinimum int = 30
+@description('Admissions refused with an error, with none decided, in 10 minutes that mean a cluster is hard down: the rate rule needs volume, this one does not.')
+param hardDownErrors int = 3
 
 @minValue(1)
 @maxValue(100)
@@ -38,6 +59,8 @@ param errorRateMinimum int = 10
 
 var admissionLog = loadJsonContent('../../lib/observability/admission-log.json')
 var field = admissionLog.fields
+var canaryLog = loadJsonContent('../../lib/observability/canary-log.json')
+var clusterEvents = loadJsonContent('../../lib/observability/cluster-events.json')
 var decisionDenied = 'denied'
 var decisionError = 'error'
 
@@ -72,6 +95,53 @@ var admissions = join(
   '\n'
 )
 
+// One row per canary run and cluster: whether the dry-run GMSA pod went through the whole path
+// (API server, wiring, webhooks, policy), and which hop failed when it did not.
+var canaries = join(
+  [
+    'traces'
+    '| where message startswith "{"'
+    '| extend entry = parse_json(message)'
+    '| where tostring(entry["${canaryLog.fields.event}"]) == "${canaryLog.event}"'
+    '| project timestamp'
+    ', ItemCount = itemCount'
+    ', Cluster = tostring(entry["${canaryLog.fields.cluster}"])'
+    ', Outcome = tostring(entry["${canaryLog.fields.outcome}"])'
+    ', Summary = tostring(entry["${canaryLog.fields.summary}"])'
+    ', LatencyMs = todouble(entry["${canaryLog.fields.latencyMs}"])'
+  ],
+  '\n'
+)
+
+// The lines the function writes outside admissions about a cluster it cannot serve: kept out of
+// service by its settings or unreachable at start, or a request with a wrong secret.
+var clusterEventLines = join(
+  [
+    'traces'
+    '| where message startswith "{"'
+    '| extend entry = parse_json(message)'
+    '| extend Event = tostring(entry["${clusterEvents.fields.event}"])'
+    '| where Event in ("${clusterEvents.unavailable}", "${clusterEvents.secretRefused}")'
+    '| project timestamp, ItemCount = itemCount, Event, Cluster = tostring(entry["${clusterEvents.fields.cluster}"]), Reason = tostring(entry["${clusterEvents.fields.reason}"])'
+  ],
+  '\n'
+)
+
+// The configured clusters, as a table: a cluster that writes nothing at all still has a row.
+var canaryClusterTable = 'datatable(Cluster: string) [${join(map(canaryClusters, name => '"${name}"'), ', ')}]'
+// Per configured cluster, its canary runs in the window: none ready is a cluster whose pods are
+// blocked (or whose canary cannot run), silence included.
+var canaryStatus = join(
+  [
+    'let runs = ${canaries};'
+    'let status = ${canaryClusterTable}'
+    '    | join kind=leftouter (runs | summarize Ready = sumif(ItemCount, Outcome == "${canaryLog.ready}"), Runs = sum(ItemCount), arg_max(timestamp, Outcome, Summary) by Cluster) on Cluster'
+    '    | project Cluster, Ready = coalesce(Ready, 0), Runs = coalesce(Runs, 0), LastRun = timestamp, LastOutcome = coalesce(Outcome, "no canary line"), LastSummary = Summary;'
+    'let failing = toscalar(status | where Ready == 0 | count);'
+  ],
+  '\n'
+)
+
 var admissionsPerMinuteQuery = '${admissions}\n| summarize Admissions = sum(ItemCount) by Decision, bin(timestamp, 1m)'
 var denialsQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Denials = sum(ItemCount) by Cluster, Reason, Namespace\n| order by Denials desc'
 var latencyQuery = '${admissions}\n| summarize percentilesw(LatencyMs, ItemCount, 50, 95, 99) by bin(timestamp, 5m)\n| project timestamp, p50 = percentile_LatencyMs_50, p95 = percentile_LatencyMs_95, p99 = percentile_LatencyMs_99'
@@ -94,7 +164,16 @@ var apiErrorAlertQuery = '${admissions}\n| where Decision == "${decisionError}" 
 var latencyAlertQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95), Admissions = sum(ItemCount) by Cluster\n| where Admissions >= 10 and P95 > ${latencyAlertThresholdMs}'
 var errorRateAlertQuery = '${admissions}\n| summarize Errors = sumif(ItemCount, Decision == "${decisionError}"), Admissions = sum(ItemCount) by Cluster\n| where Admissions >= ${errorRateMinimum} and 100.0 * Errors / Admissions > ${errorRateAlertPercent}'
 var denialSpikeAlertQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Recent = sumif(ItemCount, timestamp > ago(10m)), Earlier = sumif(ItemCount, timestamp <= ago(10m)) by Cluster\n| where Recent >= ${denialSpikeMinimum} and Recent > ${denialSpikeFactor} * (Earlier / 5.0)'
-var noTrafficAlertQuery = '${admissions}\n| summarize Recent = sumif(ItemCount, timestamp > ago(30m)), Earlier = sumif(ItemCount, timestamp <= ago(30m)) by Cluster\n| where Recent == 0 and Earlier >= ${busyClusterMinimum}'
+// A cluster whose admissions all fail, however few: the rate rule above needs volume.
+var hardDownAlertQuery = '${admissions}\n| summarize Errors = sumif(ItemCount, Decision == "${decisionError}"), Decided = sumif(ItemCount, Decision != "${decisionError}") by Cluster\n| where Errors >= ${hardDownErrors} and Decided == 0'
+// The heartbeat: a configured cluster with no ready canary in the window. While two or more are
+// failing the fleet rule fires instead (the app or its identity is at fault, not each cluster),
+// and this one returns nothing.
+var canaryHeartbeatAlertQuery = '${canaryStatus}\nstatus\n| where Ready == 0 and failing < 2\n| project Cluster, Runs, LastRun, LastOutcome, LastSummary'
+var canaryFleetAlertQuery = '${canaryStatus}\nstatus\n| where Ready == 0 and failing >= 2\n| summarize Clusters = make_list(Cluster), Outcomes = make_set(LastOutcome)\n| extend Cluster = "(fleet)", Failing = array_length(Clusters)'
+var clusterUnavailableAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.unavailable}"\n| summarize Lines = sum(ItemCount), Reason = take_any(Reason) by Cluster'
+var clusterSecretRefusedAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.secretRefused}"\n| summarize Refused = sum(ItemCount), Reason = take_any(Reason) by Cluster'
+var canaryQuery = '${canaryStatus}\nstatus\n| order by Ready asc, Cluster asc'
 
 // The column of every alert query that names the cluster: one alert per cluster.
 var clusterDimension = 'Cluster'
@@ -218,6 +297,20 @@ var workbookContent = {
     }
     {
       type: 3
+      name: 'canary'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Canary per cluster: dry-run GMSA pods through the whole path (0 ready: its pods are likely refused)'
+        query: canaryQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'table'
+      }
+    }
+    {
+      type: 3
       name: 'admissions-per-minute'
       content: {
         version: 'KqlItem/1.0'
@@ -324,22 +417,21 @@ resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
   }
 }
 
-resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = {
+// Only with an email to send to: an action group without receivers notifies nobody.
+resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = if (!empty(alertEmail)) {
   name: 'ag-gmsa-${uniqueString(appInsightsId)}'
   location: 'Global'
   tags: tags
   properties: {
     groupShortName: 'gmsa-adm'
     enabled: true
-    emailReceivers: empty(alertEmail)
-      ? []
-      : [
-          {
-            name: 'operator'
-            emailAddress: alertEmail
-            useCommonAlertSchema: true
-          }
-        ]
+    emailReceivers: [
+      {
+        name: 'operator'
+        emailAddress: alertEmail
+        useCommonAlertSchema: true
+      }
+    ]
   }
 }
 
@@ -381,25 +473,73 @@ var alertRules = [
     query: denialSpikeAlertQuery
   }
   {
-    name: 'no-traffic'
-    displayName: 'GMSA admission: no admissions from a busy cluster (${environmentName})'
-    description: 'No admission from a cluster in 30 minutes after a busy few hours: its webhook configuration, its relay, its secret or its network path may be broken.'
+    name: 'hard-down'
+    displayName: 'GMSA admission: every admission of a cluster failing (${environmentName})'
+    description: 'At least ${hardDownErrors} of a cluster\'s admissions in 10 minutes were refused with an error and none was decided: its GMSA pods are all refused, however few there are.'
+    severity: 1
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT10M'
+    query: hardDownAlertQuery
+  }
+  {
+    name: 'cluster-unavailable'
+    displayName: 'GMSA admission: a cluster not served (${environmentName})'
+    description: 'The function keeps a cluster out of service (its settings, its kubeconfig or its API server address are wrong), or refused a request for a cluster it does not serve: every GMSA pod of that cluster is refused.'
+    severity: 1
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT15M'
+    query: clusterUnavailableAlertQuery
+  }
+  {
+    name: 'cluster-secret-refused'
+    displayName: 'GMSA admission: requests with a wrong cluster secret (${environmentName})'
+    description: 'Requests for a cluster came with a wrong or missing secret: a rotated secret not yet re-wired (its pods are refused), or someone probing the endpoint.'
     severity: 2
-    evaluationFrequency: 'PT15M'
-    windowSize: 'PT6H'
-    query: noTrafficAlertQuery
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT15M'
+    query: clusterSecretRefusedAlertQuery
   }
 ]
 
+// The canary's rules: a heartbeat per configured cluster, and one for the fleet.
+var canaryAlertRules = [
+  {
+    name: 'canary-heartbeat'
+    displayName: 'GMSA admission: a cluster\'s canary failing or silent (${environmentName})'
+    description: 'No dry-run GMSA pod went through a cluster\'s whole path (API server, wiring, webhooks) in ${canaryHeartbeatMinutes} minutes, or no canary line came at all: its GMSA pods are most likely refused. LastOutcome names the hop that failed.'
+    severity: 1
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT${canaryHeartbeatMinutes}M'
+    query: canaryHeartbeatAlertQuery
+  }
+  {
+    name: 'canary-fleet'
+    displayName: 'GMSA admission: the canary failing on several clusters (${environmentName})'
+    description: 'Two or more clusters had no successful canary in ${canaryHeartbeatMinutes} minutes: the function app, its identity or its settings are at fault rather than each cluster. The per-cluster heartbeat stays quiet while this fires.'
+    severity: 0
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT${canaryHeartbeatMinutes}M'
+    query: canaryFleetAlertQuery
+  }
+]
+
+var deployedAlertRules = concat(alertRules, canaryEnabled ? canaryAlertRules : [])
+
+// Every rule's section in docs/runbook.md is its name.
+var runbookBase = empty(runbookUrl) ? 'docs/runbook.md' : runbookUrl
+
+// Who is told: severities 0 and 1 reach the critical groups, 2 the warning groups, both the email.
+var emailGroups = empty(alertEmail) ? [] : [actionGroup.id]
+
 resource alerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
-  for rule in alertRules: {
+  for rule in deployedAlertRules: {
     name: 'gmsa-${rule.name}-${uniqueString(appInsightsId)}'
     location: location
     tags: tags
     kind: 'LogAlert'
     properties: {
       displayName: rule.displayName
-      description: rule.description
+      description: '${rule.description} Runbook: ${runbookBase}#${rule.name}'
       severity: rule.severity
       enabled: true
       scopes: [
@@ -432,13 +572,19 @@ resource alerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
         ]
       }
       actions: {
-        actionGroups: [
-          actionGroup.id
-        ]
+        actionGroups: concat(emailGroups, rule.severity <= 1 ? criticalActionGroupIds : warningActionGroupIds)
+        customProperties: {
+          runbook: '${runbookBase}#${rule.name}'
+        }
       }
     }
   }
 ]
 
 output workbookId string = workbook.id
-output alertRuleNames array = [for (rule, index) in alertRules: alerts[index].name]
+output alertRuleNames array = [for (rule, index) in deployedAlertRules: alerts[index].name]
+
+@description('Empty when every alert reaches someone; otherwise what to set so that it does.')
+output alertRoutingWarning string = empty(alertEmail) && empty(criticalActionGroupIds)
+  ? 'No alert reaches anyone: set alertEmail (GMSA_ALERT_EMAIL) or criticalActionGroupIds. The rules are deployed and show in the portal.'
+  : ''

@@ -1,4 +1,5 @@
 import { suite } from "uvu";
+import canaryLog from "../../lib/observability/canary-log.json";
 import * as assert from "uvu/assert";
 import { runCanary, type CanaryLine } from "../../lib/app/canary.js";
 import { admissionRuntime } from "../../lib/app/runtime.js";
@@ -25,13 +26,15 @@ async function canaryOnce(): Promise<CanaryLine> {
   const lines = await runCanary(await admissionRuntime());
   assert.is(lines.length, 1, JSON.stringify(lines));
   assert.is(lines[0]!.cluster, "default");
+  // What the monitoring's canary queries read (infra/modules/admission-monitoring.bicep).
+  assert.equal(Object.keys(lines[0]!).sort(), Object.values(canaryLog.fields).sort());
   return lines[0]!;
 }
 
 Canary("everything up: ready, with nothing stored in the canary's namespace", async ({ cluster }) => {
   const line = await canaryOnce();
-  assert.is(line.outcome, "ready", `${line.summary}\n${line.detail}`);
-  assert.is(line.event, "gmsa.canary");
+  assert.is(line.outcome, canaryLog.ready, `${line.summary}\n${line.detail}`);
+  assert.is(line.event, canaryLog.event);
   assert.ok(line.latencyMs >= 0);
   const pods = await kubeRequest(cluster.admin, "GET", "/api/v1/namespaces/gmsa-admission-canary/pods");
   assert.equal(pods.body.items, [], "a dry run stores nothing");

@@ -25,6 +25,8 @@ import {
 } from "./bicepTree.js";
 
 const logSchemaPath = join(repoRoot, "lib", "observability", "admission-log.json");
+const canarySchemaPath = join(repoRoot, "lib", "observability", "canary-log.json");
+const clusterEventsPath = join(repoRoot, "lib", "observability", "cluster-events.json");
 
 interface LogSchema {
   event: string;
@@ -33,6 +35,8 @@ interface LogSchema {
 }
 
 const schema = JSON.parse(readFileSync(logSchemaPath, "utf8")) as LogSchema;
+const canarySchema = JSON.parse(readFileSync(canarySchemaPath, "utf8")) as { event: string; fields: Record<string, string>; ready: string };
+const clusterEventsSchema = JSON.parse(readFileSync(clusterEventsPath, "utf8")) as { unavailable: string; secretRefused: string; fields: Record<string, string> };
 
 const bindings = {
   appInsightsId: "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Insights/components/appi-test",
@@ -59,8 +63,12 @@ const queryVariables = [
   "latencyAlertQuery",
   "errorRateAlertQuery",
   "denialSpikeAlertQuery",
-  "noTrafficAlertQuery",
+  "hardDownAlertQuery",
 ];
+
+/** The queries over the canary's lines and the cluster events, and what they are built from. */
+const otherQueryVariables = ["canaryHeartbeatAlertQuery", "canaryFleetAlertQuery", "canaryQuery", "clusterUnavailableAlertQuery", "clusterSecretRefusedAlertQuery"];
+const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable"];
 
 function bodyOf(resource: Declaration) {
   if (resource.body === undefined) throw new Error(`${resource.name} has no body`);
@@ -69,7 +77,7 @@ function bodyOf(resource: Declaration) {
 
 /** The strings KQL is built from: the base query and every query variable. */
 function kqlStrings(file: BicepFile): Node[] {
-  return ["admissions", ...queryVariables].flatMap((name) => {
+  return ["admissions", ...queryVariables, ...otherBases, ...otherQueryVariables].flatMap((name) => {
     const value = declared(file, "var", name).value;
     if (value === undefined) throw new Error(`${name} has no value`);
     return value.type === "string" ? [value, ...descendants(value, "string")] : descendants(value, "string");
@@ -103,18 +111,20 @@ monitoring.before(async (context) => {
   context.file = await infraFile("infra/modules/admission-monitoring.bicep");
 });
 
-monitoring("the schema is loaded with loadJsonContent from lib/observability/admission-log.json, once", async ({ file }) => {
+monitoring("the schemas are loaded with loadJsonContent from lib/observability/, each once", async ({ file }) => {
   const loads: string[] = [];
+  const paths: string[] = [];
   for (const infra of (await loadInfra()).values()) {
     for (const call of descendants(infra.root, "call_expression")) {
       if (callName(call) !== "loadJsonContent") continue;
       const path = literal(callArguments(call)[0]);
       assert.ok(path !== undefined, `${infra.path}: loadJsonContent needs a literal path`);
-      assert.is(resolve(dirname(infra.absolutePath), path), logSchemaPath, infra.path);
+      paths.push(resolve(dirname(infra.absolutePath), path));
       loads.push(infra.path);
     }
   }
-  assert.equal(loads, [file.path]);
+  assert.equal(loads, [file.path, file.path, file.path]);
+  assert.equal(paths.sort(), [logSchemaPath, canarySchemaPath, clusterEventsPath].sort());
   assert.is(declared(file, "var", "admissionLog").value?.text, "loadJsonContent('../../lib/observability/admission-log.json')");
 });
 
@@ -129,7 +139,16 @@ monitoring("no KQL hides outside the query variables", ({ file }) => {
 monitoring("KQL text names no log field, event or decision itself: every one comes from the schema", ({ file }) => {
   const strings = kqlStrings(file);
   assert.ok(strings.length >= queryVariables.length, `only ${strings.length} KQL strings found`);
-  const forbidden = new Set([...Object.values(schema.fields), schema.event]);
+  const forbidden = new Set([
+    ...Object.values(schema.fields),
+    schema.event,
+    ...Object.values(canarySchema.fields),
+    canarySchema.event,
+    canarySchema.ready,
+    ...Object.values(clusterEventsSchema.fields),
+    clusterEventsSchema.unavailable,
+    clusterEventsSchema.secretRefused,
+  ]);
   for (const node of strings) {
     for (const part of stringParts(node)) {
       if (!("text" in part)) continue;
@@ -152,8 +171,10 @@ monitoring("every field read from the parsed message is an interpolated schema f
       const next = parts[index + 1];
       assert.ok(next !== undefined && "expression" in next, `entry[...] without a schema field at line ${node.startPosition.row + 1}`);
       const path = memberPath(next.expression);
-      assert.ok(path !== undefined && path.length === 2 && path[0] === "field", `entry[${next.expression.text}]`);
-      assert.ok(path[1] !== undefined && path[1] in schema.fields, `${path[1]} is not a field of the schema`);
+      const fieldsOf: Record<string, Record<string, string>> = { field: schema.fields, "canaryLog.fields": canarySchema.fields, "clusterEvents.fields": clusterEventsSchema.fields };
+      const holder = path === undefined ? undefined : fieldsOf[path.slice(0, -1).join(".")];
+      assert.ok(holder !== undefined, `entry[${next.expression.text}] does not read a schema's field`);
+      assert.ok(path!.at(-1)! in holder, `${path!.at(-1)} is not a field of its schema`);
       reads += 1;
     });
   }
@@ -184,11 +205,20 @@ monitoring("the rendered queries parse the message and read the fields the views
     const query = String(valueOf(file, name, { bindings }));
     assert.ok(query.startsWith(base), `${name} does not start from the admissions base`);
   }
+  const canaries = String(valueOf(file, "canaries"));
+  assert.ok(canaries.includes(`== "${canarySchema.event}"`));
+  for (const name of ["canaryHeartbeatAlertQuery", "canaryFleetAlertQuery", "canaryQuery"]) {
+    const query = String(valueOf(file, name, { bindings }));
+    assert.ok(query.startsWith(`let runs = ${canaries};`), `${name} does not read the canary's lines`);
+    assert.ok(query.includes('let status = datatable(Cluster: string) ["default"]'), `${name} does not start from the configured clusters`);
+  }
+  const events = String(valueOf(file, "clusterEventLines"));
+  for (const name of ["clusterUnavailableAlertQuery", "clusterSecretRefusedAlertQuery"]) assert.ok(String(valueOf(file, name, { bindings })).startsWith(events), name);
 });
 
 monitoring("renaming the schema renames every query (code and queries cannot drift)", ({ file }) => {
   const renamed = renamedSchema();
-  const options = { bindings, loadJson: (): Value => renamed as unknown as Value };
+  const options = { bindings, loadJson: (path: string): Value => (path === logSchemaPath ? (renamed as unknown as Value) : (JSON.parse(readFileSync(path, "utf8")) as Value)) };
   for (const name of queryVariables) {
     const query = String(valueOf(file, name, options));
     for (const [key, original] of Object.entries(schema.fields)) {
@@ -199,6 +229,25 @@ monitoring("renaming the schema renames every query (code and queries cannot dri
     }
     assert.ok(query.includes(`== "${renamed.event}"`), `${name} does not follow the event name`);
   }
+});
+
+monitoring("renaming the canary's and the cluster events' fields renames their queries", ({ file }) => {
+  const renamedCanary = { event: "gmsa.canary.renamed", ready: "ready.renamed", fields: Object.fromEntries(Object.entries(canarySchema.fields).map(([key, name]) => [key, `x_${name}`])) };
+  const renamedEvents = {
+    unavailable: "u.renamed",
+    secretRefused: "s.renamed",
+    fields: Object.fromEntries(Object.entries(clusterEventsSchema.fields).map(([key, name]) => [key, `x_${name}`])),
+  };
+  const loadJson = (path: string): Value =>
+    (path === canarySchemaPath ? renamedCanary : path === clusterEventsPath ? renamedEvents : JSON.parse(readFileSync(path, "utf8"))) as Value;
+  for (const name of otherQueryVariables) {
+    const query = String(valueOf(file, name, { bindings, loadJson }));
+    for (const original of [...Object.values(canarySchema.fields), ...Object.values(clusterEventsSchema.fields)]) {
+      assert.not.ok(query.includes(`entry["${original}"]`), `${name} still reads ${original}`);
+    }
+    assert.ok(query.includes("gmsa.canary.renamed") || query.includes("u.renamed"), `${name} does not follow the event name`);
+  }
+  assert.ok(String(valueOf(file, "canaryHeartbeatAlertQuery", { bindings, loadJson })).includes('"ready.renamed"'));
 });
 
 const portal = suite<{ file: BicepFile; main: BicepFile }>("workbook and alerts");
@@ -221,7 +270,7 @@ portal("the workbook is shared, named with guid(), bound to Application Insights
   const queries = new Map(content.items.filter((item) => item.type === 3).map((item) => [item.name, item.content]));
   assert.equal(
     [...queries.keys()].sort(),
-    ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster"],
+    ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "canary", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster"],
   );
   for (const [name, item] of queries) {
     assert.ok(item.query?.includes("parse_json(message)"), `${name} does not read the admission line`);
@@ -237,36 +286,61 @@ portal("the workbook is shared, named with guid(), bound to Application Insights
   assert.match(queries.get("admissions-per-minute")?.query ?? "", /by Decision, bin\(timestamp, 1m\)/);
 });
 
-portal("five log alert rules, each per cluster: API server failing or unreachable, latency near the timeout, error rate, denial spike, no traffic", ({ file }) => {
+portal("log alert rules, each per cluster: what blocks pods, what degrades them, and the canary's heartbeat", ({ file }) => {
   const [alerts] = resourcesOfType(file, "Microsoft.Insights/scheduledQueryRules");
   assert.ok(alerts !== undefined);
   assert.is(alerts.body?.loop?.childForFieldName("initializer")?.text, "rule");
   assert.is(literal(property(bodyOf(alerts), "kind")), "LogAlert");
   assert.is(property(bodyOf(alerts), "properties", "scopes")?.text.replace(/\s+/g, " "), "[ appInsightsId ]");
-  const rules = valueOf(file, "alertRules", { bindings }) as readonly Record<string, Value>[];
+  const rules = valueOf(file, "deployedAlertRules", { bindings }) as readonly Record<string, Value>[];
   assert.equal(
     rules.map((rule) => rule["name"]),
-    ["api-server-errors", "latency-near-timeout", "error-rate", "denial-spike", "no-traffic"],
+    ["api-server-errors", "latency-near-timeout", "error-rate", "denial-spike", "hard-down", "cluster-unavailable", "cluster-secret-refused", "canary-heartbeat", "canary-fleet"],
+  );
+  const without = valueOf(file, "deployedAlertRules", { bindings: { ...bindings, canaryEnabled: false } }) as readonly Record<string, Value>[];
+  assert.not.ok(
+    without.some((rule) => String(rule["name"]).startsWith("canary-")),
+    "no heartbeat where no canary runs",
   );
   const byName = new Map(rules.map((rule) => [String(rule["name"]), String(rule["query"])]));
+  const severity = new Map(rules.map((rule) => [String(rule["name"]), Number(rule["severity"])]));
   assert.match(byName.get("api-server-errors") ?? "", /where Decision == "error" and ApiErrors > 0\n\| summarize Refused = sum\(ItemCount\) by Cluster\n\| where Refused >= 5$/);
   assert.match(byName.get("error-rate") ?? "", /summarize Errors = sumif\(ItemCount, Decision == "error"\), Admissions = sum\(ItemCount\) by Cluster\n\| where Admissions >= 10 and 100\.0 \* Errors \/ Admissions > 5$/);
   assert.match(byName.get("latency-near-timeout") ?? "", /percentilew\(LatencyMs, ItemCount, 95\)[\s\S]*P95 > 4000$/);
   assert.match(byName.get("denial-spike") ?? "", /ago\(10m\)[\s\S]*Recent >= 20/);
-  assert.match(byName.get("no-traffic") ?? "", /Recent == 0 and Earlier >= 30$/);
+  assert.match(byName.get("hard-down") ?? "", /\| where Errors >= 3 and Decided == 0$/);
+  assert.match(byName.get("canary-heartbeat") ?? "", /\| where Ready == 0 and failing < 2\n/);
+  assert.match(byName.get("canary-fleet") ?? "", /\| where Ready == 0 and failing >= 2\n/);
+  for (const name of ["api-server-errors", "error-rate", "hard-down", "cluster-unavailable", "canary-heartbeat"]) assert.is(severity.get(name), 1, name);
+  assert.is(severity.get("canary-fleet"), 0);
+  const heartbeat = rules.find((rule) => rule["name"] === "canary-heartbeat")!;
+  assert.is(heartbeat["windowSize"], "PT20M", "three runs of a five-minute schedule and some");
   const criteria = property(bodyOf(alerts), "properties", "criteria");
   assert.ok(criteria?.text.includes("query: rule.query"));
+});
+
+portal("the heartbeat starts from the configured clusters, so a cluster that writes nothing still has a row; main.bicep passes the fleet's names", ({ file, main }) => {
+  const fleet = { ...bindings, canaryClusters: ["alpha", "beta"] };
+  const query = String(valueOf(file, "canaryHeartbeatAlertQuery", { bindings: fleet }));
+  assert.ok(query.includes('let status = datatable(Cluster: string) ["alpha", "beta"]'), query);
+  assert.match(query, /join kind=leftouter \(runs/, "clusters without a line keep their row");
+  assert.match(query, /Ready = coalesce\(Ready, 0\)/, "no line counts as no ready run");
+  const passed = property(declared(main, "module", "admissionMonitoring").body?.object, "params", "canaryClusters");
+  assert.ok(passed !== undefined);
+  assert.equal(evaluate(main, passed), ["default"]);
+  assert.equal(evaluate(main, passed, { bindings: { clusters: [{ name: "alpha", aksResourceId: "x" }, { name: "beta", aksResourceId: "y" }] } }), ["alpha", "beta"]);
 });
 
 portal("every alert splits by cluster: its query ends in one row per cluster and the rule names Cluster as its dimension", ({ file }) => {
   const [alerts] = resourcesOfType(file, "Microsoft.Insights/scheduledQueryRules");
   const allOf = property(bodyOf(alerts!), "properties", "criteria", "allOf")!;
-  const rules = valueOf(file, "alertRules", { bindings }) as readonly Record<string, Value>[];
+  const rules = valueOf(file, "deployedAlertRules", { bindings }) as readonly Record<string, Value>[];
   for (const rule of rules) {
     const [criterion] = evaluate(file, allOf, { bindings: { ...bindings, rule } }) as readonly Record<string, Value>[];
     assert.equal(criterion?.["dimensions"], [{ name: "Cluster", operator: "Include", values: ["*"] }], String(rule["name"]));
-    const summaries = String(rule["query"]).split("\n").filter((line) => line.startsWith("| summarize "));
-    assert.match(summaries.at(-1) ?? "", / by Cluster$/, `${String(rule["name"])}: its rows are clusters`);
+    const lines = String(rule["query"]).split("\n");
+    const last = lines.filter((line) => /^\| (summarize|project|extend) /.test(line)).at(-1) ?? "";
+    assert.match(last, / by Cluster$|^\| project Cluster,|^\| extend Cluster = /, `${String(rule["name"])}: its rows are clusters`);
   }
   assert.match(String(valueOf(file, "admissions")), /, Cluster = tostring\(entry\["cluster"\]\)/, "the column comes from the line's cluster field");
 });
@@ -288,16 +362,42 @@ portal("the latency alert fires at a share of the admission budget the Function 
   }
 });
 
-portal("the action group mails the optional address, and every alert uses it", ({ file }) => {
+portal("the action group exists only with an address to mail; severities 0-1 and 2 reach their own existing groups; every alert links its runbook section", ({ file }) => {
   const [group] = resourcesOfType(file, "Microsoft.Insights/actionGroups");
   assert.ok(group !== undefined);
+  assert.match(group.body?.condition?.text ?? "", /^\(?!empty\(alertEmail\)\)?$/);
   const receivers = property(bodyOf(group), "properties", "emailReceivers")!;
-  assert.equal(evaluate(file, receivers, { bindings }), []);
   const one = evaluate(file, receivers, { bindings: { ...bindings, alertEmail: "ops@example.com" } }) as readonly Record<string, Value>[];
   assert.is(one.length, 1);
   assert.is(one[0]?.["emailAddress"], "ops@example.com");
   const [alerts] = resourcesOfType(file, "Microsoft.Insights/scheduledQueryRules");
-  assert.ok(property(alerts ? bodyOf(alerts) : undefined, "properties", "actions", "actionGroups")?.text.includes("actionGroup.id"));
+  const actions = property(bodyOf(alerts!), "properties", "actions")!;
+  const routed = { ...bindings, criticalActionGroupIds: ["/ag/oncall"], warningActionGroupIds: ["/ag/team"] };
+  const of = (severity: number, extra: Record<string, Value> = {}) =>
+    evaluate(file, actions, { bindings: { ...routed, ...extra, rule: { name: "x", severity } } }) as Record<string, Value>;
+  assert.equal(of(1)["actionGroups"], ["/ag/oncall"]);
+  assert.equal(of(0)["actionGroups"], ["/ag/oncall"]);
+  assert.equal(of(2)["actionGroups"], ["/ag/team"]);
+  assert.equal(of(1)["customProperties"], { runbook: "docs/runbook.md#x" });
+  assert.equal(of(2, { runbookUrl: "https://example.com/runbook" })["customProperties"], { runbook: "https://example.com/runbook#x" });
+  const warning = declared(file, "output", "alertRoutingWarning").value!;
+  assert.match(String(evaluate(file, warning, { bindings })), /No alert reaches anyone/, "no email and no group: the deployment says so");
+  assert.is(evaluate(file, warning, { bindings: { ...bindings, alertEmail: "ops@example.com" } }), "");
+  assert.is(evaluate(file, warning, { bindings: { ...bindings, criticalActionGroupIds: ["/ag/oncall"] } }), "");
+});
+
+portal("adaptive sampling never drops a trace: failures, canary lines and cluster events are all counted", () => {
+  const host = JSON.parse(readFileSync(join(repoRoot, "host.json"), "utf8")) as { logging?: { applicationInsights?: { samplingSettings?: { excludedTypes?: string } } } };
+  const excluded = (host.logging?.applicationInsights?.samplingSettings?.excludedTypes ?? "").split(";").map((type) => type.trim());
+  assert.ok(excluded.includes("Trace"), `excludedTypes: ${excluded.join(";")}`);
+});
+
+portal("every deployed alert has its section in docs/runbook.md", ({ file }) => {
+  const runbook = readFileSync(join(repoRoot, "docs", "runbook.md"), "utf8");
+  const headings = new Set([...runbook.matchAll(/^## (.+)$/gm)].map((match) => match[1]!.trim()));
+  const rules = valueOf(file, "deployedAlertRules", { bindings }) as readonly Record<string, Value>[];
+  for (const rule of rules) assert.ok(headings.has(String(rule["name"])), `docs/runbook.md has no section "## ${String(rule["name"])}"`);
+  assert.is(headings.size, rules.length, "no section for an alert that is not deployed");
 });
 
 monitoring.run();

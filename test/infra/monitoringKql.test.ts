@@ -7,6 +7,10 @@ import { asTraceRow, runSettings, startAdmissionRun, type AdmissionRun, type Tra
 import { type BicepFile, declared, evaluate, infraFile, property, repoRoot, valueOf } from "./bicepTree.js";
 import { type AssumedType, type CompiledQuery, compileQuery, fieldReads, globalsWith, kustoLanguage } from "./kustoLanguage.js";
 import { type DeployedQuery, type QueryScope, deployedQueries } from "./monitoringQueries.js";
+import { runCanary } from "../../lib/app/canary.js";
+import type { AdmissionRuntime } from "../../lib/app/runtime.js";
+import type { ReadinessResult } from "../../lib/canary/probe.js";
+import { fleetRouter } from "../../lib/fleet/fleetRouter.js";
 
 interface LogSchema {
   event: string;
@@ -15,6 +19,20 @@ interface LogSchema {
 }
 
 const schema: LogSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observability", "admission-log.json"), "utf8"));
+const canarySchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observability", "canary-log.json"), "utf8")) as { event: string; fields: Record<string, string>; ready: string };
+const clusterEventsSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observability", "cluster-events.json"), "utf8")) as {
+  unavailable: string;
+  secretRefused: string;
+  fields: Record<string, string>;
+};
+
+/** Which line a query reads: the admission line, the canary's, or the cluster events. */
+function lineOf(query: DeployedQuery): "admission" | "canary" | "clusterEvent" {
+  if (query.text.includes(`"${schema.event}"`)) return "admission";
+  if (query.text.includes(`"${canarySchema.event}"`)) return "canary";
+  if (query.text.includes(`"${clusterEventsSchema.unavailable}"`)) return "clusterEvent";
+  throw new Error(`${query.name} selects none of the lines the app writes`);
+}
 
 const tablesFor: Readonly<Record<QueryScope, readonly KustoTable[]>> = {
   applicationInsights: [traces],
@@ -51,12 +69,16 @@ Compile.before(async (context) => {
 Compile("every workbook chart and every alert rule under infra/ is found, with interpolation resolved", ({ queries }) => {
   const workbook = queries.filter((q) => q.kind === "workbook").map((q) => q.name.replace(/.*item /, ""));
   const alerts = queries.filter((q) => q.kind === "alert");
-  assert.equal(workbook.sort(), ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster"]);
-  assert.is(alerts.length, 5);
+  assert.equal(workbook.sort(), ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "canary", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster"]);
+  assert.is(alerts.length, 9);
   for (const query of queries) {
     assert.not.match(query.text, /\$\{/, `${query.name} still holds Bicep interpolation`);
-    assert.ok(query.text.includes(`"${schema.event}"`), `${query.name} does not select the admission event`);
+    lineOf(query);
   }
+  assert.equal(
+    alerts.map(lineOf).sort(),
+    ["admission", "admission", "admission", "admission", "admission", "canary", "canary", "clusterEvent", "clusterEvent"],
+  );
   // main.bicep's threshold (75% of the 4000 ms admission budget) is what the deployed alert uses.
   assert.match(alerts.map((q) => q.text).join("\n"), /P95 > 3000$/m);
 });
@@ -115,6 +137,9 @@ Compile("counts, sums and percentiles weigh each row by itemCount: the Functions
 interface RealRun {
   run: AdmissionRun;
   rows: TraceRow[];
+  /** The canary's and the cluster events' lines, written by the code that writes them in the app. */
+  canaryRows: TraceRow[];
+  clusterEventRows: TraceRow[];
   compiled: Compiled[];
   file: BicepFile;
 }
@@ -127,7 +152,37 @@ function rowsOf(lines: readonly WrittenLine[]): TraceRow[] {
   return lines.map((line) => asTraceRow(line, hostInstanceId));
 }
 
+/** The canary's lines for a ready cluster, a cluster whose API server cannot call the webhook, and one out of service. */
+async function canaryLines(): Promise<WrittenLine[]> {
+  const member = (name: string, result: ReadinessResult) => [name, { name, start: async () => ({ probe: async () => result }) }] as const;
+  const runtime = {
+    members: new Map([
+      member("default", { hop: "ready", summary: "the whole path works", detail: "" }),
+      member("beta", { hop: "apiServerToWebhook", summary: "the API server could not call the webhook", detail: "x509: certificate signed by unknown authority" }),
+    ]),
+    unavailable: new Map([["gamma", "its kubeconfig names no current context"]]),
+  } as unknown as AdmissionRuntime;
+  return (await runCanary(runtime)).map((line) => ({ level: line.outcome === "ready" ? "information" : "warning", message: JSON.stringify(line), functionName: "canary" }));
+}
+
+/** The fleet router's lines for a member out of service and a request with the wrong secret. */
+function clusterEventLines(): WrittenLine[] {
+  const router = fleetRouter("fleet", [
+    { name: "alpha", secrets: ["alpha-secret"], member: {} },
+    { name: "gamma", secrets: ["gamma-secret"], unavailable: "its kubeconfig names no current context" },
+  ]);
+  const warnings = [router.route({ kind: "header", cluster: "alpha", secret: "wrong" }, "mutate"), router.route({ kind: "header", cluster: "gamma", secret: "gamma-secret" }, "mutate")].map(
+    (route) => (route.ok ? undefined : route.warning),
+  );
+  return warnings.map((warning) => {
+    if (warning === undefined) throw new Error("the router wrote no line");
+    return { level: "warning", message: warning, functionName: "mutate" };
+  });
+}
+
 Fields.before(async (context) => {
+  context.canaryRows = rowsOf(await canaryLines());
+  context.clusterEventRows = rowsOf(clusterEventLines());
   context.compiled = compileAll(await deployedQueries());
   context.file = await infraFile("infra/modules/admission-monitoring.bicep");
   context.run = await startAdmissionRun();
@@ -186,10 +241,31 @@ Fields("the line is the whole message, and carries exactly the fields of admissi
   }
 });
 
-Fields("every field a query takes from a trace is in every real line, with the type the query converts it to", ({ rows, compiled }) => {
+Fields("the canary's and the cluster events' lines carry exactly the fields of their schema files", ({ canaryRows, clusterEventRows }) => {
+  assert.is(canaryRows.length, 3);
+  for (const row of canaryRows) {
+    assert.equal(Object.keys(messageObject(row)).sort(), Object.values(canarySchema.fields).sort());
+    assert.is(messageObject(row)[canarySchema.fields["event"]!], canarySchema.event);
+  }
+  assert.equal(
+    canaryRows.map((row) => messageObject(row)[canarySchema.fields["outcome"]!]),
+    [canarySchema.ready, "apiServerToWebhook", "memberUnavailable"],
+  );
+  assert.equal(
+    clusterEventRows.map((row) => messageObject(row)[clusterEventsSchema.fields["event"]!]),
+    [clusterEventsSchema.secretRefused, clusterEventsSchema.unavailable],
+  );
+  for (const row of clusterEventRows) {
+    for (const field of Object.values(clusterEventsSchema.fields)) assert.ok(field in messageObject(row), `${field} in ${row.message}`);
+  }
+});
+
+Fields("every field a query takes from a trace is in every real line, with the type the query converts it to", ({ rows, canaryRows, clusterEventRows, compiled }) => {
   const problems: string[] = [];
   let checked = 0;
+  const linesOf = { admission: { rows, fields: Object.values(schema.fields), file: "admission-log.json" }, canary: { rows: canaryRows, fields: Object.values(canarySchema.fields), file: "canary-log.json" }, clusterEvent: { rows: clusterEventRows, fields: Object.values(clusterEventsSchema.fields), file: "cluster-events.json" } };
   for (const { query, compiled: result } of compiled) {
+    const line = linesOf[lineOf(query)];
     const reads = fieldReads(result);
     if (reads.length === 0) problems.push(`${query.name} reads no field of the line`);
     for (const read of reads) {
@@ -197,10 +273,10 @@ Fields("every field a query takes from a trace is in every real line, with the t
         problems.push(`${query.name}: ${read.text.trim()} is used without a conversion, so its type is whatever the row holds`);
         continue;
       }
-      if (read.source === "message" && !Object.values(schema.fields).includes(read.name)) {
-        problems.push(`${query.name}: ${read.name} is not a field of admission-log.json`);
+      if (read.source === "message" && !line.fields.includes(read.name)) {
+        problems.push(`${query.name}: ${read.name} is not a field of ${line.file}`);
       }
-      for (const row of rows) {
+      for (const row of line.rows) {
         const holder: Record<string, unknown> = read.source === "message" ? messageObject(row) : row.customDimensions;
         if (!(read.name in holder)) problems.push(`${query.name}: ${read.source} has no ${read.name} in ${row.message}`);
         else if (!fits(holder[read.name], read.assumed)) {
@@ -311,14 +387,19 @@ Alerts("denial-spike: each refused pod writes a line with the decision the alert
   assert.is(written.filter((entry) => entry[f("decision")] === denied).length, minimum);
 });
 
-Alerts("no-traffic: every admission reaching the webhooks writes a line, whatever its outcome, so silence means none arrived", async ({ run }) => {
-  const outcomes: WrittenLine[][] = [];
-  outcomes.push(await run.admit("mutate"));
-  run.api.state.grants.clear();
-  outcomes.push(await run.admit("validate"));
+Alerts("hard-down: a cluster whose every admission fails writes error lines, however few; one decided admission is enough to stay quiet", async ({ run, file }) => {
+  const errors = Number(valueOf(file, "hardDownErrors"));
   run.api.state.failWith = 500;
-  outcomes.push(await run.admit("mutate"));
-  assert.equal(outcomes.map((lines) => entries(lines).filter((entry) => entry[f("event")] === schema.event).length), [1, 1, 1]);
+  const failed = entries((await run.admitTogether(Array.from({ length: errors }, (_, i) => (i % 2 === 0 ? "mutate" : "validate")))).flat());
+  assert.equal(
+    failed.map((entry) => entry[f("decision")]),
+    failed.map(() => "error"),
+  );
+  assert.is(failed.length, errors, "each admission wrote its line");
+  run.reset();
+  const [decided] = entries(await run.admit("validate"));
+  assert.is.not(decided?.[f("decision")], "error");
+  assert.match(String(valueOf(file, "hardDownAlertQuery")), "Decided = sumif(ItemCount, Decision != ");
 });
 
 Alerts("the alerts split by cluster: every line names its cluster, a single-cluster app's as default, whatever the outcome", async ({ run }) => {
