@@ -113,16 +113,17 @@ var canaries = join(
   '\n'
 )
 
-// The lines the function writes outside admissions about a cluster it cannot serve: kept out of
-// service by its settings or unreachable at start, or a request with a wrong secret.
+// The lines the function writes when it answers a request without judging a review: a cluster
+// kept out of service by its settings, a wrong secret, and every other refusal (no cluster at that
+// address, not a review, too large, its own failure: status 500), each with the HTTP status.
 var clusterEventLines = join(
   [
     'traces'
     '| where message startswith "{"'
     '| extend entry = parse_json(message)'
     '| extend Event = tostring(entry["${clusterEvents.fields.event}"])'
-    '| where Event in ("${clusterEvents.unavailable}", "${clusterEvents.secretRefused}")'
-    '| project timestamp, ItemCount = itemCount, Event, Cluster = tostring(entry["${clusterEvents.fields.cluster}"]), Reason = tostring(entry["${clusterEvents.fields.reason}"])'
+    '| where Event in ("${clusterEvents.unavailable}", "${clusterEvents.secretRefused}", "${clusterEvents.requestRefused}")'
+    '| project timestamp, ItemCount = itemCount, Event, Cluster = tostring(entry["${clusterEvents.fields.cluster}"]), Status = toint(entry["${clusterEvents.fields.status}"]), Reason = tostring(entry["${clusterEvents.fields.reason}"])'
   ],
   '\n'
 )
@@ -134,10 +135,10 @@ var canaryClusterTable = 'datatable(Cluster: string) [${join(map(canaryClusters,
 var canaryStatus = join(
   [
     'let runs = ${canaries};'
-    'let status = ${canaryClusterTable}'
+    'let perCluster = ${canaryClusterTable}'
     '    | join kind=leftouter (runs | summarize Ready = sumif(ItemCount, Outcome == "${canaryLog.ready}"), Runs = sum(ItemCount), arg_max(timestamp, Outcome, Summary) by Cluster) on Cluster'
     '    | project Cluster, Ready = coalesce(Ready, 0), Runs = coalesce(Runs, 0), LastRun = timestamp, LastOutcome = coalesce(Outcome, "no canary line"), LastSummary = Summary;'
-    'let failing = toscalar(status | where Ready == 0 | count);'
+    'let failing = toscalar(perCluster | where Ready == 0 | count);'
   ],
   '\n'
 )
@@ -169,11 +170,14 @@ var hardDownAlertQuery = '${admissions}\n| summarize Errors = sumif(ItemCount, D
 // The heartbeat: a configured cluster with no ready canary in the window. While two or more are
 // failing the fleet rule fires instead (the app or its identity is at fault, not each cluster),
 // and this one returns nothing.
-var canaryHeartbeatAlertQuery = '${canaryStatus}\nstatus\n| where Ready == 0 and failing < 2\n| project Cluster, Runs, LastRun, LastOutcome, LastSummary'
-var canaryFleetAlertQuery = '${canaryStatus}\nstatus\n| where Ready == 0 and failing >= 2\n| summarize Clusters = make_list(Cluster), Outcomes = make_set(LastOutcome)\n| extend Cluster = "(fleet)", Failing = array_length(Clusters)'
+var canaryHeartbeatAlertQuery = '${canaryStatus}\nperCluster\n| where Ready == 0 and failing < 2\n| project Cluster, Runs, LastRun, LastOutcome, LastSummary'
+var canaryFleetAlertQuery = '${canaryStatus}\nperCluster\n| where Ready == 0 and failing >= 2\n| summarize Clusters = make_list(Cluster), Outcomes = make_set(LastOutcome)\n| extend Cluster = "(fleet)", Failing = array_length(Clusters)'
 var clusterUnavailableAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.unavailable}"\n| summarize Lines = sum(ItemCount), Reason = take_any(Reason) by Cluster'
 var clusterSecretRefusedAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.secretRefused}"\n| summarize Refused = sum(ItemCount), Reason = take_any(Reason) by Cluster'
-var canaryQuery = '${canaryStatus}\nstatus\n| order by Ready asc, Cluster asc'
+var functionErrorsAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.requestRefused}" and Status >= 500\n| summarize Failed = sum(ItemCount), Reason = take_any(Reason) by Cluster'
+// The workbook's recent failures: failed admissions and refused requests together, the latest first.
+var recentFailuresQuery = 'union\n(${admissions}\n| where Decision == "${decisionError}"\n| project timestamp, Cluster, What = strcat("admission: ", Webhook), Status = Code, Reason),\n(${clusterEventLines}\n| project timestamp, Cluster, What = Event, Status, Reason)\n| order by timestamp desc\n| take 100'
+var canaryQuery = '${canaryStatus}\nperCluster\n| order by Ready asc, Cluster asc'
 
 // The column of every alert query that names the cluster: one alert per cluster.
 var clusterDimension = 'Cluster'
@@ -293,6 +297,20 @@ var workbookContent = {
         queryType: 0
         resourceType: componentsType
         visualization: 'timechart'
+      }
+    }
+    {
+      type: 3
+      name: 'recent-failures'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Recent failures: failed admissions and refused requests, the latest first'
+        query: recentFailuresQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'table'
       }
     }
     {
@@ -489,6 +507,15 @@ var alertRules = [
     evaluationFrequency: 'PT5M'
     windowSize: 'PT15M'
     query: clusterUnavailableAlertQuery
+  }
+  {
+    name: 'function-errors'
+    displayName: 'GMSA admission: the function failing on its own (${environmentName})'
+    description: 'The function answered a request with a 5xx before judging it (an unexpected failure: a defect, or a broken deployment). The API server refuses the pod; no admission line is written, this line is.'
+    severity: 1
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT15M'
+    query: functionErrorsAlertQuery
   }
   {
     name: 'cluster-secret-refused'

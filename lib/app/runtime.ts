@@ -105,7 +105,7 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
       if (problem !== undefined) unavailable.push({ name: member.name, reason: problem, secrets: member.secrets });
     }
     for (const member of unavailable)
-      log("warn", JSON.stringify({ event: "gmsa.clusterUnavailable", cluster: member.name, reason: `cluster "${member.name}" is not served: ${member.reason}` }));
+      log("warn", JSON.stringify({ event: "gmsa.clusterUnavailable", cluster: member.name, status: 503, reason: `cluster "${member.name}" is not served: ${member.reason}` }));
   }
   const startMember = options.startMember ?? defaultStart();
   const members = new Map<string, MemberClient>();

@@ -116,10 +116,10 @@ function outOfService<M>(cluster: string, webhook: string, reason: string): Memb
     ok: false,
     status: 503,
     message: `this cluster is not served at the moment: its settings on the admission webhook's app are incomplete or wrong (correlation ID ${correlationId}); its operator finds the reason in the app's log`,
-    warning: JSON.stringify({ event: "gmsa.clusterUnavailable", cluster, webhook, correlationId, reason: `cluster "${cluster}" is not served: ${reason}` }),
+    warning: JSON.stringify({ event: "gmsa.clusterUnavailable", cluster, webhook, status: 503, correlationId, reason: `cluster "${cluster}" is not served: ${reason}` }),
   };
 }
 
 function refusal(cluster: string, webhook: string, what: string): string {
-  return JSON.stringify({ event: "gmsa.clusterSecretRefused", cluster, webhook, reason: `refused a request for cluster "${cluster}" with ${what}` });
+  return JSON.stringify({ event: "gmsa.clusterSecretRefused", cluster, webhook, status: 401, reason: `refused a request for cluster "${cluster}" with ${what}` });
 }

@@ -62,7 +62,12 @@ Runtime("an unknown context keeps that member out of service, naming it and the 
   assert.equal([...runtime.members.keys()], ["beta"], "no client is made for alpha");
   const warning = logged.find((line) => line.startsWith("warn ") && line.includes("gmsa.clusterUnavailable"));
   assert.ok(warning, JSON.stringify(logged));
-  assert.equal(JSON.parse(warning.slice("warn ".length)), { event: "gmsa.clusterUnavailable", cluster: "alpha", reason: `cluster "alpha" is not served: ${expected}` });
+  assert.equal(JSON.parse(warning.slice("warn ".length)), {
+    event: "gmsa.clusterUnavailable",
+    cluster: "alpha",
+    status: 503,
+    reason: `cluster "alpha" is not served: ${expected}`,
+  });
   // Its secret is fine, so it is checked first.
   const wrong = runtime.router.route({ kind: "path", cluster: "alpha", secret: betaSecret }, "mutate");
   assert.equal(wrong.ok ? 0 : wrong.status, 401);

@@ -18,6 +18,7 @@ const productFolders = ["functions", "lib", "host", "cluster", "controlplane", "
 const allowedImports: Readonly<Record<string, string>> = {
   KubeConfig: "kubeconfig loading, credentials and TLS",
   Cluster: "a kubeconfig's cluster (type)",
+  User: "a kubeconfig's user (type)",
   ApiException: "errors of the typed calls below",
   ConfigurationOptions: "per-call options of the typed calls below",
   Observable: "per-call middleware of the typed calls below",

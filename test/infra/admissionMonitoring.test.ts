@@ -36,7 +36,7 @@ interface LogSchema {
 
 const schema = JSON.parse(readFileSync(logSchemaPath, "utf8")) as LogSchema;
 const canarySchema = JSON.parse(readFileSync(canarySchemaPath, "utf8")) as { event: string; fields: Record<string, string>; ready: string };
-const clusterEventsSchema = JSON.parse(readFileSync(clusterEventsPath, "utf8")) as { unavailable: string; secretRefused: string; fields: Record<string, string> };
+const clusterEventsSchema = JSON.parse(readFileSync(clusterEventsPath, "utf8")) as { unavailable: string; secretRefused: string; requestRefused: string; fields: Record<string, string> };
 
 const bindings = {
   appInsightsId: "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Insights/components/appi-test",
@@ -67,7 +67,15 @@ const queryVariables = [
 ];
 
 /** The queries over the canary's lines and the cluster events, and what they are built from. */
-const otherQueryVariables = ["canaryHeartbeatAlertQuery", "canaryFleetAlertQuery", "canaryQuery", "clusterUnavailableAlertQuery", "clusterSecretRefusedAlertQuery"];
+const otherQueryVariables = [
+  "canaryHeartbeatAlertQuery",
+  "canaryFleetAlertQuery",
+  "canaryQuery",
+  "clusterUnavailableAlertQuery",
+  "clusterSecretRefusedAlertQuery",
+  "functionErrorsAlertQuery",
+  "recentFailuresQuery",
+];
 const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable"];
 
 function bodyOf(resource: Declaration) {
@@ -148,6 +156,7 @@ monitoring("KQL text names no log field, event or decision itself: every one com
     ...Object.values(clusterEventsSchema.fields),
     clusterEventsSchema.unavailable,
     clusterEventsSchema.secretRefused,
+    clusterEventsSchema.requestRefused,
   ]);
   for (const node of strings) {
     for (const part of stringParts(node)) {
@@ -210,10 +219,12 @@ monitoring("the rendered queries parse the message and read the fields the views
   for (const name of ["canaryHeartbeatAlertQuery", "canaryFleetAlertQuery", "canaryQuery"]) {
     const query = String(valueOf(file, name, { bindings }));
     assert.ok(query.startsWith(`let runs = ${canaries};`), `${name} does not read the canary's lines`);
-    assert.ok(query.includes('let status = datatable(Cluster: string) ["default"]'), `${name} does not start from the configured clusters`);
+    assert.ok(query.includes('let perCluster = datatable(Cluster: string) ["default"]'), `${name} does not start from the configured clusters`);
   }
   const events = String(valueOf(file, "clusterEventLines"));
-  for (const name of ["clusterUnavailableAlertQuery", "clusterSecretRefusedAlertQuery"]) assert.ok(String(valueOf(file, name, { bindings })).startsWith(events), name);
+  for (const name of ["clusterUnavailableAlertQuery", "clusterSecretRefusedAlertQuery", "functionErrorsAlertQuery"]) assert.ok(String(valueOf(file, name, { bindings })).startsWith(events), name);
+  const recent = String(valueOf(file, "recentFailuresQuery", { bindings }));
+  assert.ok(recent.includes(base) && recent.includes(events), "recent failures: failed admissions and refused requests together");
 });
 
 monitoring("renaming the schema renames every query (code and queries cannot drift)", ({ file }) => {
@@ -236,11 +247,13 @@ monitoring("renaming the canary's and the cluster events' fields renames their q
   const renamedEvents = {
     unavailable: "u.renamed",
     secretRefused: "s.renamed",
+    requestRefused: "r.renamed",
     fields: Object.fromEntries(Object.entries(clusterEventsSchema.fields).map(([key, name]) => [key, `x_${name}`])),
   };
   const loadJson = (path: string): Value =>
     (path === canarySchemaPath ? renamedCanary : path === clusterEventsPath ? renamedEvents : JSON.parse(readFileSync(path, "utf8"))) as Value;
-  for (const name of otherQueryVariables) {
+  // (recentFailuresQuery also reads the admission line, whose fields share some names: left out.)
+  for (const name of otherQueryVariables.filter((name) => name !== "recentFailuresQuery")) {
     const query = String(valueOf(file, name, { bindings, loadJson }));
     for (const original of [...Object.values(canarySchema.fields), ...Object.values(clusterEventsSchema.fields)]) {
       assert.not.ok(query.includes(`entry["${original}"]`), `${name} still reads ${original}`);
@@ -270,7 +283,7 @@ portal("the workbook is shared, named with guid(), bound to Application Insights
   const queries = new Map(content.items.filter((item) => item.type === 3).map((item) => [item.name, item.content]));
   assert.equal(
     [...queries.keys()].sort(),
-    ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "canary", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster"],
+    ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "canary", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster", "recent-failures"],
   );
   for (const [name, item] of queries) {
     assert.ok(item.query?.includes("parse_json(message)"), `${name} does not read the admission line`);
@@ -295,7 +308,18 @@ portal("log alert rules, each per cluster: what blocks pods, what degrades them,
   const rules = valueOf(file, "deployedAlertRules", { bindings }) as readonly Record<string, Value>[];
   assert.equal(
     rules.map((rule) => rule["name"]),
-    ["api-server-errors", "latency-near-timeout", "error-rate", "denial-spike", "hard-down", "cluster-unavailable", "cluster-secret-refused", "canary-heartbeat", "canary-fleet"],
+    [
+      "api-server-errors",
+      "latency-near-timeout",
+      "error-rate",
+      "denial-spike",
+      "hard-down",
+      "cluster-unavailable",
+      "function-errors",
+      "cluster-secret-refused",
+      "canary-heartbeat",
+      "canary-fleet",
+    ],
   );
   const without = valueOf(file, "deployedAlertRules", { bindings: { ...bindings, canaryEnabled: false } }) as readonly Record<string, Value>[];
   assert.not.ok(
@@ -311,7 +335,8 @@ portal("log alert rules, each per cluster: what blocks pods, what degrades them,
   assert.match(byName.get("hard-down") ?? "", /\| where Errors >= 3 and Decided == 0$/);
   assert.match(byName.get("canary-heartbeat") ?? "", /\| where Ready == 0 and failing < 2\n/);
   assert.match(byName.get("canary-fleet") ?? "", /\| where Ready == 0 and failing >= 2\n/);
-  for (const name of ["api-server-errors", "error-rate", "hard-down", "cluster-unavailable", "canary-heartbeat"]) assert.is(severity.get(name), 1, name);
+  for (const name of ["api-server-errors", "error-rate", "hard-down", "cluster-unavailable", "function-errors", "canary-heartbeat"]) assert.is(severity.get(name), 1, name);
+  assert.match(byName.get("function-errors") ?? "", /and Status >= 500\n/);
   assert.is(severity.get("canary-fleet"), 0);
   const heartbeat = rules.find((rule) => rule["name"] === "canary-heartbeat")!;
   assert.is(heartbeat["windowSize"], "PT20M", "three runs of a five-minute schedule and some");
@@ -322,7 +347,7 @@ portal("log alert rules, each per cluster: what blocks pods, what degrades them,
 portal("the heartbeat starts from the configured clusters, so a cluster that writes nothing still has a row; main.bicep passes the fleet's names", ({ file, main }) => {
   const fleet = { ...bindings, canaryClusters: ["alpha", "beta"] };
   const query = String(valueOf(file, "canaryHeartbeatAlertQuery", { bindings: fleet }));
-  assert.ok(query.includes('let status = datatable(Cluster: string) ["alpha", "beta"]'), query);
+  assert.ok(query.includes('let perCluster = datatable(Cluster: string) ["alpha", "beta"]'), query);
   assert.match(query, /join kind=leftouter \(runs/, "clusters without a line keep their row");
   assert.match(query, /Ready = coalesce\(Ready, 0\)/, "no line counts as no ready run");
   const passed = property(declared(main, "module", "admissionMonitoring").body?.object, "params", "canaryClusters");

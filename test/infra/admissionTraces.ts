@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixtures } from "../support/fixtures.js";
-import { postReview } from "../support/httpsClient.js";
+import { httpsCall, postReview } from "../support/httpsClient.js";
 import { startLocalWebhook, type LocalWebhook } from "../support/localWebhook.js";
 import { gmsa, pod, review } from "../support/reviews.js";
 
@@ -81,6 +81,8 @@ export interface AdmissionRun {
   admit(webhook: "mutate" | "validate", credSpecName?: string): Promise<WrittenLine[]>;
   /** Posts reviews at the same time; each one's lines are those naming its UID. */
   admitTogether(webhooks: readonly ("mutate" | "validate")[]): Promise<WrittenLine[][]>;
+  /** Posts a body that is no review (not JSON) and returns the status and the lines the host wrote. */
+  refuse(webhook: "mutate" | "validate"): Promise<{ status: number; lines: WrittenLine[] }>;
   close(): Promise<void>;
 }
 
@@ -129,6 +131,11 @@ export async function startAdmissionRun(settings: Record<string, string> = runSe
       const before = webhook.logs.length;
       await post(functionName, credSpecName);
       return webhook.logs.slice(before).map((entry) => written(entry, functionName));
+    },
+    async refuse(functionName) {
+      const before = webhook.logs.length;
+      const reply = await httpsCall(`${webhook.server.url}/${functionName}`, { ca: webhook.caPem, headers: { "content-type": "application/json" }, body: "{not json" });
+      return { status: reply.status, lines: webhook.logs.slice(before).map((entry) => written(entry, functionName)) };
     },
     async admitTogether(functionNames) {
       const before = webhook.logs.length;

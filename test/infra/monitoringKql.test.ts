@@ -23,15 +23,20 @@ const canarySchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observabilit
 const clusterEventsSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observability", "cluster-events.json"), "utf8")) as {
   unavailable: string;
   secretRefused: string;
+  requestRefused: string;
   fields: Record<string, string>;
 };
 
-/** Which line a query reads: the admission line, the canary's, or the cluster events. */
-function lineOf(query: DeployedQuery): "admission" | "canary" | "clusterEvent" {
-  if (query.text.includes(`"${schema.event}"`)) return "admission";
-  if (query.text.includes(`"${canarySchema.event}"`)) return "canary";
-  if (query.text.includes(`"${clusterEventsSchema.unavailable}"`)) return "clusterEvent";
-  throw new Error(`${query.name} selects none of the lines the app writes`);
+type LineKind = "admission" | "canary" | "clusterEvent";
+
+/** Which lines a query reads: the admission line, the canary's, the cluster events (one or several). */
+function linesOf(query: DeployedQuery): LineKind[] {
+  const kinds: LineKind[] = [];
+  if (query.text.includes(`"${schema.event}"`)) kinds.push("admission");
+  if (query.text.includes(`"${canarySchema.event}"`)) kinds.push("canary");
+  if (query.text.includes(`"${clusterEventsSchema.unavailable}"`)) kinds.push("clusterEvent");
+  if (kinds.length === 0) throw new Error(`${query.name} selects none of the lines the app writes`);
+  return kinds;
 }
 
 const tablesFor: Readonly<Record<QueryScope, readonly KustoTable[]>> = {
@@ -69,15 +74,15 @@ Compile.before(async (context) => {
 Compile("every workbook chart and every alert rule under infra/ is found, with interpolation resolved", ({ queries }) => {
   const workbook = queries.filter((q) => q.kind === "workbook").map((q) => q.name.replace(/.*item /, ""));
   const alerts = queries.filter((q) => q.kind === "alert");
-  assert.equal(workbook.sort(), ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "canary", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster"]);
-  assert.is(alerts.length, 9);
+  assert.equal(workbook.sort(), ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "canary", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster", "recent-failures"]);
+  assert.is(alerts.length, 10);
   for (const query of queries) {
     assert.not.match(query.text, /\$\{/, `${query.name} still holds Bicep interpolation`);
-    lineOf(query);
+    linesOf(query);
   }
   assert.equal(
-    alerts.map(lineOf).sort(),
-    ["admission", "admission", "admission", "admission", "admission", "canary", "canary", "clusterEvent", "clusterEvent"],
+    alerts.map((query) => linesOf(query).join("+")).sort(),
+    ["admission", "admission", "admission", "admission", "admission", "canary", "canary", "clusterEvent", "clusterEvent", "clusterEvent"],
   );
   // main.bicep's threshold (75% of the 4000 ms admission budget) is what the deployed alert uses.
   assert.match(alerts.map((q) => q.text).join("\n"), /P95 > 3000$/m);
@@ -182,11 +187,13 @@ function clusterEventLines(): WrittenLine[] {
 
 Fields.before(async (context) => {
   context.canaryRows = rowsOf(await canaryLines());
-  context.clusterEventRows = rowsOf(clusterEventLines());
   context.compiled = compileAll(await deployedQueries());
   context.file = await infraFile("infra/modules/admission-monitoring.bicep");
   context.run = await startAdmissionRun();
   const { run } = context;
+  const refused = await run.refuse("mutate");
+  assert.is(refused.status, 400);
+  context.clusterEventRows = rowsOf([...clusterEventLines(), ...refused.lines]);
   const lines: WrittenLine[] = [];
   lines.push(...(await run.admit("mutate")), ...(await run.admit("validate")));
   run.api.state.grants.clear();
@@ -253,7 +260,11 @@ Fields("the canary's and the cluster events' lines carry exactly the fields of t
   );
   assert.equal(
     clusterEventRows.map((row) => messageObject(row)[clusterEventsSchema.fields["event"]!]),
-    [clusterEventsSchema.secretRefused, clusterEventsSchema.unavailable],
+    [clusterEventsSchema.secretRefused, clusterEventsSchema.unavailable, clusterEventsSchema.requestRefused],
+  );
+  assert.equal(
+    clusterEventRows.map((row) => messageObject(row)[clusterEventsSchema.fields["status"]!]),
+    [401, 503, 400],
   );
   for (const row of clusterEventRows) {
     for (const field of Object.values(clusterEventsSchema.fields)) assert.ok(field in messageObject(row), `${field} in ${row.message}`);
@@ -263,9 +274,13 @@ Fields("the canary's and the cluster events' lines carry exactly the fields of t
 Fields("every field a query takes from a trace is in every real line, with the type the query converts it to", ({ rows, canaryRows, clusterEventRows, compiled }) => {
   const problems: string[] = [];
   let checked = 0;
-  const linesOf = { admission: { rows, fields: Object.values(schema.fields), file: "admission-log.json" }, canary: { rows: canaryRows, fields: Object.values(canarySchema.fields), file: "canary-log.json" }, clusterEvent: { rows: clusterEventRows, fields: Object.values(clusterEventsSchema.fields), file: "cluster-events.json" } };
+  const written: Record<LineKind, { rows: TraceRow[]; fields: string[]; file: string }> = {
+    admission: { rows, fields: Object.values(schema.fields), file: "admission-log.json" },
+    canary: { rows: canaryRows, fields: Object.values(canarySchema.fields), file: "canary-log.json" },
+    clusterEvent: { rows: clusterEventRows, fields: Object.values(clusterEventsSchema.fields), file: "cluster-events.json" },
+  };
   for (const { query, compiled: result } of compiled) {
-    const line = linesOf[lineOf(query)];
+    const kinds = linesOf(query);
     const reads = fieldReads(result);
     if (reads.length === 0) problems.push(`${query.name} reads no field of the line`);
     for (const read of reads) {
@@ -273,10 +288,10 @@ Fields("every field a query takes from a trace is in every real line, with the t
         problems.push(`${query.name}: ${read.text.trim()} is used without a conversion, so its type is whatever the row holds`);
         continue;
       }
-      if (read.source === "message" && !line.fields.includes(read.name)) {
-        problems.push(`${query.name}: ${read.name} is not a field of ${line.file}`);
-      }
-      for (const row of line.rows) {
+      // A query over several kinds of line (a union) reads each field from the kinds whose schema has it.
+      const holders = read.source === "message" ? kinds.filter((kind) => written[kind].fields.includes(read.name)) : kinds;
+      if (holders.length === 0) problems.push(`${query.name}: ${read.name} is not a field of ${kinds.map((kind) => written[kind].file).join(" or ")}`);
+      for (const row of holders.flatMap((kind) => written[kind].rows)) {
         const holder: Record<string, unknown> = read.source === "message" ? messageObject(row) : row.customDimensions;
         if (!(read.name in holder)) problems.push(`${query.name}: ${read.source} has no ${read.name} in ${row.message}`);
         else if (!fits(holder[read.name], read.assumed)) {
