@@ -1,0 +1,216 @@
+import { KubeConfig } from "@kubernetes/client-node";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { applyObjects } from "../../cluster/applyObjects.js";
+import { credSpecCrd } from "../../cluster/credSpecCrd.js";
+import type { KubernetesObject } from "../../cluster/manifests.js";
+import { safetyNetBindingPolicyName, safetyNetObjects, safetyNetPodPolicyName } from "../../cluster/safetyNet.js";
+import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
+import { kubeRequest, type KubeReply } from "../support/kubeRequest.js";
+
+/**
+ * The in-cluster safety net through a real kube-apiserver, with no webhook to call: the API
+ * server's own ValidatingAdmissionPolicies hold the `use` rule, names, contents without a name,
+ * and the freeze of GMSA settings on running pods. Each refusal is shown to be the policy's: the
+ * last test takes the policies away and the same requests go through.
+ */
+interface Context {
+  controlPlane?: ControlPlane;
+  admin: KubeConfig;
+}
+
+const Net = suite<Context>("the in-cluster safety net through a real API server", {} as Context);
+
+const namespace = "apps";
+const spec = "webapp1";
+
+function gmsaPod(name: string, options: { serviceAccount: string; credSpec?: string; contents?: string; annotations?: Record<string, string> }) {
+  const windowsOptions = {
+    ...(options.credSpec === undefined ? {} : { gmsaCredentialSpecName: options.credSpec }),
+    ...(options.contents === undefined ? {} : { gmsaCredentialSpec: options.contents }),
+  };
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace, ...(options.annotations ? { annotations: options.annotations } : {}) },
+    spec: {
+      serviceAccountName: options.serviceAccount,
+      containers: [
+        {
+          name: "app",
+          image: "mcr.microsoft.com/windows/servercore:ltsc2022",
+          ...(Object.keys(windowsOptions).length > 0 ? { securityContext: { windowsOptions } } : {}),
+        },
+      ],
+    },
+  };
+}
+
+const create = (context: Context, pod: unknown): Promise<KubeReply> => kubeRequest(context.admin, "POST", `/api/v1/namespaces/${namespace}/pods`, pod);
+
+function refusedBy(reply: KubeReply, words: RegExp | string): void {
+  const body = reply.body as { message?: string };
+  assert.ok(reply.status >= 400 && reply.status < 500, `expected a refusal, got ${reply.status}: ${JSON.stringify(reply.body).slice(0, 400)}`);
+  assert.match(body.message ?? "", /the in-cluster policy of gmsa-admission/, body.message);
+  assert.match(body.message ?? "", words, body.message);
+}
+
+Net.before(async (context) => {
+  try {
+    context.controlPlane = await startControlPlane({ withControllerManager: false, log: () => {} });
+    context.admin = new KubeConfig();
+    context.admin.loadFromFile(context.controlPlane.kubeconfigPath);
+    const objects: KubernetesObject[] = [
+      credSpecCrd(),
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "allowed", namespace } },
+      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "denied", namespace } },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "Role",
+        metadata: { name: "use-webapp1", namespace },
+        rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: [spec], verbs: ["use"] }],
+      },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "use-webapp1", namespace },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "use-webapp1" },
+        subjects: [{ kind: "ServiceAccount", name: "allowed", namespace }],
+      },
+      ...(safetyNetObjects({ authorizeRequestingUser: false }) as KubernetesObject[]),
+    ];
+    await applyObjects(context.admin, objects);
+    // The API server compiles a new policy and starts enforcing it a moment after it is stored.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const probe = await kubeRequest(context.admin, "POST", `/api/v1/namespaces/${namespace}/pods?dryRun=All`, gmsaPod("probe", { serviceAccount: "denied", credSpec: spec }));
+      if (probe.status >= 400) break;
+      if (Date.now() > deadline) throw new Error("the safety net was not enforced within 20 s");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } catch (error) {
+    console.error("safety net set-up failed:", error);
+    throw error;
+  }
+});
+
+Net.after(async (context) => {
+  await context.controlPlane?.stop();
+});
+
+Net("the policies compiled: no type-check warning on either", async (context) => {
+  for (const name of [safetyNetPodPolicyName, safetyNetBindingPolicyName]) {
+    const policy = await kubeRequest(context.admin, "GET", `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`);
+    assert.is(policy.status, 200);
+    const status = (policy.body as { status?: { typeChecking?: { expressionWarnings?: unknown[] } } }).status;
+    assert.equal(status?.typeChecking?.expressionWarnings ?? [], [], `${name}: ${JSON.stringify(status)}`);
+  }
+});
+
+Net("no webhook: a pod whose service account may not use the spec is refused, in the function's words", async (context) => {
+  const reply = await create(context, gmsaPod("denied-0", { serviceAccount: "denied", credSpec: spec }));
+  assert.is(reply.status, 403);
+  refusedBy(reply, `service account "denied" in namespace "${namespace}" is not authorized to use GMSACredentialSpec "${spec}"`);
+});
+
+Net("no webhook: the same through an init container and through the alpha annotation", async (context) => {
+  const init = gmsaPod("denied-init", { serviceAccount: "denied" });
+  (init.spec as Record<string, unknown>).initContainers = [{ name: "setup", image: "busybox", securityContext: { windowsOptions: { gmsaCredentialSpecName: spec } } }];
+  refusedBy(await create(context, init), "is not authorized to use");
+  const annotated = gmsaPod("denied-annotation", { serviceAccount: "denied", annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": spec } });
+  refusedBy(await create(context, annotated), "is not authorized to use");
+});
+
+Net("no webhook: a pod whose service account may use the spec, contents inlined by hand, is admitted", async (context) => {
+  const reply = await create(context, gmsaPod("allowed-0", { serviceAccount: "allowed", credSpec: spec, contents: '{"CmsPlugins":["ActiveDirectory"]}' }));
+  assert.is(reply.status, 201, JSON.stringify(reply.body).slice(0, 400));
+});
+
+Net("no webhook: a pod without GMSA settings never meets the policy", async (context) => {
+  const reply = await create(context, gmsaPod("plain-0", { serviceAccount: "denied" }));
+  assert.is(reply.status, 201, JSON.stringify(reply.body).slice(0, 400));
+});
+
+Net("no webhook: contents without a name, and a name that is no object name, are refused", async (context) => {
+  refusedBy(await create(context, gmsaPod("orphan-0", { serviceAccount: "allowed", contents: '{"CmsPlugins":["ActiveDirectory"]}' })), "without a credential spec name");
+  refusedBy(
+    await create(context, gmsaPod("orphan-annotation", { serviceAccount: "allowed", annotations: { "app.container.alpha.windows.kubernetes.io/gmsa-credential-spec": "{}" } })),
+    "without a credential spec name",
+  );
+  // The API server checks the field's name itself; an annotation's value is the policy's to check.
+  refusedBy(
+    await create(context, gmsaPod("bad-name", { serviceAccount: "allowed", annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "Web_App1" } })),
+    '"Web_App1" is not a valid GMSACredentialSpec name',
+  );
+});
+
+Net("no webhook: GMSA settings of a running pod do not change, by annotation, ephemeral container or binding", async (context) => {
+  const path = `/api/v1/namespaces/${namespace}/pods/allowed-0`;
+  const annotate = await kubeRequest(
+    context.admin,
+    "PATCH",
+    path,
+    { metadata: { annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "another" } } },
+    "application/merge-patch+json",
+  );
+  refusedBy(annotate, "GMSA settings cannot be changed on an existing pod");
+  const pod = (await kubeRequest(context.admin, "GET", path)).body as Record<string, unknown> & { spec: Record<string, unknown> };
+  pod.spec.ephemeralContainers = [{ name: "debug", image: "busybox", securityContext: { windowsOptions: { gmsaCredentialSpecName: "another" } } }];
+  refusedBy(await kubeRequest(context.admin, "PUT", `${path}/ephemeralcontainers`, pod), "GMSA settings cannot be changed on an existing pod");
+  const unscheduled = await create(context, gmsaPod("plain-1", { serviceAccount: "denied" }));
+  assert.is(unscheduled.status, 201);
+  const binding = await kubeRequest(context.admin, "POST", `/api/v1/namespaces/${namespace}/pods/plain-1/binding`, {
+    apiVersion: "v1",
+    kind: "Binding",
+    metadata: { name: "plain-1", annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": spec } },
+    target: { apiVersion: "v1", kind: "Node", name: "node-1" },
+  });
+  refusedBy(binding, "a binding may not carry GMSA annotations");
+  const labelled = await kubeRequest(context.admin, "PATCH", path, { metadata: { labels: { tier: "web" } } }, "application/merge-patch+json");
+  assert.is(labelled.status, 200, "other changes to a GMSA pod still go through");
+});
+
+Net("webhooks switched to Ignore and their function gone: the policy still refuses", async (context) => {
+  const webhook = (kind: "Mutating" | "Validating") => ({
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: `${kind}WebhookConfiguration`,
+    metadata: { name: "gmsa-admission" },
+    webhooks: [
+      {
+        name: `${kind.toLowerCase()}.gmsa.windows.k8s.io`,
+        clientConfig: { url: "https://127.0.0.1:1/webhook" },
+        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"] }],
+        failurePolicy: "Ignore",
+        sideEffects: "None",
+        admissionReviewVersions: ["v1"],
+        timeoutSeconds: 2,
+      },
+    ],
+  });
+  await applyObjects(context.admin, [webhook("Mutating"), webhook("Validating")] as KubernetesObject[]);
+  try {
+    refusedBy(await create(context, gmsaPod("denied-ignore", { serviceAccount: "denied", credSpec: spec })), "is not authorized to use");
+  } finally {
+    for (const kind of ["mutating", "validating"]) {
+      await kubeRequest(context.admin, "DELETE", `/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations/gmsa-admission`);
+    }
+  }
+});
+
+Net("without the policies the same requests go through: the refusals above were the policy's", async (context) => {
+  for (const name of [safetyNetPodPolicyName, safetyNetBindingPolicyName]) {
+    await kubeRequest(context.admin, "DELETE", `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/${name}`);
+  }
+  const deadline = Date.now() + 20_000;
+  let reply: KubeReply;
+  for (;;) {
+    reply = await create(context, gmsaPod("denied-unchecked", { serviceAccount: "denied", credSpec: spec }));
+    if (reply.status === 201 || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  assert.is(reply.status, 201, "with neither webhooks nor policy, nothing holds the use rule");
+  assert.is((await create(context, gmsaPod("orphan-unchecked", { serviceAccount: "allowed", contents: "{}" }))).status, 201);
+});
+
+Net.run();
