@@ -4,6 +4,7 @@ import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "
 import { memberPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
 import { relayClusterSecretFile, relayClusterSecretKey, relayDefaultImage, relayDefaultNamespace, relayFunctionKeySecretName, relayName } from "./relay.js";
 import { networkPolicyPeer, relayIngressRule } from "./relayNetworkPolicy.js";
+import { safetyNetObjects, safetyNetPodPolicyName } from "./safetyNet.js";
 import { webhookClusterRole } from "./webhookRbac.js";
 
 /**
@@ -140,6 +141,18 @@ function reviewResourcesVariable(): string {
 var webhookReviewResources = authorizeRequestingUser ? ${resources(true)} : ${resources(false)}`;
 }
 
+/** The safety net's pod policy asks the requesting user too when that check is on: its variables and rules, by the parameter. */
+function safetyNetVariables(): string {
+  const spec = (authorizeRequestingUser: boolean) => {
+    const policy = safetyNetObjects({ authorizeRequestingUser }).find((object) => object.kind === "ValidatingAdmissionPolicy" && object.metadata.name === safetyNetPodPolicyName);
+    if (policy === undefined || !isRecord(policy.spec)) throw new Error("the safety net renders no pod policy");
+    return policy.spec;
+  };
+  return `// The requesting-user check is held in the cluster too: one more variable and rule when it is on.
+var safetyNetVariables = authorizeRequestingUser ? ${bicepValue(spec(true).variables, "")} : ${bicepValue(spec(false).variables, "")}
+var safetyNetValidations = authorizeRequestingUser ? ${bicepValue(spec(true).validations, "")} : ${bicepValue(spec(false).validations, "")}`;
+}
+
 function isReviewRule(rule: unknown): boolean {
   return isRecord(rule) && Array.isArray(rule.apiGroups) && rule.apiGroups.includes("authorization.k8s.io");
 }
@@ -199,6 +212,9 @@ function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
     if (object.kind === "ConfigMap" && isRecord(object.data)) return { ...object, data: { ...object.data, "nginx.conf": memberConf(String(object.data["nginx.conf"])) } };
     if (object.kind === "Secret" && object.metadata.name === relayFunctionKeySecretName) return { ...object, data: placeholder("relayKeyData") };
     if (object.kind === "NetworkPolicy") return { ...object, spec: { ...(isRecord(object.spec) ? object.spec : {}), ingress: placeholder("relayIngress") } };
+    if (object.kind === "ValidatingAdmissionPolicy" && object.metadata.name === safetyNetPodPolicyName && isRecord(object.spec)) {
+      return { ...object, spec: { ...object.spec, variables: placeholder("safetyNetVariables"), validations: placeholder("safetyNetValidations") } };
+    }
     if (object.kind === "ClusterRole" && Array.isArray(object.rules)) {
       return { ...object, rules: object.rules.map((rule) => (isReviewRule(rule) && isRecord(rule) ? { ...rule, resources: placeholder("webhookReviewResources") } : rule)) };
     }
@@ -268,6 +284,8 @@ function resources(): { list: Resource[]; templateHash: string } {
     "relayIngress",
     "cidr",
     "webhookReviewResources",
+    "safetyNetVariables",
+    "safetyNetValidations",
     "fleet",
     "webhookPathPrefix",
     "relayUpstreamPrefix",
@@ -354,6 +372,8 @@ var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '\$
 ${allowFromVariables()}
 
 ${reviewResourcesVariable()}
+
+${safetyNetVariables()}
 
 ${fleetVariables(relayKeyDataTemplate())}
 

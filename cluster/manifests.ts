@@ -1,4 +1,5 @@
 import { canaryObjects } from "./canary.js";
+import { safetyNetObjects } from "./safetyNet.js";
 import { credSpecCrd } from "./credSpecCrd.js";
 import { relayObjects, relayServiceTarget, type RelayWiring } from "./relay.js";
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName, type WebhookTarget } from "./webhookConfigurations.js";
@@ -30,6 +31,8 @@ export interface ClusterWiring {
   readonly authorizeRequestingUser?: boolean;
   /** The canary's namespace, service account and grant (cluster/canary.ts). Default true. */
   readonly canary?: boolean;
+  /** The in-cluster safety net (cluster/safetyNet.ts): the API server's own policies. Default true. */
+  readonly safetyNet?: boolean;
 }
 
 export type KubernetesObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } & Record<string, unknown> } & Record<string, unknown>;
@@ -55,6 +58,7 @@ export function clusterManifests(wiring: ClusterWiring): KubernetesObject[] {
     webhookClusterRole({ authorizeRequestingUser: wiring.authorizeRequestingUser === true }),
     webhookClusterRoleBinding(wiring.subject),
     ...(wiring.canary === false ? [] : canaryObjects(wiring.subject)),
+    ...(wiring.safetyNet === false ? [] : safetyNetObjects({ authorizeRequestingUser: wiring.authorizeRequestingUser === true })),
     webhookPriorityLevel(),
     webhookFlowSchema(wiring.subject),
     ...(relay ? relayObjects(relay, timeoutSeconds) : []),

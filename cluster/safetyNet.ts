@@ -1,3 +1,4 @@
+import { useGrantAdvice } from "../lib/gmsa/useGrant.js";
 import { canaryNamespace } from "./canary.js";
 import { podHasGmsaSettings } from "./matchConditions.js";
 import { excludedNamespaceLabel } from "./webhookConfigurations.js";
@@ -17,6 +18,7 @@ import { excludedNamespaceLabel } from "./webhookConfigurations.js";
  *   are refused;
  * - pods, UPDATE (including `pods/ephemeralcontainers`): GMSA names and contents do not change;
  * - bindings: none carries a GMSA annotation key.
+ * Dry runs are left to the webhooks: they store nothing.
  * The policies match the namespaces the webhooks match (not kube-system, not those labelled
  * windows.k8s.io/disabled=true) and, through matchConditions, only pods with GMSA settings: every
  * other pod never evaluates a rule. The canary's namespace is left out: no pod can be created
@@ -81,15 +83,47 @@ function contentsWithoutName(): string {
   return [`(${orphan(spec)})`, ...lists, orphanAnnotation].join(" || ");
 }
 
-const useCheck = (principal: string) =>
-  `${principal}.group('windows.k8s.io').resource('gmsacredentialspecs').namespace(request.namespace).name(n).check('use').allowed()`;
+/** The API server's own authorizer, asked as the function asks: a LocalSubjectAccessReview in the pod's namespace. */
+const useCheck = (principal: string, name: string) =>
+  `${principal}.group('windows.k8s.io').resource('gmsacredentialspecs').namespace(request.namespace).name(${name}).check('use').allowed()`;
 const serviceAccountAuthorizer = "authorizer.serviceAccount(request.namespace, variables.serviceAccount)";
 
 /**
- * The end of a `use` refusal. A message cannot ask the authorizer which name was refused, so with
- * one name it is named, as the function names it; with several, all are listed.
+ * The API server charges 350 000 per authorizer check against a limit of 1 000 000 per expression
+ * and 10 000 000 per policy evaluation (k8s.io/apiserver pkg/cel/library/cost.go and
+ * pkg/apis/cel/config.go): so each check has a rule of its own, one per position in the list of
+ * names, and a name is asked about at its first place only. This many distinct names are checked
+ * for the service account (half as many when the requesting user is asked too); a pod that names
+ * more is refused, as the function refuses more than GMSA_MAX_CREDSPECS_PER_POD (16 by default).
  */
-const refusedNames = `(size(variables.names) == 1 ? 'is not authorized to use GMSACredentialSpec "' + variables.names[0] + '"' : 'is not authorized to use every GMSACredentialSpec the pod names (' + variables.names.map(n, '"' + n + '"').join(', ') + ')')`;
+export const checkedNamesPerPrincipal = 24;
+
+function useRules(principal: { readonly authorizer: string; readonly who: string; readonly grant: (name: string) => string }, positions: number) {
+  return Array.from({ length: positions }, (_, i) => ({
+    expression: `request.operation != 'CREATE' || size(variables.names) <= ${i} || variables.names.indexOf(variables.names[${i}]) != ${i} || ${useCheck(principal.authorizer, `variables.names[${i}]`)}`,
+    messageExpression: `'${who}: ' + ${principal.who} + ' is not authorized to use GMSACredentialSpec "' + variables.names[${i}] + '"' + ${principal.grant(`variables.names[${i}]`)}`,
+    message: `${who}: the pod's service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names`,
+    reason: "Forbidden",
+  }));
+}
+
+/** A CEL string literal. */
+const celString = (text: string) => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+
+/**
+ * The function's advice after a 403 (lib/gmsa/useGrant.ts), as a CEL expression: made by the same
+ * code with markers for the spec, the namespace and the service account, which become CEL.
+ */
+function grantAdviceExpression(name: string): string {
+  const marks = { spec: "\u0001spec\u0001", namespace: "\u0001namespace\u0001", account: "\u0001account\u0001" };
+  const text = useGrantAdvice(marks.spec, marks.namespace, { kind: "ServiceAccount", namespace: marks.namespace, name: marks.account });
+  const cel: Record<string, string> = { [marks.spec]: name, [marks.namespace]: "request.namespace", [marks.account]: "variables.serviceAccount" };
+  return text
+    .split(/(\u0001\w+\u0001)/)
+    .filter((part) => part !== "")
+    .map((part) => cel[part] ?? celString(part))
+    .join(" + ");
+}
 
 /** Only where the webhooks run: the same namespaces, less the canary's. */
 const namespaceSelector = {
@@ -105,6 +139,7 @@ export interface SafetyNetOptions {
 }
 
 export function safetyNetObjects(options: SafetyNetOptions) {
+  const positions = options.authorizeRequestingUser ? checkedNamesPerPrincipal / 2 : checkedNamesPerPrincipal;
   const validations = [
     {
       expression: `request.operation != 'CREATE' || variables.names.all(n, size(n) <= 253 && n.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))`,
@@ -113,21 +148,19 @@ export function safetyNetObjects(options: SafetyNetOptions) {
       reason: "Invalid",
     },
     {
-      expression: `request.operation != 'CREATE' || size(variables.notUsableByServiceAccount) == 0`,
-      messageExpression: `'${who}: service account "' + variables.serviceAccount + '" in namespace "' + request.namespace + '" ' + ${refusedNames}`,
-      message: `${who}: the pod's service account is not authorized to use a GMSACredentialSpec the pod names`,
-      reason: "Forbidden",
+      expression: `request.operation != 'CREATE' || variables.names.all(n, variables.names.indexOf(n) < ${positions})`,
+      messageExpression: `'${who}: the pod names more than ${positions} distinct GMSA credential specs; the in-cluster policy checks at most ${positions}'`,
+      reason: "Invalid",
     },
-    ...(options.authorizeRequestingUser
-      ? [
-          {
-            expression: `request.operation != 'CREATE' || size(variables.notUsableByUser) == 0`,
-            messageExpression: `'${who}: user "' + request.userInfo.username + '" ' + ${refusedNames}`,
-            message: `${who}: the requesting user is not authorized to use a GMSACredentialSpec the pod names`,
-            reason: "Forbidden",
-          },
-        ]
-      : []),
+    ...useRules(
+      {
+        authorizer: serviceAccountAuthorizer,
+        who: `'service account "' + variables.serviceAccount + '" in namespace "' + request.namespace + '"'`,
+        grant: (name) => `'; if the name is right, ' + ${grantAdviceExpression(name)}`,
+      },
+      positions,
+    ),
+    ...(options.authorizeRequestingUser ? useRules({ authorizer: "authorizer", who: `'user "' + request.userInfo.username + '"'`, grant: () => "''" }, positions) : []),
     {
       expression: `request.operation != 'CREATE' || !(${contentsWithoutName()})`,
       message: `${who}: GMSA credential spec contents are set without a credential spec name; set the gmsaCredentialSpecName of the same windowsOptions instead`,
@@ -154,7 +187,12 @@ export function safetyNetObjects(options: SafetyNetOptions) {
           ],
         },
         // Only pods with GMSA settings, now or before: every other pod never evaluates a rule.
-        matchConditions: [{ name: "gmsa-settings", expression: `(${podHasGmsaSettings("object")}) || (${podHasGmsaSettings("oldObject")})` }],
+        // Dry runs store nothing, and pass to the webhooks: the deploy's readiness check and
+        // `kubectl --dry-run=server` see the function's own answer.
+        matchConditions: [
+          { name: "not-a-dry-run", expression: "request.dryRun != true" },
+          { name: "gmsa-settings", expression: `(${podHasGmsaSettings("object")}) || (${podHasGmsaSettings("oldObject")})` },
+        ],
         variables: [
           { name: "names", expression: namesOf("object") },
           {
@@ -162,10 +200,6 @@ export function safetyNetObjects(options: SafetyNetOptions) {
             expression:
               "has(object.spec.serviceAccountName) && object.spec.serviceAccountName != '' ? object.spec.serviceAccountName : (has(object.spec.serviceAccount) && object.spec.serviceAccount != '' ? object.spec.serviceAccount : 'default')",
           },
-          // The API server's own authorizer, asked as the function asks (a LocalSubjectAccessReview
-          // in the pod's namespace); only when a CREATE's rule reads them.
-          { name: "notUsableByServiceAccount", expression: `variables.names.filter(n, !${useCheck(serviceAccountAuthorizer)})` },
-          ...(options.authorizeRequestingUser ? [{ name: "notUsableByUser", expression: `variables.names.filter(n, !${useCheck("authorizer")})` }] : []),
           { name: "settings", expression: settingsOf("object") },
           { name: "oldSettings", expression: `oldObject == null ? [] : ${settingsOf("oldObject")}` },
         ],
@@ -186,13 +220,14 @@ export function safetyNetObjects(options: SafetyNetOptions) {
         failurePolicy: "Fail",
         matchConstraints: {
           namespaceSelector,
-          resourceRules: [
-            { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/binding", "bindings"] },
-          ],
+          resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/binding", "bindings"] }],
         },
+        matchConditions: [{ name: "not-a-dry-run", expression: "request.dryRun != true" }],
+        variables: [{ name: "keys", expression: `has(object.metadata.annotations) ? object.metadata.annotations.filter(k, ${isGmsaAnnotation("k")}) : []` }],
         validations: [
           {
             expression: `!has(object.metadata.annotations) || !object.metadata.annotations.exists(k, ${isGmsaAnnotation("k")})`,
+            messageExpression: `'${who}: binding of pod "' + object.metadata.name + '": GMSA settings cannot be changed on an existing pod (the binding would set ' + (size(variables.keys) == 1 ? 'the annotation ' + variables.keys[0] : 'the annotations ' + variables.keys.join(', ')) + ')'`,
             message: `${who}: GMSA settings cannot be changed on an existing pod (a binding may not carry GMSA annotations)`,
             reason: "Forbidden",
           },

@@ -1,5 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { canaryDryRunPolicyName, canaryNamespace, canaryRoleName, canaryServiceAccount } from "./canary.js";
+import { safetyNetBindingPolicyName, safetyNetPodPolicyName } from "./safetyNet.js";
 import { objectRef } from "./changePlan.js";
 import { withKubeObjects } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";
@@ -37,6 +38,10 @@ export function uninstallOrder(namespace: string): ObjectHeader[] {
     { apiVersion: "v1", kind: "Namespace", metadata: { name: canaryNamespace } },
     { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: canaryDryRunPolicyName } },
     { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name: canaryDryRunPolicyName } },
+    ...[safetyNetPodPolicyName, safetyNetBindingPolicyName].flatMap((name) => [
+      { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name } },
+      { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name } },
+    ]),
     { apiVersion: "scheduling.k8s.io/v1", kind: "PriorityClass", metadata: { name: relayPriorityClassName } },
     { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", metadata: { name: webhookFlowControlName } },
     { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", metadata: { name: webhookFlowControlName } },

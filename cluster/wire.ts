@@ -101,6 +101,7 @@ export function renderWiring(request: Install, includeCrd: boolean, certificate:
     includeCrd,
     authorizeRequestingUser: request.authorizeRequestingUser,
     canary: request.canary,
+    safetyNet: request.safetyNet,
     ...(certificate && previousRelayCaPem !== "" ? { relayCaBundlePem: relayCaBundle(certificate.caPem, previousRelayCaPem) } : {}),
   });
 }

@@ -54,6 +54,8 @@ export type WireRequest =
       readonly check?: ReadinessCheck;
       /** Install the canary's namespace and grant (cluster/canary.ts); --no-canary leaves them out. */
       readonly canary: boolean;
+      /** Install the in-cluster safety net (cluster/safetyNet.ts); --no-safety-net leaves it out. */
+      readonly safetyNet: boolean;
     }
   | { readonly action: "help" };
 
@@ -106,6 +108,10 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             account and the grant that lets the function's identity ask for dry
                             runs of pods there (the function's canary then reports that it cannot).
                             --uninstall removes the grant and leaves the namespace
+  --no-safety-net           leave out the in-cluster safety net: the ValidatingAdmissionPolicies
+                            that hold the use rule, names and the freeze of GMSA settings even
+                            where the webhooks do not run (docs/security.md). --uninstall
+                            removes them either way
   --no-crd                  leave the GMSACredentialSpec CRD out (with --apply this is
                             detected: a CRD installed by someone else is never touched)
   --rotate-certificate      relay mode with --apply: issue a new relay certificate even if
@@ -159,6 +165,7 @@ const options = {
   "authorize-requesting-user": { type: "boolean" },
   "no-crd": { type: "boolean" },
   "no-canary": { type: "boolean" },
+  "no-safety-net": { type: "boolean" },
   "rotate-certificate": { type: "boolean" },
   "rollout-timeout-seconds": { type: "string" },
   "adopt-namespace": { type: "boolean" },
@@ -392,6 +399,7 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
     dryRun: Boolean(values["dry-run"]),
     includeCrd: !values["no-crd"],
     canary: !values["no-canary"],
+    safetyNet: !values["no-safety-net"],
     rotateCertificate: Boolean(values["rotate-certificate"]),
     rolloutTimeoutSeconds:
       values["rollout-timeout-seconds"] === undefined ? defaultRolloutTimeoutSeconds : integer(values["rollout-timeout-seconds"], "--rollout-timeout-seconds", 1, 3600),

@@ -70,7 +70,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('4b628116dd33de5f', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
+var relayChecksum = uniqueString('140e71ee2332055e', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -114,6 +114,376 @@ var webhookReviewResources = authorizeRequestingUser ? [
   'subjectaccessreviews'
 ] : [
   'localsubjectaccessreviews'
+]
+
+// The requesting-user check is held in the cluster too: one more variable and rule when it is on.
+var safetyNetVariables = authorizeRequestingUser ? [
+  {
+    name: 'names'
+    expression: '(has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) ? [object.spec.securityContext.windowsOptions.gmsaCredentialSpecName] : []) + (has(object.spec.containers) ? object.spec.containers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpecName)).map(c, c.securityContext.windowsOptions.gmsaCredentialSpecName) : []) + (has(object.spec.initContainers) ? object.spec.initContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpecName)).map(c, c.securityContext.windowsOptions.gmsaCredentialSpecName) : []) + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpecName)).map(c, c.securityContext.windowsOptions.gmsaCredentialSpecName) : []) + (has(object.metadata.annotations) ? object.metadata.annotations.filter(k, (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') && size(k) > 64))).map(k, object.metadata.annotations[k]) : [])'
+  }
+  {
+    name: 'serviceAccount'
+    expression: 'has(object.spec.serviceAccountName) && object.spec.serviceAccountName != \'\' ? object.spec.serviceAccountName : (has(object.spec.serviceAccount) && object.spec.serviceAccount != \'\' ? object.spec.serviceAccount : \'default\')'
+  }
+  {
+    name: 'settings'
+    expression: '(has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec)) ? [\'pod\' + \'=\' + (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) ? object.spec.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec) ? object.spec.securityContext.windowsOptions.gmsaCredentialSpec : \'\')] : []) + (has(object.spec.containers) ? object.spec.containers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'containers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(object.spec.initContainers) ? object.spec.initContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'initContainers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'ephemeralContainers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(object.metadata.annotations) ? object.metadata.annotations.filter(k, ((k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') && size(k) > 64)) || (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec\') && size(k) > 59)))).map(k, k + \'=\' + object.metadata.annotations[k]) : [])'
+  }
+  {
+    name: 'oldSettings'
+    expression: 'oldObject == null ? [] : (has(oldObject.spec.securityContext) && has(oldObject.spec.securityContext.windowsOptions) && (has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpec)) ? [\'pod\' + \'=\' + (has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpecName) ? oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpec) ? oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpec : \'\')] : []) + (has(oldObject.spec.containers) ? oldObject.spec.containers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'containers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(oldObject.spec.initContainers) ? oldObject.spec.initContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'initContainers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(oldObject.spec.ephemeralContainers) ? oldObject.spec.ephemeralContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'ephemeralContainers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations.filter(k, ((k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') && size(k) > 64)) || (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec\') && size(k) > 59)))).map(k, k + \'=\' + oldObject.metadata.annotations[k]) : [])'
+  }
+] : [
+  {
+    name: 'names'
+    expression: '(has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) ? [object.spec.securityContext.windowsOptions.gmsaCredentialSpecName] : []) + (has(object.spec.containers) ? object.spec.containers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpecName)).map(c, c.securityContext.windowsOptions.gmsaCredentialSpecName) : []) + (has(object.spec.initContainers) ? object.spec.initContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpecName)).map(c, c.securityContext.windowsOptions.gmsaCredentialSpecName) : []) + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpecName)).map(c, c.securityContext.windowsOptions.gmsaCredentialSpecName) : []) + (has(object.metadata.annotations) ? object.metadata.annotations.filter(k, (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') && size(k) > 64))).map(k, object.metadata.annotations[k]) : [])'
+  }
+  {
+    name: 'serviceAccount'
+    expression: 'has(object.spec.serviceAccountName) && object.spec.serviceAccountName != \'\' ? object.spec.serviceAccountName : (has(object.spec.serviceAccount) && object.spec.serviceAccount != \'\' ? object.spec.serviceAccount : \'default\')'
+  }
+  {
+    name: 'settings'
+    expression: '(has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec)) ? [\'pod\' + \'=\' + (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) ? object.spec.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec) ? object.spec.securityContext.windowsOptions.gmsaCredentialSpec : \'\')] : []) + (has(object.spec.containers) ? object.spec.containers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'containers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(object.spec.initContainers) ? object.spec.initContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'initContainers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'ephemeralContainers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(object.metadata.annotations) ? object.metadata.annotations.filter(k, ((k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') && size(k) > 64)) || (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec\') && size(k) > 59)))).map(k, k + \'=\' + object.metadata.annotations[k]) : [])'
+  }
+  {
+    name: 'oldSettings'
+    expression: 'oldObject == null ? [] : (has(oldObject.spec.securityContext) && has(oldObject.spec.securityContext.windowsOptions) && (has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpec)) ? [\'pod\' + \'=\' + (has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpecName) ? oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpec) ? oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpec : \'\')] : []) + (has(oldObject.spec.containers) ? oldObject.spec.containers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'containers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(oldObject.spec.initContainers) ? oldObject.spec.initContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'initContainers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(oldObject.spec.ephemeralContainers) ? oldObject.spec.ephemeralContainers.filter(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))).map(c, \'ephemeralContainers/\' + c.name + \'=\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) ? c.securityContext.windowsOptions.gmsaCredentialSpecName : \'\') + \'|\' + (has(c.securityContext.windowsOptions.gmsaCredentialSpec) ? c.securityContext.windowsOptions.gmsaCredentialSpec : \'\')) : []) + (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations.filter(k, ((k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') && size(k) > 64)) || (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec\') && size(k) > 59)))).map(k, k + \'=\' + oldObject.metadata.annotations[k]) : [])'
+  }
+]
+var safetyNetValidations = authorizeRequestingUser ? [
+  {
+    expression: 'request.operation != \'CREATE\' || variables.names.all(n, size(n) <= 253 && n.matches(\'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$\'))'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: "\' + variables.names.filter(n, !(size(n) <= 253 && n.matches(\'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$\')))[0] + \'" is not a valid GMSACredentialSpec name\''
+    message: 'the in-cluster policy of gmsa-admission: a GMSA credential spec name is not a valid GMSACredentialSpec name'
+    reason: 'Invalid'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || variables.names.all(n, variables.names.indexOf(n) < 12)'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: the pod names more than 12 distinct GMSA credential specs; the in-cluster policy checks at most 12\''
+    reason: 'Invalid'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 0 || variables.names.indexOf(variables.names[0]) != 0 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[0]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[0] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[0] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[0] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[0] + \'], and a RoleBinding gmsa-use-\' + variables.names[0] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 1 || variables.names.indexOf(variables.names[1]) != 1 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[1]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[1] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[1] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[1] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[1] + \'], and a RoleBinding gmsa-use-\' + variables.names[1] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 2 || variables.names.indexOf(variables.names[2]) != 2 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[2]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[2] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[2] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[2] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[2] + \'], and a RoleBinding gmsa-use-\' + variables.names[2] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 3 || variables.names.indexOf(variables.names[3]) != 3 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[3]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[3] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[3] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[3] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[3] + \'], and a RoleBinding gmsa-use-\' + variables.names[3] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 4 || variables.names.indexOf(variables.names[4]) != 4 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[4]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[4] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[4] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[4] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[4] + \'], and a RoleBinding gmsa-use-\' + variables.names[4] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 5 || variables.names.indexOf(variables.names[5]) != 5 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[5]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[5] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[5] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[5] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[5] + \'], and a RoleBinding gmsa-use-\' + variables.names[5] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 6 || variables.names.indexOf(variables.names[6]) != 6 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[6]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[6] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[6] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[6] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[6] + \'], and a RoleBinding gmsa-use-\' + variables.names[6] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 7 || variables.names.indexOf(variables.names[7]) != 7 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[7]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[7] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[7] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[7] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[7] + \'], and a RoleBinding gmsa-use-\' + variables.names[7] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 8 || variables.names.indexOf(variables.names[8]) != 8 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[8]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[8] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[8] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[8] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[8] + \'], and a RoleBinding gmsa-use-\' + variables.names[8] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 9 || variables.names.indexOf(variables.names[9]) != 9 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[9]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[9] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[9] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[9] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[9] + \'], and a RoleBinding gmsa-use-\' + variables.names[9] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 10 || variables.names.indexOf(variables.names[10]) != 10 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[10]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[10] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[10] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[10] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[10] + \'], and a RoleBinding gmsa-use-\' + variables.names[10] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 11 || variables.names.indexOf(variables.names[11]) != 11 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[11]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[11] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[11] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[11] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[11] + \'], and a RoleBinding gmsa-use-\' + variables.names[11] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 0 || variables.names.indexOf(variables.names[0]) != 0 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[0]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[0] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 1 || variables.names.indexOf(variables.names[1]) != 1 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[1]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[1] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 2 || variables.names.indexOf(variables.names[2]) != 2 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[2]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[2] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 3 || variables.names.indexOf(variables.names[3]) != 3 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[3]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[3] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 4 || variables.names.indexOf(variables.names[4]) != 4 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[4]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[4] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 5 || variables.names.indexOf(variables.names[5]) != 5 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[5]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[5] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 6 || variables.names.indexOf(variables.names[6]) != 6 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[6]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[6] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 7 || variables.names.indexOf(variables.names[7]) != 7 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[7]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[7] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 8 || variables.names.indexOf(variables.names[8]) != 8 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[8]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[8] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 9 || variables.names.indexOf(variables.names[9]) != 9 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[9]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[9] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 10 || variables.names.indexOf(variables.names[10]) != 10 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[10]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[10] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 11 || variables.names.indexOf(variables.names[11]) != 11 || authorizer.group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[11]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'user "\' + request.userInfo.username + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[11] + \'"\' + \'\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || !((has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec) && !has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName)) || (has(object.spec.containers) && object.spec.containers.exists(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpec) && !has(c.securityContext.windowsOptions.gmsaCredentialSpecName))) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpec) && !has(c.securityContext.windowsOptions.gmsaCredentialSpecName))) || (has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpec) && !has(c.securityContext.windowsOptions.gmsaCredentialSpecName))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec\') && size(k) > 59)) && !((k + \'-name\') in object.metadata.annotations))))'
+    message: 'the in-cluster policy of gmsa-admission: GMSA credential spec contents are set without a credential spec name; set the gmsaCredentialSpecName of the same windowsOptions instead'
+    reason: 'Invalid'
+  }
+  {
+    expression: 'request.operation != \'UPDATE\' || (variables.settings.all(s, s in variables.oldSettings) && variables.oldSettings.all(s, s in variables.settings))'
+    message: 'the in-cluster policy of gmsa-admission: GMSA settings cannot be changed on an existing pod'
+    reason: 'Forbidden'
+  }
+] : [
+  {
+    expression: 'request.operation != \'CREATE\' || variables.names.all(n, size(n) <= 253 && n.matches(\'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$\'))'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: "\' + variables.names.filter(n, !(size(n) <= 253 && n.matches(\'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$\')))[0] + \'" is not a valid GMSACredentialSpec name\''
+    message: 'the in-cluster policy of gmsa-admission: a GMSA credential spec name is not a valid GMSACredentialSpec name'
+    reason: 'Invalid'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || variables.names.all(n, variables.names.indexOf(n) < 24)'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: the pod names more than 24 distinct GMSA credential specs; the in-cluster policy checks at most 24\''
+    reason: 'Invalid'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 0 || variables.names.indexOf(variables.names[0]) != 0 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[0]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[0] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[0] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[0] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[0] + \'], and a RoleBinding gmsa-use-\' + variables.names[0] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 1 || variables.names.indexOf(variables.names[1]) != 1 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[1]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[1] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[1] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[1] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[1] + \'], and a RoleBinding gmsa-use-\' + variables.names[1] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 2 || variables.names.indexOf(variables.names[2]) != 2 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[2]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[2] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[2] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[2] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[2] + \'], and a RoleBinding gmsa-use-\' + variables.names[2] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 3 || variables.names.indexOf(variables.names[3]) != 3 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[3]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[3] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[3] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[3] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[3] + \'], and a RoleBinding gmsa-use-\' + variables.names[3] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 4 || variables.names.indexOf(variables.names[4]) != 4 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[4]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[4] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[4] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[4] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[4] + \'], and a RoleBinding gmsa-use-\' + variables.names[4] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 5 || variables.names.indexOf(variables.names[5]) != 5 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[5]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[5] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[5] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[5] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[5] + \'], and a RoleBinding gmsa-use-\' + variables.names[5] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 6 || variables.names.indexOf(variables.names[6]) != 6 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[6]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[6] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[6] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[6] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[6] + \'], and a RoleBinding gmsa-use-\' + variables.names[6] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 7 || variables.names.indexOf(variables.names[7]) != 7 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[7]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[7] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[7] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[7] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[7] + \'], and a RoleBinding gmsa-use-\' + variables.names[7] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 8 || variables.names.indexOf(variables.names[8]) != 8 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[8]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[8] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[8] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[8] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[8] + \'], and a RoleBinding gmsa-use-\' + variables.names[8] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 9 || variables.names.indexOf(variables.names[9]) != 9 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[9]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[9] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[9] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[9] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[9] + \'], and a RoleBinding gmsa-use-\' + variables.names[9] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 10 || variables.names.indexOf(variables.names[10]) != 10 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[10]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[10] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[10] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[10] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[10] + \'], and a RoleBinding gmsa-use-\' + variables.names[10] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 11 || variables.names.indexOf(variables.names[11]) != 11 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[11]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[11] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[11] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[11] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[11] + \'], and a RoleBinding gmsa-use-\' + variables.names[11] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 12 || variables.names.indexOf(variables.names[12]) != 12 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[12]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[12] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[12] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[12] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[12] + \'], and a RoleBinding gmsa-use-\' + variables.names[12] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 13 || variables.names.indexOf(variables.names[13]) != 13 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[13]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[13] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[13] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[13] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[13] + \'], and a RoleBinding gmsa-use-\' + variables.names[13] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 14 || variables.names.indexOf(variables.names[14]) != 14 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[14]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[14] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[14] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[14] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[14] + \'], and a RoleBinding gmsa-use-\' + variables.names[14] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 15 || variables.names.indexOf(variables.names[15]) != 15 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[15]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[15] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[15] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[15] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[15] + \'], and a RoleBinding gmsa-use-\' + variables.names[15] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 16 || variables.names.indexOf(variables.names[16]) != 16 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[16]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[16] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[16] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[16] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[16] + \'], and a RoleBinding gmsa-use-\' + variables.names[16] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 17 || variables.names.indexOf(variables.names[17]) != 17 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[17]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[17] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[17] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[17] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[17] + \'], and a RoleBinding gmsa-use-\' + variables.names[17] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 18 || variables.names.indexOf(variables.names[18]) != 18 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[18]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[18] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[18] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[18] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[18] + \'], and a RoleBinding gmsa-use-\' + variables.names[18] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 19 || variables.names.indexOf(variables.names[19]) != 19 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[19]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[19] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[19] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[19] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[19] + \'], and a RoleBinding gmsa-use-\' + variables.names[19] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 20 || variables.names.indexOf(variables.names[20]) != 20 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[20]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[20] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[20] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[20] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[20] + \'], and a RoleBinding gmsa-use-\' + variables.names[20] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 21 || variables.names.indexOf(variables.names[21]) != 21 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[21]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[21] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[21] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[21] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[21] + \'], and a RoleBinding gmsa-use-\' + variables.names[21] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 22 || variables.names.indexOf(variables.names[22]) != 22 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[22]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[22] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[22] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[22] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[22] + \'], and a RoleBinding gmsa-use-\' + variables.names[22] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || size(variables.names) <= 23 || variables.names.indexOf(variables.names[23]) != 23 || authorizer.serviceAccount(request.namespace, variables.serviceAccount).group(\'windows.k8s.io\').resource(\'gmsacredentialspecs\').namespace(request.namespace).name(variables.names[23]).check(\'use\').allowed()'
+    messageExpression: '\'the in-cluster policy of gmsa-admission: \' + \'service account "\' + variables.serviceAccount + \'" in namespace "\' + request.namespace + \'"\' + \' is not authorized to use GMSACredentialSpec "\' + variables.names[23] + \'"\' + \'; if the name is right, \' + \'to grant it: npm run credspec -- grant \' + variables.names[23] + \' --service-account \' + request.namespace + \'/\' + variables.serviceAccount + \' --apply (a Role gmsa-use-\' + variables.names[23] + \' in namespace \' + request.namespace + \' with the verb use on gmsacredentialspecs.windows.k8s.io, resourceNames [\' + variables.names[23] + \'], and a RoleBinding gmsa-use-\' + variables.names[23] + \'-\' + variables.serviceAccount + \' of it to the service account)\''
+    message: 'the in-cluster policy of gmsa-admission: the pod\'s service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names'
+    reason: 'Forbidden'
+  }
+  {
+    expression: 'request.operation != \'CREATE\' || !((has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec) && !has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName)) || (has(object.spec.containers) && object.spec.containers.exists(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpec) && !has(c.securityContext.windowsOptions.gmsaCredentialSpecName))) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpec) && !has(c.securityContext.windowsOptions.gmsaCredentialSpecName))) || (has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, has(c.securityContext) && has(c.securityContext.windowsOptions) && has(c.securityContext.windowsOptions.gmsaCredentialSpec) && !has(c.securityContext.windowsOptions.gmsaCredentialSpecName))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec\') && size(k) > 59)) && !((k + \'-name\') in object.metadata.annotations))))'
+    message: 'the in-cluster policy of gmsa-admission: GMSA credential spec contents are set without a credential spec name; set the gmsaCredentialSpecName of the same windowsOptions instead'
+    reason: 'Invalid'
+  }
+  {
+    expression: 'request.operation != \'UPDATE\' || (variables.settings.all(s, s in variables.oldSettings) && variables.oldSettings.all(s, s in variables.settings))'
+    message: 'the in-cluster policy of gmsa-admission: GMSA settings cannot be changed on an existing pod'
+    reason: 'Forbidden'
+  }
 ]
 
 // A fleet member (clusterName set): the function's paths for it, and the secret its wiring
@@ -529,6 +899,186 @@ resource validatingAdmissionPolicyBindingCanaryDryRunOnly 'admissionregistration
   }
   spec: {
     policyName: 'gmsa-admission-canary-dry-run-only'
+    validationActions: [
+      'Deny'
+    ]
+  }
+}
+
+resource validatingAdmissionPolicyPods 'admissionregistration.k8s.io/ValidatingAdmissionPolicy@v1' = {
+  metadata: {
+    name: 'gmsa-admission-pods'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'safety-net'
+    }
+  }
+  spec: {
+    failurePolicy: 'Fail'
+    matchConstraints: {
+      namespaceSelector: {
+        matchExpressions: [
+          {
+            key: 'kubernetes.io/metadata.name'
+            operator: 'NotIn'
+            values: [
+              'kube-system'
+              'gmsa-admission-canary'
+            ]
+          }
+          {
+            key: 'windows.k8s.io/disabled'
+            operator: 'NotIn'
+            values: [
+              'true'
+            ]
+          }
+        ]
+      }
+      resourceRules: [
+        {
+          apiGroups: [
+            ''
+          ]
+          apiVersions: [
+            'v1'
+          ]
+          operations: [
+            'CREATE'
+            'UPDATE'
+          ]
+          resources: [
+            'pods'
+          ]
+        }
+        {
+          apiGroups: [
+            ''
+          ]
+          apiVersions: [
+            'v1'
+          ]
+          operations: [
+            'UPDATE'
+          ]
+          resources: [
+            'pods/ephemeralcontainers'
+          ]
+        }
+      ]
+    }
+    matchConditions: [
+      {
+        name: 'not-a-dry-run'
+        expression: 'request.dryRun != true'
+      }
+      {
+        name: 'gmsa-settings'
+        expression: '(object != null && ((has(object.spec.securityContext) && has(object.spec.securityContext.windowsOptions) && (has(object.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(object.spec.securityContext.windowsOptions.gmsaCredentialSpec))) || (has(object.spec.containers) && object.spec.containers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\'))))) || (oldObject != null && ((has(oldObject.spec.securityContext) && has(oldObject.spec.securityContext.windowsOptions) && (has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpecName) || has(oldObject.spec.securityContext.windowsOptions.gmsaCredentialSpec))) || (has(oldObject.spec.containers) && oldObject.spec.containers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(oldObject.spec.initContainers) && oldObject.spec.initContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(oldObject.spec.ephemeralContainers) && oldObject.spec.ephemeralContainers.exists(c, (has(c.securityContext) && has(c.securityContext.windowsOptions) && (has(c.securityContext.windowsOptions.gmsaCredentialSpecName) || has(c.securityContext.windowsOptions.gmsaCredentialSpec))))) || (has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') || k.endsWith(\'.alpha.windows.kubernetes.io/gmsa-credential-spec\')))))'
+      }
+    ]
+    variables: safetyNetVariables
+    validations: safetyNetValidations
+  }
+}
+
+resource validatingAdmissionPolicyBindingPods 'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding@v1' = {
+  metadata: {
+    name: 'gmsa-admission-pods'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'safety-net'
+    }
+  }
+  spec: {
+    policyName: 'gmsa-admission-pods'
+    validationActions: [
+      'Deny'
+    ]
+  }
+}
+
+resource validatingAdmissionPolicyBindings 'admissionregistration.k8s.io/ValidatingAdmissionPolicy@v1' = {
+  metadata: {
+    name: 'gmsa-admission-bindings'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'safety-net'
+    }
+  }
+  spec: {
+    failurePolicy: 'Fail'
+    matchConstraints: {
+      namespaceSelector: {
+        matchExpressions: [
+          {
+            key: 'kubernetes.io/metadata.name'
+            operator: 'NotIn'
+            values: [
+              'kube-system'
+              'gmsa-admission-canary'
+            ]
+          }
+          {
+            key: 'windows.k8s.io/disabled'
+            operator: 'NotIn'
+            values: [
+              'true'
+            ]
+          }
+        ]
+      }
+      resourceRules: [
+        {
+          apiGroups: [
+            ''
+          ]
+          apiVersions: [
+            'v1'
+          ]
+          operations: [
+            'CREATE'
+          ]
+          resources: [
+            'pods/binding'
+            'bindings'
+          ]
+        }
+      ]
+    }
+    matchConditions: [
+      {
+        name: 'not-a-dry-run'
+        expression: 'request.dryRun != true'
+      }
+    ]
+    variables: [
+      {
+        name: 'keys'
+        expression: 'has(object.metadata.annotations) ? object.metadata.annotations.filter(k, ((k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') && size(k) > 64)) || (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec\') && size(k) > 59)))) : []'
+      }
+    ]
+    validations: [
+      {
+        expression: '!has(object.metadata.annotations) || !object.metadata.annotations.exists(k, ((k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name\') && size(k) > 64)) || (k == \'pod.alpha.windows.kubernetes.io/gmsa-credential-spec\' || (k.endsWith(\'.container.alpha.windows.kubernetes.io/gmsa-credential-spec\') && size(k) > 59))))'
+        messageExpression: '\'the in-cluster policy of gmsa-admission: binding of pod "\' + object.metadata.name + \'": GMSA settings cannot be changed on an existing pod (the binding would set \' + (size(variables.keys) == 1 ? \'the annotation \' + variables.keys[0] : \'the annotations \' + variables.keys.join(\', \')) + \')\''
+        message: 'the in-cluster policy of gmsa-admission: GMSA settings cannot be changed on an existing pod (a binding may not carry GMSA annotations)'
+        reason: 'Forbidden'
+      }
+    ]
+  }
+}
+
+resource validatingAdmissionPolicyBindingBindings 'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding@v1' = {
+  metadata: {
+    name: 'gmsa-admission-bindings'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'safety-net'
+    }
+  }
+  spec: {
+    policyName: 'gmsa-admission-bindings'
     validationActions: [
       'Deny'
     ]
@@ -1241,6 +1791,10 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
     roleBindingCanary
     validatingAdmissionPolicyCanaryDryRunOnly
     validatingAdmissionPolicyBindingCanaryDryRunOnly
+    validatingAdmissionPolicyPods
+    validatingAdmissionPolicyBindingPods
+    validatingAdmissionPolicyBindings
+    validatingAdmissionPolicyBindingBindings
     priorityLevelConfiguration
     flowSchema
     priorityClass
@@ -1413,6 +1967,10 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
     roleBindingCanary
     validatingAdmissionPolicyCanaryDryRunOnly
     validatingAdmissionPolicyBindingCanaryDryRunOnly
+    validatingAdmissionPolicyPods
+    validatingAdmissionPolicyBindingPods
+    validatingAdmissionPolicyBindings
+    validatingAdmissionPolicyBindingBindings
     priorityLevelConfiguration
     flowSchema
     priorityClass

@@ -45,6 +45,10 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
       "RoleBinding",
       "ValidatingAdmissionPolicy",
       "ValidatingAdmissionPolicyBinding",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "PriorityLevelConfiguration",
       "FlowSchema",
       "PriorityClass",
@@ -80,6 +84,10 @@ Render("--no-crd leaves the CRD out; url mode has no relay", async () => {
       "RoleBinding",
       "ValidatingAdmissionPolicy",
       "ValidatingAdmissionPolicyBinding",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "PriorityLevelConfiguration",
       "FlowSchema",
       "MutatingWebhookConfiguration",
@@ -103,18 +111,39 @@ Render("--authorize-requesting-user lets the function's identity create SubjectA
   assert.match(help.stdout, /--authorize-requesting-user/);
 });
 
+Render("the safety net is rendered by default, asks the requesting user too when the function does, and --no-safety-net leaves it out", async () => {
+  const policies = (stdout: string) =>
+    parseAllDocuments(stdout)
+      .map((doc) => doc.toJS() as { kind: string; metadata: { name: string }; spec?: { validations?: { expression: string }[] } })
+      .filter((object) => object.kind.startsWith("ValidatingAdmissionPolicy") && object.metadata.name.startsWith("gmsa-admission-") && !object.metadata.name.includes("canary"));
+  const byDefault = await wire([...relay]);
+  assert.equal(
+    policies(byDefault.stdout).map((object) => `${object.kind}/${object.metadata.name}`),
+    [
+      "ValidatingAdmissionPolicy/gmsa-admission-pods",
+      "ValidatingAdmissionPolicyBinding/gmsa-admission-pods",
+      "ValidatingAdmissionPolicy/gmsa-admission-bindings",
+      "ValidatingAdmissionPolicyBinding/gmsa-admission-bindings",
+    ],
+  );
+  const userRule = (stdout: string) => policies(stdout)[0]?.spec?.validations?.some((rule) => rule.expression.includes("|| authorizer.group(")) ?? false;
+  assert.not.ok(userRule(byDefault.stdout));
+  assert.ok(userRule((await wire([...relay, "--authorize-requesting-user"])).stdout));
+  assert.equal(policies((await wire([...relay, "--no-safety-net"])).stdout), []);
+});
+
 Render("--out writes one numbered file per object, Secrets readable by their owner only", async () => {
   const dir = join(mkdtempSync(join(tmpdir(), "gmsa-wire-out-")), "objects");
   const run = await wire([...relay, "--out", dir]);
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.is(run.stdout, "");
   const files = readdirSync(dir).sort();
-  assert.is(files.length, 23);
+  assert.is(files.length, 27);
   assert.is(files[0], "01-customresourcedefinition-gmsacredentialspecs.windows.k8s.io.yaml");
-  assert.is(files[22], "23-validatingwebhookconfiguration-gmsa-admission.yaml");
+  assert.is(files[26], "27-validatingwebhookconfiguration-gmsa-admission.yaml");
   const secret = files.find((f) => f.includes("secret-gmsa-admission-relay-function-key"))!;
   assert.is(statSync(join(dir, secret)).mode & 0o777, 0o600);
-  assert.is(parse(readFileSync(join(dir, files[19]!), "utf8")).kind, "Deployment");
+  assert.is(parse(readFileSync(join(dir, files[23]!), "utf8")).kind, "Deployment");
 });
 
 Render("--certificate-out writes the relay certificate that the Secret and the caBundle carry", async () => {

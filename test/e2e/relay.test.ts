@@ -185,14 +185,18 @@ Relay("a GMSA pod is expanded byte-exact through the relay", async (context) => 
     );
 });
 
-Relay("a service account that may not use the credential spec is refused with 403 through the relay", async (context) => {
-  const reply = await create(
-    context,
-    windowsPod("nobody", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
-  );
+Relay("a service account that may not use the credential spec is refused with 403 through the relay (a dry run: a real pod meets the in-cluster policy first)", async (context) => {
+  const pod = windowsPod("nobody", (p) => (p.spec.securityContext = gmsa("webapp1-credspec")));
+  const reply = await kubeRequest(context.cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods?dryRun=All`, pod);
   assert.is(reply.status, 403, JSON.stringify(reply.body));
   assert.match(reply.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
   assert.match(reply.body.message, /service account "nobody" in namespace "relayed" is not authorized to use GMSACredentialSpec "webapp1-credspec"/);
+  const real = await create(context, pod);
+  assert.is(real.status, 403, JSON.stringify(real.body));
+  assert.match(
+    real.body.message,
+    /the in-cluster policy of gmsa-admission: service account "nobody" in namespace "relayed" is not authorized to use GMSACredentialSpec "webapp1-credspec"/,
+  );
 });
 
 Relay("the deploy's readiness check passes through the relay: the API server calls it, the relay forwards, the function refuses as it must", async (context) => {

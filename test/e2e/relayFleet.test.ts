@@ -179,14 +179,17 @@ RelayFleet("a GMSA pod is admitted with alpha's credential spec inlined, mutated
   }
 });
 
-RelayFleet("a service account that may not use alpha's credential spec is refused with 403 and the product's message", async (context) => {
-  const reply = await create(context, windowsPod("nobody"));
-  assert.is(reply.status, 403, JSON.stringify(reply.body));
-  assert.match(reply.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
-  assert.match(reply.body.message, new RegExp(`service account "nobody" in namespace "${ns}" is not authorized to use GMSACredentialSpec "${specName}"`));
-  const denied = logged(context, AdmissionLine).filter((l) => l.line.decision === "denied");
-  assert.ok(denied.length > 0 && denied.every((l) => l.line.cluster === "alpha"), JSON.stringify(denied));
-});
+RelayFleet(
+  "a service account that may not use alpha's credential spec is refused with 403 and the product's message (a dry run: a real pod meets the in-cluster policy first)",
+  async (context) => {
+    const reply = await kubeRequest(context.cluster.admin, "POST", `/api/v1/namespaces/${ns}/pods?dryRun=All`, windowsPod("nobody"));
+    assert.is(reply.status, 403, JSON.stringify(reply.body));
+    assert.match(reply.body.message, /admission webhook "validate\.gmsa-admission\.windows\.k8s\.io" denied the request/);
+    assert.match(reply.body.message, new RegExp(`service account "nobody" in namespace "${ns}" is not authorized to use GMSACredentialSpec "${specName}"`));
+    const denied = logged(context, AdmissionLine).filter((l) => l.line.decision === "denied");
+    assert.ok(denied.length > 0 && denied.every((l) => l.line.cluster === "alpha"), JSON.stringify(denied));
+  },
+);
 
 RelayFleet("a broken credential spec is refused through alpha's /validate-credspec", async (context) => {
   const since = observations(context.relayed.functionHost).length;

@@ -69,7 +69,7 @@ Net.before(async (context) => {
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "Role",
         metadata: { name: "use-webapp1", namespace },
-        rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: [spec], verbs: ["use"] }],
+        rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: [spec, "webapp2", "webapp3"], verbs: ["use"] }],
       },
       {
         apiVersion: "rbac.authorization.k8s.io/v1",
@@ -84,7 +84,7 @@ Net.before(async (context) => {
     // The API server compiles a new policy and starts enforcing it a moment after it is stored.
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const probe = await kubeRequest(context.admin, "POST", `/api/v1/namespaces/${namespace}/pods?dryRun=All`, gmsaPod("probe", { serviceAccount: "denied", credSpec: spec }));
+      const probe = await create(context, gmsaPod(`probe-${Date.now()}`, { serviceAccount: "denied", credSpec: spec }));
       if (probe.status >= 400) break;
       if (Date.now() > deadline) throw new Error("the safety net was not enforced within 20 s");
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -122,9 +122,46 @@ Net("no webhook: the same through an init container and through the alpha annota
   refusedBy(await create(context, annotated), "is not authorized to use");
 });
 
+Net("a dry run is left to the webhooks: it stores nothing, and the readiness check must see the function's answer", async (context) => {
+  const reply = await kubeRequest(context.admin, "POST", `/api/v1/namespaces/${namespace}/pods?dryRun=All`, gmsaPod("dry-0", { serviceAccount: "denied", credSpec: spec }));
+  assert.is(reply.status, 201, JSON.stringify(reply.body).slice(0, 400));
+  assert.is((await kubeRequest(context.admin, "GET", `/api/v1/namespaces/${namespace}/pods/dry-0`)).status, 404, "nothing stored");
+});
+
 Net("no webhook: a pod whose service account may use the spec, contents inlined by hand, is admitted", async (context) => {
   const reply = await create(context, gmsaPod("allowed-0", { serviceAccount: "allowed", credSpec: spec, contents: '{"CmsPlugins":["ActiveDirectory"]}' }));
   assert.is(reply.status, 201, JSON.stringify(reply.body).slice(0, 400));
+});
+
+Net("no webhook: many places and names stay within the API server's cost budget: each distinct name is asked about once", async (context) => {
+  const names = ["webapp1", "webapp2", "webapp3"];
+  const many = gmsaPod("allowed-many", { serviceAccount: "allowed" });
+  many.spec.containers = Array.from({ length: 30 }, (_, i) => ({
+    name: `c${i}`,
+    image: "mcr.microsoft.com/windows/servercore:ltsc2022",
+    securityContext: { windowsOptions: { gmsaCredentialSpecName: names[i % names.length]! } },
+  }));
+  const admitted = await create(context, many);
+  assert.is(admitted.status, 201, JSON.stringify(admitted.body).slice(0, 400));
+  const flood = gmsaPod("denied-flood", { serviceAccount: "denied" });
+  flood.spec.containers = Array.from({ length: 16 }, (_, i) => ({
+    name: `c${i}`,
+    image: "mcr.microsoft.com/windows/servercore:ltsc2022",
+    securityContext: { windowsOptions: { gmsaCredentialSpecName: `made-up-${i}` } },
+  }));
+  const refused = await create(context, flood);
+  assert.is(refused.status, 403, JSON.stringify(refused.body).slice(0, 400));
+  refusedBy(
+    refused,
+    'is not authorized to use GMSACredentialSpec "made-up-0"; if the name is right, to grant it: npm run credspec -- grant made-up-0 --service-account apps/denied --apply',
+  );
+  const tooMany = gmsaPod("allowed-too-many", { serviceAccount: "allowed" });
+  tooMany.spec.containers = Array.from({ length: 25 }, (_, i) => ({
+    name: `c${i}`,
+    image: "mcr.microsoft.com/windows/servercore:ltsc2022",
+    securityContext: { windowsOptions: { gmsaCredentialSpecName: `spec-${i}` } },
+  }));
+  refusedBy(await create(context, tooMany), "names more than 24 distinct GMSA credential specs");
 });
 
 Net("no webhook: a pod without GMSA settings never meets the policy", async (context) => {
@@ -166,7 +203,10 @@ Net("no webhook: GMSA settings of a running pod do not change, by annotation, ep
     metadata: { name: "plain-1", annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": spec } },
     target: { apiVersion: "v1", kind: "Node", name: "node-1" },
   });
-  refusedBy(binding, "a binding may not carry GMSA annotations");
+  refusedBy(
+    binding,
+    'binding of pod "plain-1": GMSA settings cannot be changed on an existing pod (the binding would set the annotation pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name)',
+  );
   const labelled = await kubeRequest(context.admin, "PATCH", path, { metadata: { labels: { tier: "web" } } }, "application/merge-patch+json");
   assert.is(labelled.status, 200, "other changes to a GMSA pod still go through");
 });

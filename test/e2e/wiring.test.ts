@@ -85,6 +85,10 @@ Wiring("url mode: every object applies, and the webhooks call the function's URL
     "RoleBinding/gmsa-admission-canary/gmsa-admission-canary: applied",
     "ValidatingAdmissionPolicy/gmsa-admission-canary-dry-run-only: applied",
     "ValidatingAdmissionPolicyBinding/gmsa-admission-canary-dry-run-only: applied",
+    "ValidatingAdmissionPolicy/gmsa-admission-pods: applied",
+    "ValidatingAdmissionPolicyBinding/gmsa-admission-pods: applied",
+    "ValidatingAdmissionPolicy/gmsa-admission-bindings: applied",
+    "ValidatingAdmissionPolicyBinding/gmsa-admission-bindings: applied",
     "PriorityLevelConfiguration/gmsa-admission-webhook: applied",
     "FlowSchema/gmsa-admission-webhook: applied",
     "MutatingWebhookConfiguration/gmsa-admission: applied",
@@ -121,7 +125,7 @@ Wiring("relay mode: every object applies, and the webhooks address the relay's s
   assert.match(run.stderr, /relay certificate: issued/);
   // The test cluster runs no network policy engine: the relay's NetworkPolicy would not hold.
   assert.match(run.stderr, /warning: no network policy engine found .*any pod in the cluster can call the relay/);
-  assert.is(lines(run.stdout).length, 22);
+  assert.is(lines(run.stdout).length, 26);
   const mutating = await get(context, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission");
   const clientConfig = mutating.webhooks[0].clientConfig;
   assert.equal(clientConfig.service, { namespace: "gmsa-admission", name: "gmsa-admission-relay", path: "/mutate", port: 443 });
@@ -473,6 +477,14 @@ Wiring("--uninstall removes the webhook configurations first, then the relay and
   }
   assert.ok(await get(context, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gmsacredentialspecs.windows.k8s.io"), "the CRD stays");
   assert.is(await get(context, "/apis/rbac.authorization.k8s.io/v1/clusterroles/gmsa-admission-webhook"), undefined);
+  for (const kind of ["validatingadmissionpolicies", "validatingadmissionpolicybindings"]) {
+    const left = await get(context, `/apis/admissionregistration.k8s.io/v1/${kind}`);
+    assert.equal(
+      left.items.map((i: any) => i.metadata.name).filter((name: string) => name.startsWith("gmsa-admission")),
+      [],
+      `no ${kind} of the wiring left, the safety net's included`,
+    );
+  }
 
   const again = await wire(context, ["--uninstall", "--apply"]);
   assert.is(again.code, exitCodes.ok, again.stderr);
