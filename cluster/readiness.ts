@@ -3,6 +3,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { classifyReadiness, readinessPod, unknownCredSpecName, type ReadinessOptions, type ReadinessResult } from "../lib/canary/probe.js";
 import { apiServerConnection, ApiServerConnectionError } from "../lib/kube/apiServerConnection.js";
 import { withKubeObjects } from "./kubeObjects.js";
+import { safetyNetBindingPolicyName, safetyNetPodPolicyName } from "./safetyNet.js";
 import { webhookConfigurationName } from "./webhookConfigurations.js";
 
 export { classifyReadiness, readinessPod, type ReadinessHop, type ReadinessResult } from "../lib/canary/probe.js";
@@ -30,6 +31,25 @@ async function bothWebhooksFailClosed(config: KubeConfig, ready: ReadinessResult
     summary: `the validating webhook refused the pod as it must, but ${problems.join("; ")}: pods could be admitted without their contents, or unchecked when a call fails; wire again`,
     detail: ready.detail,
   };
+}
+
+/**
+ * Whether the in-cluster safety net (cluster/safetyNet.ts) is there, each policy with its binding:
+ * said beside the answer, never a reason to fail (a cluster may be wired with --no-safety-net).
+ */
+export async function safetyNetState(config: KubeConfig): Promise<string> {
+  const missing = await withKubeObjects(config, async (client) => {
+    const absent: string[] = [];
+    for (const name of [safetyNetPodPolicyName, safetyNetBindingPolicyName]) {
+      for (const kind of ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]) {
+        if (!(await client.read({ apiVersion: "admissionregistration.k8s.io/v1", kind, metadata: { name } }))) absent.push(`${kind} ${name}`);
+      }
+    }
+    return absent;
+  });
+  return missing.length === 0
+    ? "the in-cluster safety net is installed: the API server holds the use rule even without the webhooks"
+    : `the in-cluster safety net is NOT installed (missing: ${missing.join(", ")}): without the webhooks nothing holds the use rule; wire again without --no-safety-net to install it`;
 }
 
 export async function checkReadiness(config: KubeConfig, options: ReadinessOptions = {}): Promise<ReadinessResult> {

@@ -16,7 +16,7 @@ import { previousRelayCas } from "./relayCaRotation.js";
 import { issueRelayCertificate, reusableRelayCertificate } from "./relayCertificate.js";
 import { RolloutTimeoutError, waitForRollout } from "./relayRollout.js";
 import { otherWebhookNotice } from "./otherGmsaWebhooks.js";
-import { checkReadiness } from "./readiness.js";
+import { checkReadiness, safetyNetState } from "./readiness.js";
 import { uninstall } from "./uninstall.js";
 import { parseWireArguments, usage, UsageError, type ReadinessCheck, type WireEnvironment, type WireRequest } from "./wireArguments.js";
 
@@ -284,6 +284,7 @@ async function readinessCheck(check: ReadinessCheck, io: WireIo): Promise<number
     const result = await checkReadiness(io.kubeConfig(), { namespace: check.namespace, serviceAccount: check.serviceAccount });
     if (result.hop === "ready") {
       io.stdout(`check: ${result.summary}\n`);
+      io.stdout(`check: ${await safetyNetState(io.kubeConfig())}\n`);
       return exitCodes.ok;
     }
     // Wrong inputs stay wrong however long one waits.

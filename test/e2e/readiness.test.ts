@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { checkReadiness } from "../../cluster/readiness.js";
+import { checkReadiness, safetyNetState } from "../../cluster/readiness.js";
 import { runWire } from "../../cluster/wire.js";
 import { localWebhookUser } from "../../host/localCluster.js";
 import { kubeRequest } from "../support/kubeRequest.js";
@@ -82,6 +82,22 @@ Readiness("wiring and checking in one command, as the deploy script runs it: app
   assert.match(stdout, /MutatingWebhookConfiguration\/gmsa-admission: applied\n/);
   assert.match(stdout, /check: ready: the API server called the webhooks through the wiring/);
   assert.ok(stdout.indexOf("applied") < stdout.indexOf("check: ready"), "checked once applied");
+  assert.match(stdout, /check: the in-cluster safety net is installed/);
+  // Taken away, the check says so and still passes: a cluster may be wired without it.
+  const binding = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/gmsa-admission-pods";
+  const stored = await kubeRequest(cluster.admin, "GET", binding);
+  assert.is((await kubeRequest(cluster.admin, "DELETE", binding)).status, 200);
+  try {
+    assert.match(await safetyNetState(cluster.admin), /NOT installed \(missing: ValidatingAdmissionPolicyBinding gmsa-admission-pods\)/);
+  } finally {
+    const { metadata, spec } = stored.body;
+    await kubeRequest(cluster.admin, "POST", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: { name: metadata.name, labels: metadata.labels },
+      spec,
+    });
+  }
 });
 
 Readiness("the function cannot reach the API server: named, exit 1", async ({ cluster }) => {
