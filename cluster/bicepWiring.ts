@@ -47,6 +47,13 @@ const params: readonly BicepParam[] = [
     description: "Install the GMSACredentialSpec CRD. False when the cluster already has it (the AKS gMSA add-on installs it).",
   },
   {
+    name: "safetyNet",
+    type: "bool",
+    defaultValue: "true",
+    description:
+      "Install the in-cluster safety net: ValidatingAdmissionPolicies with which the API server itself holds the use rule, the freeze of GMSA settings and the shape of credential specs where the webhooks do not run (docs/security.md).",
+  },
+  {
     name: "authorizeRequestingUser",
     type: "bool",
     defaultValue: "false",
@@ -252,6 +259,8 @@ function symbolFor(object: KubernetesObject, taken: Set<string>): string {
   return symbol;
 }
 
+const isSafetyNet = (object: KubernetesObject) => isRecord(object.metadata.labels) && object.metadata.labels["app.kubernetes.io/component"] === "safety-net";
+
 const key = (object: KubernetesObject) => `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
 
 /** The data of the relay's key Secret as the template renders it for a member (both files). */
@@ -300,7 +309,7 @@ function resources(): { list: Resource[]; templateHash: string } {
     return {
       symbol: symbolFor(object, taken),
       type: resourceType(object),
-      condition: object.kind === "CustomResourceDefinition" ? "installCrd" : inUrl === undefined ? "relay" : undefined,
+      condition: object.kind === "CustomResourceDefinition" ? "installCrd" : isSafetyNet(object) ? "safetyNet" : inUrl === undefined ? "relay" : undefined,
       fields,
       namespaced: object.metadata.namespace !== undefined,
       ...(object.metadata.namespace === undefined ? {} : { namespace: object.metadata.namespace }),

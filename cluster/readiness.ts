@@ -3,7 +3,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { classifyReadiness, readinessPod, unknownCredSpecName, type ReadinessOptions, type ReadinessResult } from "../lib/canary/probe.js";
 import { apiServerConnection, ApiServerConnectionError } from "../lib/kube/apiServerConnection.js";
 import { withKubeObjects } from "./kubeObjects.js";
-import { safetyNetBindingPolicyName, safetyNetPodPolicyName } from "./safetyNet.js";
+import { safetyNetPolicyNames } from "./safetyNet.js";
 import { webhookConfigurationName } from "./webhookConfigurations.js";
 
 export { classifyReadiness, readinessPod, type ReadinessHop, type ReadinessResult } from "../lib/canary/probe.js";
@@ -40,7 +40,7 @@ async function bothWebhooksFailClosed(config: KubeConfig, ready: ReadinessResult
 export async function safetyNetState(config: KubeConfig): Promise<string> {
   const missing = await withKubeObjects(config, async (client) => {
     const absent: string[] = [];
-    for (const name of [safetyNetPodPolicyName, safetyNetBindingPolicyName]) {
+    for (const name of safetyNetPolicyNames) {
       for (const kind of ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]) {
         if (!(await client.read({ apiVersion: "admissionregistration.k8s.io/v1", kind, metadata: { name } }))) absent.push(`${kind} ${name}`);
       }

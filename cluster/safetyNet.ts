@@ -1,6 +1,6 @@
 import { useGrantAdvice } from "../lib/gmsa/useGrant.js";
-import { canaryNamespace } from "./canary.js";
 import { podHasGmsaSettings } from "./matchConditions.js";
+import { safetyNetCredSpecObjects, safetyNetCredSpecPolicyName } from "./safetyNetCredSpecs.js";
 import { excludedNamespaceLabel } from "./webhookConfigurations.js";
 
 /**
@@ -16,16 +16,21 @@ import { excludedNamespaceLabel } from "./webhookConfigurations.js";
  *   requesting user, when that check is on) may `use` it, asked of the API server's own
  *   authorizer exactly as the function's LocalSubjectAccessReview asks; contents without a name
  *   are refused;
- * - pods, UPDATE (including `pods/ephemeralcontainers`): GMSA names and contents do not change;
- * - bindings: none carries a GMSA annotation key.
+ * - pods, UPDATE (of the pod, `pods/status` and `pods/ephemeralcontainers`): GMSA names and
+ *   contents do not change; ephemeral containers an UPDATE adds are checked as a new pod is, and
+ *   one naming no credential spec needs `use` of the pod-level one it runs under;
+ * - bindings: none carries a GMSA annotation key;
+ * - credential specs (cluster/safetyNetCredSpecs.ts): the shape the credential spec webhook checks.
  * Dry runs are left to the webhooks: they store nothing.
  * The policies match the namespaces the webhooks match (not kube-system, not those labelled
  * windows.k8s.io/disabled=true) and, through matchConditions, only pods with GMSA settings: every
- * other pod never evaluates a rule. The canary's namespace is left out: no pod can be created
- * there at all (its own policy admits dry runs only), and the canary needs the function's answer.
+ * other pod never evaluates a rule.
  */
 export const safetyNetPodPolicyName = "gmsa-admission-pods";
 export const safetyNetBindingPolicyName = "gmsa-admission-bindings";
+
+/** Every policy of the safety net; each has a binding of the same name. */
+export const safetyNetPolicyNames = [safetyNetPodPolicyName, safetyNetBindingPolicyName, safetyNetCredSpecPolicyName] as const;
 
 const labels = { "app.kubernetes.io/name": "gmsa-admission", "app.kubernetes.io/component": "safety-net" };
 const who = "the in-cluster policy of gmsa-admission";
@@ -50,24 +55,55 @@ const isGmsaAnnotation = (key: string) => `(${isAnnotation(key, nameSuffix)} || 
 /** Every credential spec name `pod` (object or oldObject) carries, in the order the function reads them. */
 function namesOf(pod: string): string {
   const spec = `${pod}.spec`;
-  const podLevel = `(${hasWindowsOptions(spec)} && has(${windowsOptions(spec)}.gmsaCredentialSpecName) ? [${windowsOptions(spec)}.gmsaCredentialSpecName] : [])`;
-  const lists = containerLists.map(
-    (field) =>
-      `(has(${spec}.${field}) ? ${spec}.${field}.filter(c, ${hasWindowsOptions("c")} && has(${windowsOptions("c")}.gmsaCredentialSpecName)).map(c, ${windowsOptions("c")}.gmsaCredentialSpecName) : [])`,
-  );
-  const annotations = `${pod}.metadata.annotations`;
-  const annotated = `(has(${annotations}) ? ${annotations}.filter(k, ${isAnnotation("k", nameSuffix)}).map(k, ${annotations}[k]) : [])`;
-  return [podLevel, ...lists, annotated].join(" + ");
+  const lists = containerLists.map((field) => namesIn(`(has(${spec}.${field}) ? ${spec}.${field} : [])`));
+  return [podFieldName(pod), ...lists, annotatedNames(pod, isAnnotation("k", nameSuffix))].join(" + ");
 }
 
-/** Each place of `pod` with GMSA settings as `place=name|contents`, to compare an UPDATE's two objects. */
+/** The names a list of containers gives in their own windowsOptions. */
+const namesIn = (containers: string) =>
+  `${containers}.filter(c, ${hasWindowsOptions("c")} && has(${windowsOptions("c")}.gmsaCredentialSpecName)).map(c, ${windowsOptions("c")}.gmsaCredentialSpecName)`;
+
+const podFieldName = (pod: string) =>
+  `(${hasWindowsOptions(`${pod}.spec`)} && has(${windowsOptions(`${pod}.spec`)}.gmsaCredentialSpecName) ? [${windowsOptions(`${pod}.spec`)}.gmsaCredentialSpecName] : [])`;
+
+/** The values of the annotations of `pod` whose key `k` meets `which`. */
+function annotatedNames(pod: string, which: string): string {
+  const annotations = `${pod}.metadata.annotations`;
+  return `(has(${annotations}) ? ${annotations}.filter(k, ${which}).map(k, ${annotations}[k]) : [])`;
+}
+
+/** The names at the pod's own level (its windowsOptions and the pod's alpha annotation): what a container naming none runs under. */
+const podLevelNames = (pod: string) => `${podFieldName(pod)} + ${annotatedNames(pod, `k == '${podAnnotationPrefix}${nameSuffix}'`)}`;
+
+/**
+ * The ephemeral containers an UPDATE of `pods/ephemeralcontainers` adds: new workloads in the pod,
+ * which the function checks as it checks a new pod. One that names no credential spec of its own
+ * runs under the pod's, so its principals must hold `use` on that too.
+ */
+const oldEphemeralNames = "(oldObject != null && has(oldObject.spec.ephemeralContainers) ? oldObject.spec.ephemeralContainers.map(c, c.name) : [])";
+const newEphemeral = `(has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, !(c.name in variables.oldEphemeralNames)) : [])`;
+const namesOwnCredSpec = (c: string) => `${hasWindowsOptions(c)} && has(${windowsOptions(c)}.gmsaCredentialSpecName)`;
+const checkedNames = [
+  "request.operation == 'CREATE' ? variables.names",
+  `: has(request.subResource) && request.subResource == 'ephemeralcontainers' ? ${namesIn("variables.newEphemeral")} + (variables.newEphemeral.exists(c, !(${namesOwnCredSpec("c")})) ? ${podLevelNames("object")} : [])`,
+  ": []",
+].join(" ");
+
+/**
+ * Each place of `pod` with GMSA settings as `place=name|contents`, to compare an UPDATE's two
+ * objects; of the new object, ephemeral containers the UPDATE adds are left out (they are checked
+ * as new workloads, not compared).
+ */
 function settingsOf(pod: string): string {
   const spec = `${pod}.spec`;
   const value = (holder: string, field: string) => `(has(${windowsOptions(holder)}.${field}) ? ${windowsOptions(holder)}.${field} : '')`;
   const set = (holder: string) => `${hasWindowsOptions(holder)} && (has(${windowsOptions(holder)}.gmsaCredentialSpecName) || has(${windowsOptions(holder)}.gmsaCredentialSpec))`;
   const place = (holder: string, label: string) => `${label} + '=' + ${value(holder, "gmsaCredentialSpecName")} + '|' + ${value(holder, "gmsaCredentialSpec")}`;
   const podLevel = `(${set(spec)} ? [${place(spec, "'pod'")}] : [])`;
-  const lists = containerLists.map((field) => `(has(${spec}.${field}) ? ${spec}.${field}.filter(c, ${set("c")}).map(c, ${place("c", `'${field}/' + c.name`)}) : [])`);
+  const existing = (field: string) => (pod === "object" && field === "ephemeralContainers" ? " && c.name in variables.oldEphemeralNames" : "");
+  const lists = containerLists.map(
+    (field) => `(has(${spec}.${field}) ? ${spec}.${field}.filter(c, ${set("c")}${existing(field)}).map(c, ${place("c", `'${field}/' + c.name`)}) : [])`,
+  );
   const annotations = `${pod}.metadata.annotations`;
   const annotated = `(has(${annotations}) ? ${annotations}.filter(k, ${isGmsaAnnotation("k")}).map(k, k + '=' + ${annotations}[k]) : [])`;
   return [podLevel, ...lists, annotated].join(" + ");
@@ -80,7 +116,8 @@ function contentsWithoutName(): string {
   const lists = containerLists.map((field) => `(has(${spec}.${field}) && ${spec}.${field}.exists(c, ${orphan("c")}))`);
   const annotations = "object.metadata.annotations";
   const orphanAnnotation = `(has(${annotations}) && ${annotations}.exists(k, ${isAnnotation("k", contentsSuffix)} && !((k + '-name') in ${annotations})))`;
-  return [`(${orphan(spec)})`, ...lists, orphanAnnotation].join(" || ");
+  const onCreate = [`(${orphan(spec)})`, ...lists, orphanAnnotation].join(" || ");
+  return `request.operation == 'CREATE' ? (${onCreate}) : variables.newEphemeral.exists(c, ${orphan("c")})`;
 }
 
 /** The API server's own authorizer, asked as the function asks: a LocalSubjectAccessReview in the pod's namespace. */
@@ -92,16 +129,23 @@ const serviceAccountAuthorizer = "authorizer.serviceAccount(request.namespace, v
  * The API server charges 350 000 per authorizer check against a limit of 1 000 000 per expression
  * and 10 000 000 per policy evaluation (k8s.io/apiserver pkg/cel/library/cost.go and
  * pkg/apis/cel/config.go): so each check has a rule of its own, one per position in the list of
- * names, and a name is asked about at its first place only. This many distinct names are checked
- * for the service account (half as many when the requesting user is asked too); a pod that names
- * more is refused, as the function refuses more than GMSA_MAX_CREDSPECS_PER_POD (16 by default).
+ * distinct names. This many distinct names are checked for the service account (half as many when
+ * the requesting user is asked too); a pod that names more is refused, as the function refuses
+ * more than GMSA_MAX_CREDSPECS_PER_POD (16 by default).
  */
 export const checkedNamesPerPrincipal = 24;
 
+/**
+ * The places (pod, containers, annotations) whose names the policy reads, at most: the default of
+ * the function's GMSA_MAX_PLACES_PER_POD. Finding the distinct names walks a list of positions
+ * written out in the policy, so a pod with more places is refused rather than read in part.
+ */
+export const checkedPlaces = 64;
+
 function useRules(principal: { readonly authorizer: string; readonly who: string; readonly grant: (name: string) => string }, positions: number) {
   return Array.from({ length: positions }, (_, i) => ({
-    expression: `request.operation != 'CREATE' || size(variables.names) <= ${i} || variables.names.indexOf(variables.names[${i}]) != ${i} || ${useCheck(principal.authorizer, `variables.names[${i}]`)}`,
-    messageExpression: `'${who}: ' + ${principal.who} + ' is not authorized to use GMSACredentialSpec "' + variables.names[${i}] + '"' + ${principal.grant(`variables.names[${i}]`)}`,
+    expression: `size(variables.distinct) <= ${i} || ${useCheck(principal.authorizer, `variables.distinct[${i}]`)}`,
+    messageExpression: `'${who}: ' + ${principal.who} + ' is not authorized to use GMSACredentialSpec "' + variables.distinct[${i}] + '"' + ${principal.grant(`variables.distinct[${i}]`)}`,
     message: `${who}: the pod's service account or its requesting user is not authorized to use a GMSACredentialSpec the pod names`,
     reason: "Forbidden",
   }));
@@ -125,10 +169,14 @@ function grantAdviceExpression(name: string): string {
     .join(" + ");
 }
 
-/** Only where the webhooks run: the same namespaces, less the canary's. */
+/**
+ * Where the webhooks run: every namespace but kube-system and those labelled out. The canary's is
+ * not left out: the canary asks for dry runs only, which the policies pass to the webhooks, and a
+ * cluster wired without the canary may still hold its namespace.
+ */
 const namespaceSelector = {
   matchExpressions: [
-    { key: "kubernetes.io/metadata.name", operator: "NotIn", values: ["kube-system", canaryNamespace] },
+    { key: "kubernetes.io/metadata.name", operator: "NotIn", values: ["kube-system"] },
     { key: excludedNamespaceLabel.key, operator: "NotIn", values: [excludedNamespaceLabel.value] },
   ],
 };
@@ -142,13 +190,18 @@ export function safetyNetObjects(options: SafetyNetOptions) {
   const positions = options.authorizeRequestingUser ? checkedNamesPerPrincipal / 2 : checkedNamesPerPrincipal;
   const validations = [
     {
-      expression: `request.operation != 'CREATE' || variables.names.all(n, size(n) <= 253 && n.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))`,
-      messageExpression: `'${who}: "' + variables.names.filter(n, !(size(n) <= 253 && n.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')))[0] + '" is not a valid GMSACredentialSpec name'`,
+      expression: `variables.checked.all(n, size(n) <= 253 && n.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))`,
+      messageExpression: `'${who}: "' + variables.checked.filter(n, !(size(n) <= 253 && n.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')))[0] + '" is not a valid GMSACredentialSpec name'`,
       message: `${who}: a GMSA credential spec name is not a valid GMSACredentialSpec name`,
       reason: "Invalid",
     },
     {
-      expression: `request.operation != 'CREATE' || variables.names.all(n, variables.names.indexOf(n) < ${positions})`,
+      expression: `size(variables.checked) <= ${checkedPlaces}`,
+      messageExpression: `'${who}: the pod sets GMSA credential spec names in ' + string(size(variables.checked)) + ' places; the in-cluster policy reads at most ${checkedPlaces}'`,
+      reason: "Invalid",
+    },
+    {
+      expression: `size(variables.distinct) <= ${positions}`,
       messageExpression: `'${who}: the pod names more than ${positions} distinct GMSA credential specs; the in-cluster policy checks at most ${positions}'`,
       reason: "Invalid",
     },
@@ -162,7 +215,7 @@ export function safetyNetObjects(options: SafetyNetOptions) {
     ),
     ...(options.authorizeRequestingUser ? useRules({ authorizer: "authorizer", who: `'user "' + request.userInfo.username + '"'`, grant: () => "''" }, positions) : []),
     {
-      expression: `request.operation != 'CREATE' || !(${contentsWithoutName()})`,
+      expression: `!(${contentsWithoutName()})`,
       message: `${who}: GMSA credential spec contents are set without a credential spec name; set the gmsaCredentialSpecName of the same windowsOptions instead`,
       reason: "Invalid",
     },
@@ -172,6 +225,10 @@ export function safetyNetObjects(options: SafetyNetOptions) {
       reason: "Forbidden",
     },
   ];
+  return [...podPolicy(validations), ...bindingPolicy(), ...safetyNetCredSpecObjects()];
+}
+
+function podPolicy(validations: readonly object[]) {
   return [
     {
       apiVersion: "admissionregistration.k8s.io/v1",
@@ -183,7 +240,8 @@ export function safetyNetObjects(options: SafetyNetOptions) {
           namespaceSelector,
           resourceRules: [
             { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"] },
-            { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods/ephemeralcontainers"] },
+            // The status subresource writes the pod's annotations too: the alpha GMSA annotations among them.
+            { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods/ephemeralcontainers", "pods/status"] },
           ],
         },
         // Only pods with GMSA settings, now or before: every other pod never evaluates a rule.
@@ -195,6 +253,14 @@ export function safetyNetObjects(options: SafetyNetOptions) {
         ],
         variables: [
           { name: "names", expression: namesOf("object") },
+          { name: "oldEphemeralNames", expression: oldEphemeralNames },
+          { name: "newEphemeral", expression: newEphemeral },
+          // The names this request must be allowed to use, each once, in the order first read.
+          { name: "checked", expression: checkedNames },
+          {
+            name: "distinct",
+            expression: `[${Array.from({ length: checkedPlaces }, (_, i) => i).join(", ")}].filter(i, i < size(variables.checked) && variables.checked.indexOf(variables.checked[i]) == i).map(i, variables.checked[i])`,
+          },
           {
             name: "serviceAccount",
             expression:
@@ -212,6 +278,11 @@ export function safetyNetObjects(options: SafetyNetOptions) {
       metadata: { name: safetyNetPodPolicyName, labels },
       spec: { policyName: safetyNetPodPolicyName, validationActions: ["Deny"] },
     },
+  ];
+}
+
+function bindingPolicy() {
+  return [
     {
       apiVersion: "admissionregistration.k8s.io/v1",
       kind: "ValidatingAdmissionPolicy",

@@ -1,6 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { canaryDryRunPolicyName, canaryNamespace, canaryRoleName, canaryServiceAccount } from "./canary.js";
-import { safetyNetBindingPolicyName, safetyNetPodPolicyName } from "./safetyNet.js";
+import { safetyNetPolicyNames } from "./safetyNet.js";
 import { objectRef } from "./changePlan.js";
 import { withKubeObjects } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";
@@ -38,7 +38,7 @@ export function uninstallOrder(namespace: string): ObjectHeader[] {
     { apiVersion: "v1", kind: "Namespace", metadata: { name: canaryNamespace } },
     { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: canaryDryRunPolicyName } },
     { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name: canaryDryRunPolicyName } },
-    ...[safetyNetPodPolicyName, safetyNetBindingPolicyName].flatMap((name) => [
+    ...safetyNetPolicyNames.flatMap((name) => [
       { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name } },
       { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name } },
     ]),

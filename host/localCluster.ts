@@ -100,6 +100,8 @@ export interface LocalWebhookWiring {
   readonly url: string;
   readonly caPem: string;
   readonly authorizeRequestingUser: boolean;
+  /** The in-cluster safety net (cluster/safetyNet.ts); on unless false. */
+  readonly safetyNet?: boolean;
 }
 
 /** What `wireLocalCluster` applies, in its order. */
@@ -108,6 +110,7 @@ export function localWiring(webhook: LocalWebhookWiring, extra: readonly Kuberne
     target: { kind: "url", baseUrl: webhook.url, caBundlePem: webhook.caPem },
     subject: { kind: "User", name: localWebhookUser },
     authorizeRequestingUser: webhook.authorizeRequestingUser,
+    safetyNet: webhook.safetyNet !== false,
   });
   const isWebhookConfiguration = (object: KubernetesObject) => object.kind.endsWith("WebhookConfiguration");
   return [...manifests.filter((object) => !isWebhookConfiguration(object)), ...exampleCredSpecs(), ...manifests.filter(isWebhookConfiguration), ...extra];

@@ -22,6 +22,9 @@ type fleetMemberWiring = {
   @description('Install the GMSACredentialSpec CRD (default true); false when the cluster has it already (the AKS gMSA add-on).')
   installCrd: bool?
 
+  @description('Install the in-cluster safety net (default true; docs/security.md).')
+  safetyNet: bool?
+
   @description('relay mode: PEM of the CA of the member\'s relay certificate (npm run wire -- --cluster <name> --certificate-out DIR writes ca.crt); its key goes in clusterRelayTlsKeys.')
   relayCaCertificate: string?
 
@@ -207,6 +210,9 @@ param wireCluster bool = false
 
 @description('Cluster wiring: install the GMSACredentialSpec CRD. False when the cluster already has it (the AKS gMSA add-on installs it).')
 param wireInstallCrd bool = true
+
+@description('Cluster wiring: install the in-cluster safety net, ValidatingAdmissionPolicies with which the API server itself holds the use rule, the freeze of GMSA settings and the shape of credential specs where the webhooks do not run (docs/security.md). Default true.')
+param wireSafetyNet bool = true
 
 @secure()
 @description('Cluster wiring, relay mode: the function key the relay sends (az functionapp keys list).')
@@ -413,6 +419,7 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
     functionHost: functionApp.outputs.defaultHostName
     identityObjectId: identity.outputs.principalId
     installCrd: wireInstallCrd
+    safetyNet: wireSafetyNet
     authorizeRequestingUser: authorizeRequestingUser
     functionKey: relayFunctionKey
     relayCaCertificate: relayCaCertificate
@@ -477,6 +484,7 @@ module memberWiring 'modules/cluster-wiring.bicep' = [
       functionHost: functionApp.outputs.defaultHostName
       identityObjectId: identity.outputs.principalId
       installCrd: member.?wire.?installCrd ?? true
+      safetyNet: member.?wire.?safetyNet ?? true
       authorizeRequestingUser: authorizeRequestingUser
       functionKey: relayFunctionKey
       clusterName: member.name

@@ -45,6 +45,8 @@ Relay("are rendered in relay mode only, before the webhook configurations that p
     "ValidatingAdmissionPolicyBinding",
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionPolicyBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
     "PriorityLevelConfiguration",
     "FlowSchema",
     "PriorityClass",

@@ -49,6 +49,8 @@ Render("prints every object as YAML documents on stdout, in apply order", async 
       "ValidatingAdmissionPolicyBinding",
       "ValidatingAdmissionPolicy",
       "ValidatingAdmissionPolicyBinding",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "PriorityLevelConfiguration",
       "FlowSchema",
       "PriorityClass",
@@ -82,6 +84,8 @@ Render("--no-crd leaves the CRD out; url mode has no relay", async () => {
       "ServiceAccount",
       "Role",
       "RoleBinding",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "ValidatingAdmissionPolicy",
       "ValidatingAdmissionPolicyBinding",
       "ValidatingAdmissionPolicy",
@@ -124,6 +128,8 @@ Render("the safety net is rendered by default, asks the requesting user too when
       "ValidatingAdmissionPolicyBinding/gmsa-admission-pods",
       "ValidatingAdmissionPolicy/gmsa-admission-bindings",
       "ValidatingAdmissionPolicyBinding/gmsa-admission-bindings",
+      "ValidatingAdmissionPolicy/gmsa-admission-credentialspecs",
+      "ValidatingAdmissionPolicyBinding/gmsa-admission-credentialspecs",
     ],
   );
   const userRule = (stdout: string) => policies(stdout)[0]?.spec?.validations?.some((rule) => rule.expression.includes("|| authorizer.group(")) ?? false;
@@ -138,12 +144,12 @@ Render("--out writes one numbered file per object, Secrets readable by their own
   assert.is(run.code, exitCodes.ok, run.stderr);
   assert.is(run.stdout, "");
   const files = readdirSync(dir).sort();
-  assert.is(files.length, 27);
+  assert.is(files.length, 29);
   assert.is(files[0], "01-customresourcedefinition-gmsacredentialspecs.windows.k8s.io.yaml");
-  assert.is(files[26], "27-validatingwebhookconfiguration-gmsa-admission.yaml");
+  assert.is(files[28], "29-validatingwebhookconfiguration-gmsa-admission.yaml");
   const secret = files.find((f) => f.includes("secret-gmsa-admission-relay-function-key"))!;
   assert.is(statSync(join(dir, secret)).mode & 0o777, 0o600);
-  assert.is(parse(readFileSync(join(dir, files[23]!), "utf8")).kind, "Deployment");
+  assert.is(parse(readFileSync(join(dir, files[25]!), "utf8")).kind, "Deployment");
 });
 
 Render("--certificate-out writes the relay certificate that the Secret and the caBundle carry", async () => {

@@ -19,7 +19,7 @@ import { startLocalWebhook } from "../support/localWebhook.js";
 const Readiness = suite<{ cluster: E2eCluster }>("the readiness check through a real API server");
 
 Readiness.before(async (context) => {
-  context.cluster = await startE2eCluster();
+  context.cluster = await startE2eCluster({ safetyNet: true });
 });
 
 Readiness.after(async ({ cluster }) => {

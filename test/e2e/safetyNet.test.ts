@@ -4,7 +4,8 @@ import * as assert from "uvu/assert";
 import { applyObjects } from "../../cluster/applyObjects.js";
 import { credSpecCrd } from "../../cluster/credSpecCrd.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
-import { safetyNetBindingPolicyName, safetyNetObjects, safetyNetPodPolicyName } from "../../cluster/safetyNet.js";
+import { canaryNamespace } from "../../cluster/canary.js";
+import { safetyNetObjects, safetyNetPolicyNames } from "../../cluster/safetyNet.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
 import { kubeRequest, type KubeReply } from "../support/kubeRequest.js";
 
@@ -65,6 +66,14 @@ Net.before(async (context) => {
       { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
       { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "allowed", namespace } },
       { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "denied", namespace } },
+      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "revocable", namespace } },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "use-webapp1-revocable", namespace },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "use-webapp1" },
+        subjects: [{ kind: "ServiceAccount", name: "revocable", namespace }],
+      },
       {
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "Role",
@@ -100,7 +109,7 @@ Net.after(async (context) => {
 });
 
 Net("the policies compiled: no type-check warning on either", async (context) => {
-  for (const name of [safetyNetPodPolicyName, safetyNetBindingPolicyName]) {
+  for (const name of safetyNetPolicyNames) {
     const policy = await kubeRequest(context.admin, "GET", `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`);
     assert.is(policy.status, 200);
     const status = (policy.body as { status?: { typeChecking?: { expressionWarnings?: unknown[] } } }).status;
@@ -182,7 +191,7 @@ Net("no webhook: contents without a name, and a name that is no object name, are
   );
 });
 
-Net("no webhook: GMSA settings of a running pod do not change, by annotation, ephemeral container or binding", async (context) => {
+Net("no webhook: GMSA settings of a running pod do not change, by annotation, status or binding", async (context) => {
   const path = `/api/v1/namespaces/${namespace}/pods/allowed-0`;
   const annotate = await kubeRequest(
     context.admin,
@@ -192,9 +201,14 @@ Net("no webhook: GMSA settings of a running pod do not change, by annotation, ep
     "application/merge-patch+json",
   );
   refusedBy(annotate, "GMSA settings cannot be changed on an existing pod");
-  const pod = (await kubeRequest(context.admin, "GET", path)).body as Record<string, unknown> & { spec: Record<string, unknown> };
-  pod.spec.ephemeralContainers = [{ name: "debug", image: "busybox", securityContext: { windowsOptions: { gmsaCredentialSpecName: "another" } } }];
-  refusedBy(await kubeRequest(context.admin, "PUT", `${path}/ephemeralcontainers`, pod), "GMSA settings cannot be changed on an existing pod");
+  const status = await kubeRequest(
+    context.admin,
+    "PATCH",
+    `${path}/status`,
+    { metadata: { annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "another" } } },
+    "application/merge-patch+json",
+  );
+  refusedBy(status, "GMSA settings cannot be changed on an existing pod");
   const unscheduled = await create(context, gmsaPod("plain-1", { serviceAccount: "denied" }));
   assert.is(unscheduled.status, 201);
   const binding = await kubeRequest(context.admin, "POST", `/api/v1/namespaces/${namespace}/pods/plain-1/binding`, {
@@ -209,6 +223,65 @@ Net("no webhook: GMSA settings of a running pod do not change, by annotation, ep
   );
   const labelled = await kubeRequest(context.admin, "PATCH", path, { metadata: { labels: { tier: "web" } } }, "application/merge-patch+json");
   assert.is(labelled.status, 200, "other changes to a GMSA pod still go through");
+});
+
+Net("no webhook: an ephemeral container is checked as a new workload: its own name, contents without a name, or the pod's name it runs under", async (context) => {
+  const path = `/api/v1/namespaces/${namespace}/pods/allowed-0`;
+  const addEphemeral = async (container: Record<string, unknown>, podPath = path) => {
+    const pod = (await kubeRequest(context.admin, "GET", podPath)).body as { spec: { ephemeralContainers?: unknown[] } };
+    pod.spec.ephemeralContainers = [...(pod.spec.ephemeralContainers ?? []), container];
+    return kubeRequest(context.admin, "PUT", `${podPath}/ephemeralcontainers`, pod);
+  };
+  refusedBy(
+    await addEphemeral({ name: "debug-other", image: "busybox", securityContext: { windowsOptions: { gmsaCredentialSpecName: "another" } } }),
+    'is not authorized to use GMSACredentialSpec "another"',
+  );
+  refusedBy(await addEphemeral({ name: "debug-orphan", image: "busybox", securityContext: { windowsOptions: { gmsaCredentialSpec: "{}" } } }), "without a credential spec name");
+  const allowed = await addEphemeral({ name: "debug-allowed", image: "busybox", securityContext: { windowsOptions: { gmsaCredentialSpecName: "webapp2" } } });
+  assert.is(allowed.status, 200, `an ephemeral container naming a spec its pod's service account may use: ${JSON.stringify(allowed.body).slice(0, 400)}`);
+
+  // A pod-level name is what an ephemeral container naming none runs under: `use` of it is asked again.
+  const inheriting = gmsaPod("inheriting-0", { serviceAccount: "revocable" });
+  (inheriting.spec as Record<string, unknown>).securityContext = { windowsOptions: { gmsaCredentialSpecName: spec } };
+  assert.is((await create(context, inheriting)).status, 201);
+  await kubeRequest(context.admin, "DELETE", `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings/use-webapp1-revocable`);
+  const deadline = Date.now() + 20_000;
+  let reply: KubeReply;
+  for (let i = 0; ; i++) {
+    reply = await addEphemeral({ name: `debug-${i}`, image: "busybox" }, `/api/v1/namespaces/${namespace}/pods/inheriting-0`);
+    if (reply.status >= 400 || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  refusedBy(reply, `service account "revocable" in namespace "${namespace}" is not authorized to use GMSACredentialSpec "${spec}"`);
+});
+
+Net("no webhook: names are counted once however many places give them; places beyond what the policy reads are refused", async (context) => {
+  const many = gmsaPod("allowed-places", { serviceAccount: "allowed" });
+  many.spec.containers = Array.from({ length: 40 }, (_, i) => ({
+    name: `c${i}`,
+    image: "mcr.microsoft.com/windows/servercore:ltsc2022",
+    securityContext: { windowsOptions: { gmsaCredentialSpecName: i === 39 ? "webapp2" : spec } },
+  }));
+  const admitted = await create(context, many);
+  assert.is(admitted.status, 201, `one name in 39 places and another in the 40th: ${JSON.stringify(admitted.body).slice(0, 400)}`);
+  const tooMany = gmsaPod("allowed-too-many-places", { serviceAccount: "allowed" });
+  tooMany.spec.containers = Array.from({ length: 65 }, (_, i) => ({
+    name: `c${i}`,
+    image: "mcr.microsoft.com/windows/servercore:ltsc2022",
+    securityContext: { windowsOptions: { gmsaCredentialSpecName: spec } },
+  }));
+  refusedBy(await create(context, tooMany), "sets GMSA credential spec names in 65 places; the in-cluster policy reads at most 64");
+});
+
+Net("no webhook: the canary's namespace is no way around the policy when the canary is not installed", async (context) => {
+  await applyObjects(context.admin, [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: canaryNamespace } },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "intruder", namespace: canaryNamespace } },
+  ] as KubernetesObject[]);
+  const pod = { ...gmsaPod("canary-look-alike", { serviceAccount: "intruder", credSpec: spec }) };
+  pod.metadata = { ...pod.metadata, namespace: canaryNamespace };
+  const reply = await kubeRequest(context.admin, "POST", `/api/v1/namespaces/${canaryNamespace}/pods`, pod);
+  refusedBy(reply, `service account "intruder" in namespace "${canaryNamespace}" is not authorized to use`);
 });
 
 Net("webhooks switched to Ignore and their function gone: the policy still refuses", async (context) => {
@@ -238,8 +311,53 @@ Net("webhooks switched to Ignore and their function gone: the policy still refus
   }
 });
 
+Net("no webhook, with the requesting-user check: the user who creates the pod, or adds a container to it, must hold use too", async (context) => {
+  await applyObjects(context.admin, [
+    ...(safetyNetObjects({ authorizeRequestingUser: true }) as KubernetesObject[]),
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "pod-maker", namespace },
+      rules: [
+        { apiGroups: [""], resources: ["pods"], verbs: ["create", "get"] },
+        { apiGroups: [""], resources: ["pods/ephemeralcontainers"], verbs: ["update"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "pod-maker-alice", namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "pod-maker" },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
+    },
+  ] as KubernetesObject[]);
+  const alice = new KubeConfig();
+  alice.loadFromOptions({
+    clusters: context.admin.clusters,
+    contexts: context.admin.contexts,
+    currentContext: context.admin.currentContext,
+    users: context.admin.users.map((user) => ({ ...user, impersonateUser: "alice" })),
+  });
+  const deadline = Date.now() + 20_000;
+  let reply: KubeReply;
+  for (let i = 0; ; i++) {
+    reply = await kubeRequest(alice, "POST", `/api/v1/namespaces/${namespace}/pods`, gmsaPod(`alice-${i}`, { serviceAccount: "allowed", credSpec: spec }));
+    if (reply.status >= 400 || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  refusedBy(reply, `user "alice" is not authorized to use GMSACredentialSpec "${spec}"`);
+
+  const running = gmsaPod("pod-level-0", { serviceAccount: "allowed" });
+  (running.spec as Record<string, unknown>).securityContext = { windowsOptions: { gmsaCredentialSpecName: spec } };
+  assert.is((await create(context, running)).status, 201, "the admin may use every spec");
+  const path = `/api/v1/namespaces/${namespace}/pods/pod-level-0`;
+  const pod = (await kubeRequest(alice, "GET", path)).body as { spec: Record<string, unknown> };
+  pod.spec.ephemeralContainers = [{ name: "debug", image: "busybox" }];
+  refusedBy(await kubeRequest(alice, "PUT", `${path}/ephemeralcontainers`, pod), `user "alice" is not authorized to use GMSACredentialSpec "${spec}"`);
+});
+
 Net("without the policies the same requests go through: the refusals above were the policy's", async (context) => {
-  for (const name of [safetyNetPodPolicyName, safetyNetBindingPolicyName]) {
+  for (const name of safetyNetPolicyNames) {
     await kubeRequest(context.admin, "DELETE", `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/${name}`);
   }
   const deadline = Date.now() + 20_000;

@@ -14,6 +14,7 @@ import { exitCodes, renderWiring, runWire } from "../../cluster/wire.js";
 import { parseWireArguments } from "../../cluster/wireArguments.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
 import { exampleObjects, localWiring, wireLocalCluster } from "../../host/localCluster.js";
+import { credSpecFixture } from "../support/fixtures.js";
 import { kubeRequest } from "../support/kubeRequest.js";
 import { renderedFieldsNotStored } from "../support/storedAsRendered.js";
 
@@ -237,11 +238,13 @@ Stored("the credential spec tool: what `generate --apply` and `grant --apply` st
 });
 
 Stored("a credential spec with an unknown key keeps it: the CRD preserves what the schema does not name", async (context) => {
+  // Well formed, so that the safety net's credential spec policy admits it; one key respelled, one unknown.
+  const { Sid, ...joinConfig } = credSpecFixture("webapp1-credspec").credspec!.DomainJoinConfig as Record<string, unknown>;
   const spec = {
     apiVersion: "windows.k8s.io/v1",
     kind: "GMSACredentialSpec",
     metadata: { name: "stored-unknown-key" },
-    credspec: { CmsPlugins: ["ActiveDirectory"], DomainJoinConfig: { DnsName: "contoso.com", sid: "S-1-5-21-1" }, ExtraSetting: { Kept: true } },
+    credspec: { ...credSpecFixture("webapp1-credspec").credspec, DomainJoinConfig: { ...joinConfig, sid: Sid }, ExtraSetting: { Kept: true } },
   };
   await dropWebhooks(context);
   const created = await kubeRequest(context.admin, "POST", "/apis/windows.k8s.io/v1/gmsacredentialspecs", spec);

@@ -89,6 +89,8 @@ Wiring("url mode: every object applies, and the webhooks call the function's URL
     "ValidatingAdmissionPolicyBinding/gmsa-admission-pods: applied",
     "ValidatingAdmissionPolicy/gmsa-admission-bindings: applied",
     "ValidatingAdmissionPolicyBinding/gmsa-admission-bindings: applied",
+    "ValidatingAdmissionPolicy/gmsa-admission-credentialspecs: applied",
+    "ValidatingAdmissionPolicyBinding/gmsa-admission-credentialspecs: applied",
     "PriorityLevelConfiguration/gmsa-admission-webhook: applied",
     "FlowSchema/gmsa-admission-webhook: applied",
     "MutatingWebhookConfiguration/gmsa-admission: applied",
@@ -125,7 +127,7 @@ Wiring("relay mode: every object applies, and the webhooks address the relay's s
   assert.match(run.stderr, /relay certificate: issued/);
   // The test cluster runs no network policy engine: the relay's NetworkPolicy would not hold.
   assert.match(run.stderr, /warning: no network policy engine found .*any pod in the cluster can call the relay/);
-  assert.is(lines(run.stdout).length, 26);
+  assert.is(lines(run.stdout).length, 28);
   const mutating = await get(context, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gmsa-admission");
   const clientConfig = mutating.webhooks[0].clientConfig;
   assert.equal(clientConfig.service, { namespace: "gmsa-admission", name: "gmsa-admission-relay", path: "/mutate", port: 443 });

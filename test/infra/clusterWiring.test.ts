@@ -22,6 +22,7 @@ const inputs = {
   relayTlsCertificate: "-----BEGIN CERTIFICATE-----\nSERVING\n-----END CERTIFICATE-----\n",
   relayTlsKey: "-----BEGIN PRIVATE KEY-----\nKEY\n-----END PRIVATE KEY-----\n",
   kubeConfig: "a2ViZWNvbmZpZw==",
+  safetyNet: true,
 };
 
 function rendered(
@@ -32,7 +33,8 @@ function rendered(
     allowFrom,
     authorizeRequestingUser = false,
     cluster,
-  }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[]; authorizeRequestingUser?: boolean; cluster?: { name: string; secret: string } } = {},
+    safetyNet = true,
+  }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[]; authorizeRequestingUser?: boolean; cluster?: { name: string; secret: string }; safetyNet?: boolean } = {},
 ): KubernetesObject[] {
   const target =
     mode === "relay"
@@ -50,6 +52,7 @@ function rendered(
     subject: { kind: "User", name: inputs.identityObjectId },
     includeCrd: installCrd,
     authorizeRequestingUser,
+    safetyNet,
     ...(previousCa === "" ? {} : { relayCaBundlePem: relayCaBundle(inputs.relayCaCertificate, previousCa) }),
   });
 }
@@ -101,6 +104,14 @@ for (const mode of ["url", "relay"] as const) {
     assert.is.not(JSON.stringify(withoutChecksum(objects)), JSON.stringify(withoutChecksum(rendered(mode, true))), "a member's objects are not a single cluster's");
   });
 }
+
+Wiring("safetyNet=false leaves the in-cluster policies out, as --no-safety-net does", ({ file }) => {
+  for (const mode of ["url", "relay"] as const) {
+    const without = deployed(file, { ...inputs, mode, installCrd: true, safetyNet: false });
+    assert.equal(withoutChecksum(without), withoutChecksum(rendered(mode, true, { safetyNet: false })));
+    assert.not.ok(without.some((o) => String(o.kind).startsWith("ValidatingAdmissionPolicy") && !JSON.stringify(o).includes("canary")));
+  }
+});
 
 Wiring("a new member secret restarts the relay's pods; a single cluster's module has no member paths or header", ({ file }) => {
   const checksum = (bindings: Record<string, Value>) =>

@@ -9,7 +9,8 @@ import { checkAdmissionCase } from "./admissionProperty.js";
  * FUZZ_SEED work too). Prints the rate as it goes and, on a failure, the shrunk counterexample
  * with the seed and path that replay it. `npm run fuzz -- safety-net [runs] [seed]`: the agreement
  * of the in-cluster policy with the function, through a real kube-apiserver, for long (default
- * 2 000 pods: about two minutes).
+ * 2 000 pods: about two minutes); `npm run fuzz -- safety-net-credspecs [runs] [seed]`: the same
+ * for the credential spec policy and the credential spec webhook's rules.
  */
 function options(): { runs: number; seed: number } | undefined {
   const runs = Number(process.argv[2] ?? process.env.FUZZ_RUNS ?? 100_000);
@@ -64,13 +65,20 @@ async function fuzz(runs: number, seed: number): Promise<void> {
 }
 
 // Only when run as a program: a test runner that loads every file of the folder must not start it.
-if (require.main === module && process.argv[2] === "safety-net") {
+/** The agreement properties that run through a real API server: the test file, and its runs and seed variables. */
+const throughApiServer: Record<string, { file: string; runs: string; seed: string }> = {
+  "safety-net": { file: "safetyNetAgreement", runs: "SAFETY_NET_AGREEMENT_RUNS", seed: "PROPERTY_SEED" },
+  "safety-net-credspecs": { file: "safetyNetCredSpecs", runs: "SAFETY_NET_CREDSPEC_RUNS", seed: "SAFETY_NET_CREDSPEC_SEED" },
+};
+
+const chosenProperty = throughApiServer[process.argv[2] ?? ""];
+if (require.main === module && chosenProperty) {
   const [runs = "2000", seed] = process.argv.slice(3);
   const uvu = join(__dirname, "..", "..", "node_modules", ".bin", "uvu");
-  const run = spawnSync(uvu, ["-r", "tsx", "test/e2e", "safetyNetAgreement"], {
+  const run = spawnSync(uvu, ["-r", "tsx", "test/e2e", `${chosenProperty.file}\\.test\\.ts$`], {
     cwd: join(__dirname, "..", ".."),
     stdio: "inherit",
-    env: { ...process.env, SAFETY_NET_AGREEMENT_RUNS: runs, ...(seed === undefined ? {} : { PROPERTY_SEED: seed }) },
+    env: { ...process.env, [chosenProperty.runs]: runs, ...(seed === undefined ? {} : { [chosenProperty.seed]: seed }) },
   });
   process.exitCode = run.status ?? 1;
 } else if (require.main === module) {

@@ -21,13 +21,24 @@ export interface E2eCluster {
   close(): Promise<void>;
 }
 
-export async function startE2eCluster(options: { webhookEnv?: Record<string, string> } = {}): Promise<E2eCluster> {
+/**
+ * `safetyNet` is off unless asked for: these suites test the function's own answers, and where the
+ * in-cluster policy holds a rule it answers first (the API server runs policies before validating
+ * webhooks). The safety net has suites of its own (test/e2e/safetyNet*.test.ts), and the wiring
+ * `npm start` applies, safety net included, is read back in test/e2e/storedWiring.test.ts.
+ */
+export async function startE2eCluster(options: { webhookEnv?: Record<string, string>; safetyNet?: boolean } = {}): Promise<E2eCluster> {
   const local = await startLocalCluster({ users: [{ name: "alice", groups: ["developers"] }], log: () => {} });
   let webhook: LocalWebhook | undefined;
   try {
     const webhookEnv = { KUBECONFIG: local.webhookKubeconfig, ...options.webhookEnv };
     webhook = await startLocalWebhook(webhookEnv);
-    await wireLocalCluster(local, { url: webhook.server.url, caPem: webhook.caPem, authorizeRequestingUser: webhook.settings.authorizeRequestingUser });
+    await wireLocalCluster(local, {
+      url: webhook.server.url,
+      caPem: webhook.caPem,
+      authorizeRequestingUser: webhook.settings.authorizeRequestingUser,
+      safetyNet: options.safetyNet === true,
+    });
     const admin = loadKubeconfigFile(local.adminKubeconfig);
     const cluster: E2eCluster = {
       local,

@@ -2,6 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { checkCredSpec } from "../../../lib/credspec/checkCredSpec.js";
 import { credSpecFile } from "./credSpecFixtures.js";
+import { refused, suspicious } from "./credSpecVariants.js";
 
 const wellFormed = ["domain-joined.yaml", "aks-keyvault.yaml", "eks-domainless.yaml"];
 
@@ -17,100 +18,6 @@ Check("an object without credspec is refused at credspec", () => {
   assert.equal(checkCredSpec(credSpecFile("no-credspec.yaml").credspec).errors, [{ path: "credspec", problem: "is required" }]);
 });
 
-interface Variant {
-  readonly what: string;
-  readonly file?: string;
-  readonly edit: (credspec: any) => void;
-  readonly path: string;
-  readonly problem: RegExp;
-}
-
-const refused: Variant[] = [
-  {
-    what: "a section given twice in different cases (a case-blind reader may take the unchecked copy)",
-    edit: (c) => (c.domainJoinConfig = { ...c.DomainJoinConfig, Sid: "S-1-5-21-1-2-3-4-5" }),
-    path: "credspec.domainJoinConfig",
-    problem: /more than once in different cases/,
-  },
-  {
-    what: "a key given twice in different cases",
-    edit: (c) => (c.DomainJoinConfig.NETBIOSNAME = "OTHER"),
-    path: "credspec.DomainJoinConfig.NETBIOSNAME",
-    problem: /more than once in different cases/,
-  },
-  { what: "credspec is a list", edit: () => {}, path: "credspec", problem: /must be an object/ },
-  { what: "CmsPlugins without ActiveDirectory", edit: (c) => (c.CmsPlugins = ["Other"]), path: "credspec.CmsPlugins", problem: /contains "ActiveDirectory"/ },
-  { what: "CmsPlugins missing", edit: (c) => delete c.CmsPlugins, path: "credspec.CmsPlugins", problem: /is required/ },
-  { what: "a gMSA's SID with one sub-authority", edit: (c) => (c.DomainJoinConfig.Sid = "S-1-5-21-1004336348"), path: "credspec.DomainJoinConfig.Sid", problem: /domain SID/ },
-  { what: "a well-known SID", edit: (c) => (c.DomainJoinConfig.Sid = "S-1-5-32-544"), path: "credspec.DomainJoinConfig.Sid", problem: /S-1-5-21-/ },
-  { what: "a sub-authority above 32 bits", edit: (c) => (c.DomainJoinConfig.Sid = "S-1-5-21-4294967296-1-2"), path: "credspec.DomainJoinConfig.Sid", problem: /domain SID/ },
-  { what: "MachineAccountName empty", edit: (c) => (c.DomainJoinConfig.MachineAccountName = " "), path: "credspec.DomainJoinConfig.MachineAccountName", problem: /non-empty/ },
-  { what: "Guid in braces", edit: (c) => (c.DomainJoinConfig.Guid = `{${c.DomainJoinConfig.Guid}}`), path: "credspec.DomainJoinConfig.Guid", problem: /GUID without braces/ },
-  { what: "Guid mistyped", edit: (c) => (c.DomainJoinConfig.Guid = "244818ae-87ca-4fcd-92ec-e79e5252348"), path: "credspec.DomainJoinConfig.Guid", problem: /GUID/ },
-  { what: "DnsName a URL", edit: (c) => (c.DomainJoinConfig.DnsName = "https://contoso.com"), path: "credspec.DomainJoinConfig.DnsName", problem: /DNS name/ },
-  { what: "DnsTreeName missing", edit: (c) => delete c.DomainJoinConfig.DnsTreeName, path: "credspec.DomainJoinConfig.DnsTreeName", problem: /is required/ },
-  {
-    what: "NetBiosName longer than 15 characters",
-    edit: (c) => (c.DomainJoinConfig.NetBiosName = "CONTOSOWORLDWIDE"),
-    path: "credspec.DomainJoinConfig.NetBiosName",
-    problem: /1 to 15 characters/,
-  },
-  {
-    what: "a DNS name where the NetBIOS name belongs, with a dot and too long",
-    edit: (c) => (c.DomainJoinConfig.NetBiosName = "contoso.example.com"),
-    path: "credspec.DomainJoinConfig.NetBiosName",
-    problem: /NetBIOS name/,
-  },
-  { what: "DomainJoinConfig missing", edit: (c) => delete c.DomainJoinConfig, path: "credspec.DomainJoinConfig", problem: /is required/ },
-  {
-    what: "no accounts",
-    edit: (c) => (c.ActiveDirectoryConfig.GroupManagedServiceAccounts = []),
-    path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts",
-    problem: /non-empty list/,
-  },
-  {
-    what: "an account without Scope",
-    edit: (c) => delete c.ActiveDirectoryConfig.GroupManagedServiceAccounts[1].Scope,
-    path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts[1].Scope",
-    problem: /is required/,
-  },
-  {
-    what: "an account that is a string",
-    edit: (c) => (c.ActiveDirectoryConfig.GroupManagedServiceAccounts[0] = "WebApplication1"),
-    path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts[0]",
-    problem: /an object/,
-  },
-  { what: "ActiveDirectoryConfig missing", edit: (c) => delete c.ActiveDirectoryConfig, path: "credspec.ActiveDirectoryConfig", problem: /is required/ },
-  {
-    what: "PluginGUID without braces",
-    file: "aks-keyvault.yaml",
-    edit: (c) => (c.ActiveDirectoryConfig.HostAccountConfig.PluginGUID = "CCC2A336-D7F3-4818-A213-272B7924213E"),
-    path: "credspec.ActiveDirectoryConfig.HostAccountConfig.PluginGUID",
-    problem: /GUID in braces/,
-  },
-  {
-    what: "a Key Vault secret URI where the plug-in GUID belongs",
-    file: "aks-keyvault.yaml",
-    edit: (c) => (c.ActiveDirectoryConfig.HostAccountConfig.PluginGUID = "https://kv-payroll.vault.azure.net/secrets/gmsa-reader"),
-    path: "credspec.ActiveDirectoryConfig.HostAccountConfig.PluginGUID",
-    problem: /GUID in braces/,
-  },
-  {
-    what: "PluginInput an object (as ECS task files write it)",
-    file: "eks-domainless.yaml",
-    edit: (c) => (c.ActiveDirectoryConfig.HostAccountConfig.PluginInput = { credentialArn: "arn:aws:secretsmanager:eu-west-1:1:secret:x" }),
-    path: "credspec.ActiveDirectoryConfig.HostAccountConfig.PluginInput",
-    problem: /a string/,
-  },
-  {
-    what: "PortableCcgVersion missing",
-    file: "eks-domainless.yaml",
-    edit: (c) => delete c.ActiveDirectoryConfig.HostAccountConfig.PortableCcgVersion,
-    path: "credspec.ActiveDirectoryConfig.HostAccountConfig.PortableCcgVersion",
-    problem: /is required/,
-  },
-];
-
 for (const variant of refused) {
   Check(`refuses ${variant.what}, naming ${variant.path}`, () => {
     const object = credSpecFile(variant.file ?? "domain-joined.yaml");
@@ -122,96 +29,6 @@ for (const variant of refused) {
     assert.match(finding.problem, variant.problem);
   });
 }
-
-const suspicious: Variant[] = [
-  {
-    what: "the NetBIOS name where the DNS name belongs (a single label)",
-    edit: (c) => {
-      c.DomainJoinConfig.DnsName = c.DomainJoinConfig.NetBiosName;
-      c.DomainJoinConfig.DnsTreeName = c.DomainJoinConfig.NetBiosName;
-    },
-    path: "credspec.DomainJoinConfig.DnsName",
-    problem: /is a single label: .*is this the NetBIOS name\?/,
-  },
-  {
-    what: "the DNS name where the NetBIOS name belongs (a dot)",
-    edit: (c) => (c.DomainJoinConfig.NetBiosName = String(c.DomainJoinConfig.DnsName).toUpperCase()),
-    path: "credspec.DomainJoinConfig.NetBiosName",
-    problem: /has a dot: .*is this the DNS name\?/,
-  },
-  { what: "an account's SID (a fourth sub-authority)", edit: (c) => (c.DomainJoinConfig.Sid += "-1105"), path: "credspec.DomainJoinConfig.Sid", problem: /fourth sub-authority/ },
-  {
-    what: "MachineAccountName not among the accounts",
-    edit: (c) => (c.DomainJoinConfig.MachineAccountName = "WebApplication2"),
-    path: "credspec.DomainJoinConfig.MachineAccountName",
-    problem: /not the Name/,
-  },
-  {
-    what: "one Scope only (DNS name)",
-    edit: (c) => c.ActiveDirectoryConfig.GroupManagedServiceAccounts.pop(),
-    path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts",
-    problem: /NetBiosName as its Scope/,
-  },
-  {
-    what: "one Scope only (NetBIOS name)",
-    edit: (c) => c.ActiveDirectoryConfig.GroupManagedServiceAccounts.shift(),
-    path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts",
-    problem: /DnsName as its Scope/,
-  },
-  { what: "NetBiosName in lower case", edit: (c) => (c.DomainJoinConfig.NetBiosName = "contoso"), path: "credspec.DomainJoinConfig.NetBiosName", problem: /upper case/ },
-  {
-    what: "NetBiosName of another domain",
-    edit: (c) => (c.DomainJoinConfig.NetBiosName = "FABRIKAM"),
-    path: "credspec.DomainJoinConfig.NetBiosName",
-    problem: /does not resemble/,
-  },
-  {
-    what: "DnsTreeName not a suffix of DnsName",
-    edit: (c) => (c.DomainJoinConfig.DnsTreeName = "fabrikam.com"),
-    path: "credspec.DomainJoinConfig.DnsTreeName",
-    problem: /parent domain/,
-  },
-  {
-    what: "DnsTreeName a child of DnsName",
-    file: "eks-domainless.yaml",
-    edit: (c) => ([c.DomainJoinConfig.DnsName, c.DomainJoinConfig.DnsTreeName] = [c.DomainJoinConfig.DnsTreeName, c.DomainJoinConfig.DnsName]),
-    path: "credspec.DomainJoinConfig.DnsTreeName",
-    problem: /parent domain/,
-  },
-  {
-    what: "a PluginGUID of no documented plug-in",
-    file: "aks-keyvault.yaml",
-    edit: (c) => (c.ActiveDirectoryConfig.HostAccountConfig.PluginGUID = "{CCC2A336-D7F3-4818-A213-272B7924213F}"),
-    path: "credspec.ActiveDirectoryConfig.HostAccountConfig.PluginGUID",
-    problem: /none of the documented plug-ins/,
-  },
-  {
-    what: "a password inline (key=value)",
-    file: "aks-keyvault.yaml",
-    edit: (c) => (c.ActiveDirectoryConfig.HostAccountConfig.PluginInput = "Username=svc;Password=hunter2"),
-    path: "credspec.ActiveDirectoryConfig.HostAccountConfig.PluginInput",
-    problem: /password inline/,
-  },
-  {
-    what: "a password inline (JSON)",
-    file: "eks-domainless.yaml",
-    edit: (c) => (c.ActiveDirectoryConfig.HostAccountConfig.PluginInput = '{"username":"svc","password":"hunter2","domainName":"shop.example.org"}'),
-    path: "credspec.ActiveDirectoryConfig.HostAccountConfig.PluginInput",
-    problem: /password inline/,
-  },
-  {
-    what: "a key in the wrong case",
-    edit: (c) => ((c.DomainJoinConfig.SID = c.DomainJoinConfig.Sid), delete c.DomainJoinConfig.Sid),
-    path: "credspec.DomainJoinConfig.SID",
-    problem: /documented spelling is Sid/,
-  },
-  {
-    what: "a section in the wrong case",
-    edit: (c) => ((c.activeDirectoryConfig = c.ActiveDirectoryConfig), delete c.ActiveDirectoryConfig),
-    path: "credspec.activeDirectoryConfig",
-    problem: /documented spelling is ActiveDirectoryConfig/,
-  },
-];
 
 for (const variant of suspicious) {
   Check(`admits ${variant.what} with a warning at ${variant.path}`, () => {

@@ -1,0 +1,241 @@
+import {
+  bracedGuidPattern,
+  CmsPlugins,
+  DnsName,
+  DomainGuid,
+  DomainSid,
+  dnsNamePattern,
+  domainSidPattern,
+  GroupManagedServiceAccounts,
+  guidPattern,
+  NetBiosName,
+  netBiosNamePattern,
+  PluginGuid,
+} from "../lib/credspec/credSpecCodec.js";
+
+/**
+ * The safety net's policy for GMSACredentialSpec objects: the structural rules of the credential
+ * spec webhook (lib/credspec/checkCredSpec.ts) that CEL can express, held by the API server itself
+ * so that a malformed spec is refused even when the webhook does not run. Every pattern comes from
+ * the codecs the webhook decodes with, and every problem is said in the webhook's words: one
+ * refusal lists each field and what is wrong with it, `credspec.DomainJoinConfig.Sid: must be a
+ * domain SID …`. Keys are matched in any case, as the webhook reads them (`SID` is `Sid`), and a
+ * key given twice in different cases is refused.
+ *
+ * What the webhook checks and this policy does not: reserved keys below the levels the schema
+ * names (CEL cannot walk an object of any depth), and the warnings (they refuse nothing). The
+ * patterns run in RE2, where `\s` is ASCII white space only: a value whose only content is a
+ * non-ASCII space passes here and is refused by the webhook.
+ */
+export const safetyNetCredSpecPolicyName = "gmsa-admission-credentialspecs";
+
+const labels = { "app.kubernetes.io/name": "gmsa-admission", "app.kubernetes.io/component": "safety-net" };
+const who = "the in-cluster policy of gmsa-admission";
+
+/** A CEL string literal. */
+const cel = (text: string) => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+
+/** A JavaScript pattern as RE2 source: the same syntax for what the codecs use, `i` as `(?i)`. */
+function re2(pattern: RegExp): string {
+  if (pattern.flags !== "" && pattern.flags !== "i") throw new Error(`pattern ${pattern} has flags RE2 is not given here`);
+  return (pattern.flags === "i" ? "(?i)" : "") + pattern.source;
+}
+
+const reservedKeys = ["__proto__", "constructor", "prototype"];
+const reservedProblem = "is a reserved key (__proto__, constructor and prototype are no credential spec keys); remove it";
+const repeatedProblem = "is given more than once in different cases; give each key once";
+const nonEmpty = { pattern: /\S/, expected: "a non-empty string" };
+
+interface StringField {
+  readonly kind: "string";
+  readonly key: string;
+  readonly pattern?: RegExp;
+  readonly expected: string;
+}
+interface ObjectField {
+  readonly kind: "object";
+  readonly key: string;
+  readonly optional?: boolean;
+  readonly fields: readonly Field[];
+}
+interface OtherField {
+  readonly kind: "plugins" | "accounts";
+  readonly key: string;
+}
+type Field = StringField | ObjectField | OtherField;
+
+const string = (key: string, shape: { pattern?: RegExp; expected: string }): StringField => ({ kind: "string", key, ...shape });
+
+/** The credential spec as the codecs decode it (lib/credspec/credSpecCodec.ts). */
+const credspec: ObjectField = {
+  kind: "object",
+  key: "credspec",
+  fields: [
+    { kind: "plugins", key: "CmsPlugins" },
+    {
+      kind: "object",
+      key: "DomainJoinConfig",
+      fields: [
+        string("Sid", { pattern: domainSidPattern, expected: DomainSid.name }),
+        string("MachineAccountName", nonEmpty),
+        string("Guid", { pattern: guidPattern, expected: DomainGuid.name }),
+        string("DnsTreeName", { pattern: dnsNamePattern, expected: DnsName.name }),
+        string("DnsName", { pattern: dnsNamePattern, expected: DnsName.name }),
+        string("NetBiosName", { pattern: netBiosNamePattern, expected: NetBiosName.name }),
+      ],
+    },
+    {
+      kind: "object",
+      key: "ActiveDirectoryConfig",
+      fields: [
+        { kind: "accounts", key: "GroupManagedServiceAccounts" },
+        {
+          kind: "object",
+          key: "HostAccountConfig",
+          optional: true,
+          fields: [
+            string("PortableCcgVersion", nonEmpty),
+            string("PluginGUID", { pattern: bracedGuidPattern, expected: PluginGuid.name }),
+            string("PluginInput", { expected: "a string" }),
+          ],
+        },
+      ],
+    },
+  ],
+};
+
+/** The values of `map`'s keys spelled as `key` in any case: none, one, or (an error) several. */
+const valuesOf = (map: string, key: string) => `${map}.filter(k, k.lowerAscii() == ${cel(key.toLowerCase())}).map(k, ${map}[k])`;
+
+/** A CEL list of findings (`path: problem` strings) for one value that must be a string. */
+function stringFinding(value: string, field: StringField, path: string): string {
+  const matches = field.pattern ? ` && ${value}.matches(${cel(re2(field.pattern))})` : "";
+  return `(type(${value}) == string${matches} ? [] : [${cel(`${path}: must be ${field.expected}`)}])`;
+}
+
+/** What is wrong with a map's reserved and repeated keys at one level. */
+function keyFindings(map: string, path: string): string {
+  const reserved = `${map}.filter(k, k in ${JSON.stringify(reservedKeys).replace(/"/g, "'")}).map(k, ${cel(`${path}.`)} + k + ${cel(`: ${reservedProblem}`)})`;
+  const repeated = `${map}.filter(k, ${map}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1).map(k, ${cel(`${path}.`)} + k + ${cel(`: ${repeatedProblem}`)})`;
+  return `${reserved} + ${repeated}`;
+}
+
+interface Rendered {
+  readonly variables: { name: string; expression: string }[];
+  readonly findings: string[];
+}
+
+/**
+ * Renders one object level: a variable holding the list of its values (the key in any case), and
+ * the findings about it, each guarded so that a level is judged only when its parent is one object
+ * (the webhook reports a missing parent, not every key under it).
+ */
+function renderObject(field: ObjectField, variable: string, path: string, out: Rendered): void {
+  const values = `variables.${variable}`;
+  const one = `${values}[0]`;
+  const isOne = `size(${values}) == 1`;
+  const isObject = `${isOne} && type(${one}) == map`;
+  out.findings.push(
+    `(size(${values}) == 0 ? ${field.optional ? "[]" : `[${cel(`${path}: is required`)}]`} : ${isOne} ? (type(${one}) == map ? [] : [${cel(`${path}: must be an object`)}]) : [])`,
+    `(${isObject} ? ${keyFindings(one, path)} : [])`,
+  );
+  for (const child of field.fields) {
+    const childPath = `${path}.${child.key}`;
+    const childVariable = `${variable}${child.key}`;
+    out.variables.push({ name: childVariable, expression: `${isObject} ? ${valuesOf(one, child.key)} : []` });
+    const childValues = `variables.${childVariable}`;
+    const childOne = `${childValues}[0]`;
+    if (child.kind === "object") {
+      renderObject(child, childVariable, childPath, out);
+      continue;
+    }
+    // Repeated keys were found by the parent; a missing child is found here.
+    const required = child.kind === "string" || child.kind === "plugins" || child.kind === "accounts";
+    const missing = required ? `(${isObject} && size(${childValues}) == 0 ? [${cel(`${childPath}: is required`)}] : [])` : "[]";
+    const judged = `size(${childValues}) == 1`;
+    if (child.kind === "string") out.findings.push(missing, `(${judged} ? ${stringFinding(childOne, child, childPath)} : [])`);
+    if (child.kind === "plugins") {
+      const ok = `type(${childOne}) == list && ${childOne}.all(p, type(p) == string) && 'ActiveDirectory' in ${childOne}`;
+      out.findings.push(missing, `(${judged} && !(${ok}) ? [${cel(`${childPath}: must be ${CmsPlugins.name}`)}] : [])`);
+    }
+    if (child.kind === "accounts") {
+      out.findings.push(missing, `(${judged} ? ${accountFindings(childOne, childPath)} : [])`);
+    }
+  }
+}
+
+/** GroupManagedServiceAccounts: a non-empty list of objects with a Name and a Scope, keys in any case. */
+function accountFindings(list: string, path: string): string {
+  const notList = `(type(${list}) != list || size(${list}) == 0 ? [${cel(`${path}: must be ${GroupManagedServiceAccounts.name}`)}] : [])`;
+  const at = (account: string) => `${cel(`${path}[`)} + string(${list}.indexOf(${account})) + ']'`;
+  const perAccount = (problem: (account: string) => string) => `(type(${list}) == list ? ${list}.map(a, ${problem("a")}).filter(m, m != '') : [])`;
+  const checks = [
+    perAccount((a) => `type(${a}) == map ? '' : ${at(a)} + ': must be an object'`),
+    perAccount(
+      (a) => `type(${a}) != map ? '' : ${a}.filter(k, k in ${JSON.stringify(reservedKeys).replace(/"/g, "'")}).size() > 0 ? ${at(a)} + ${cel(`: has ${reservedProblem}`)} : ''`,
+    ),
+    perAccount(
+      (a) => `type(${a}) != map ? '' : ${a}.exists(k, ${a}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1) ? ${at(a)} + ${cel(`: a key ${repeatedProblem}`)} : ''`,
+    ),
+  ];
+  for (const key of ["Name", "Scope"]) {
+    const values = (a: string) => valuesOf(a, key);
+    checks.push(
+      perAccount(
+        (a) =>
+          `type(${a}) != map ? '' : size(${values(a)}) == 0 ? ${at(a)} + ${cel(`.${key}: is required`)} : size(${values(a)}) == 1 && !(type(${values(a)}[0]) == string && ${values(a)}[0].matches('\\\\S')) ? ${at(a)} + ${cel(`.${key}: must be ${nonEmpty.expected}`)} : ''`,
+      ),
+    );
+  }
+  return [notList, ...checks].join(" + ");
+}
+
+/** The policy's variables and the one expression listing every finding, as the webhook lists them. */
+export function credSpecRules(): Rendered {
+  const out: Rendered = { variables: [{ name: "credspec", expression: "has(object.credspec) ? [dyn(object.credspec)] : []" }], findings: [] };
+  renderObject(credspec, "credspec", "credspec", out);
+  return out;
+}
+
+export function safetyNetCredSpecObjects() {
+  const rules = credSpecRules();
+  const name = "(has(object.metadata.name) ? object.metadata.name : '')";
+  return [
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name: safetyNetCredSpecPolicyName, labels },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: {
+          resourceRules: [{ apiGroups: ["windows.k8s.io"], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"] }],
+        },
+        // As the webhook: an UPDATE that leaves `credspec` as it was is not judged, so the labels
+        // and finalizers of a spec that predates these rules stay manageable. Dry runs store
+        // nothing and pass to the webhook, whose answer also carries its warnings.
+        matchConditions: [
+          { name: "not-a-dry-run", expression: "request.dryRun != true" },
+          {
+            name: "credspec-set-or-changed",
+            expression: "request.operation == 'CREATE' || has(object.credspec) != has(oldObject.credspec) || (has(object.credspec) && object.credspec != oldObject.credspec)",
+          },
+        ],
+        variables: [...rules.variables, { name: "findings", expression: rules.findings.join(" + ") }],
+        validations: [
+          {
+            expression: "size(variables.findings) == 0",
+            messageExpression: `${cel(`${who}: GMSACredentialSpec "`)} + ${name} + '" is not a valid Windows credential spec: ' + variables.findings.join('; ')`,
+            message: `${who}: the GMSACredentialSpec is not a valid Windows credential spec`,
+            reason: "Invalid",
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: { name: safetyNetCredSpecPolicyName, labels },
+      spec: { policyName: safetyNetCredSpecPolicyName, validationActions: ["Deny"] },
+    },
+  ];
+}
