@@ -91,6 +91,8 @@ var admissions = join(
     ', ApiCalls = toint(entry["${field.apiCalls}"])'
     ', ApiErrors = toint(entry["${field.apiErrors}"])'
     ', ColdStart = tobool(entry["${field.coldStart}"])'
+    ', CorrelationId = tostring(entry["${field.correlationId}"])'
+    ', Instance = cloud_RoleInstance'
   ],
   '\n'
 )
@@ -143,18 +145,62 @@ var canaryStatus = join(
   '\n'
 )
 
-var admissionsPerMinuteQuery = '${admissions}\n| summarize Admissions = sum(ItemCount) by Decision, bin(timestamp, 1m)'
-var denialsQuery = '${admissions}\n| where Decision == "${decisionDenied}"\n| summarize Denials = sum(ItemCount) by Cluster, Reason, Namespace\n| order by Denials desc'
-var latencyQuery = '${admissions}\n| summarize percentilesw(LatencyMs, ItemCount, 50, 95, 99) by bin(timestamp, 5m)\n| project timestamp, p50 = percentile_LatencyMs_50, p95 = percentile_LatencyMs_95, p99 = percentile_LatencyMs_99'
-var apiServerQuery = '${admissions}\n| summarize Calls = sum(ApiCalls * ItemCount), Errors = sum(ApiErrors * ItemCount) by bin(timestamp, 1m)'
-var cacheQuery = '${admissions}\n| summarize Hits = sum(CacheHits * ItemCount), Misses = sum(CacheMisses * ItemCount) by bin(timestamp, 5m)\n| extend HitRatio = iff(Hits + Misses == 0, real(null), todouble(Hits) / (Hits + Misses))\n| project timestamp, HitRatio'
-// The fleet: one row per cluster, the worst first, and the charts split by cluster.
-var fleetOverviewQuery = '${admissions}\n| summarize Admissions = sum(ItemCount), Denied = sumif(ItemCount, Decision == "${decisionDenied}"), Errors = sumif(ItemCount, Decision == "${decisionError}"), ApiErrors = sum(ApiErrors * ItemCount), P95 = percentilew(LatencyMs, ItemCount, 95), LastAdmission = max(timestamp) by Cluster\n| extend ErrorRatePercent = round(100.0 * Errors / Admissions, 2)\n| project Cluster, Admissions, Denied, Errors, ErrorRatePercent, P95, ApiErrors, LastAdmission\n| order by ErrorRatePercent desc, Admissions desc'
-var admissionsByClusterQuery = '${admissions}\n| summarize Admissions = sum(ItemCount) by Cluster, bin(timestamp, 5m)'
-var errorsByClusterQuery = '${admissions}\n| where Decision == "${decisionError}"\n| summarize Errors = sum(ItemCount) by Cluster, bin(timestamp, 5m)'
-var latencyByClusterQuery = '${admissions}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95) by Cluster, bin(timestamp, 5m)'
-var apiErrorsByClusterQuery = '${admissions}\n| summarize ApiErrors = sum(ApiErrors * ItemCount) by Cluster, bin(timestamp, 5m)'
-var coldStartQuery = '${admissions}\n| summarize ColdStarts = sumif(ItemCount, ColdStart), Admissions = sum(ItemCount) by bin(timestamp, 15m)'
+// The workbook's cluster filter: every query of a chart keeps the chosen clusters ('*' is all).
+var chosen = '| where "*" in ({Cluster}) or Cluster in ({Cluster})'
+var admissionsChosen = '${admissions}\n${chosen}'
+// Time charts are series over the workbook's range and grain with silence drawn as zero: a cluster
+// that stops writing shows a line falling to nothing, not a line that simply ends.
+var series = 'on timestamp from {TimeRange:start} to {TimeRange:end} step {TimeRange:grain}'
+var admissionsPerMinuteQuery = '${admissionsChosen}\n| extend Decision = strcat(Webhook, ": ", Decision)\n| make-series Admissions = sum(ItemCount) default=0 ${series} by Decision'
+var denialsQuery = '${admissionsChosen}\n| where Decision == "${decisionDenied}"\n| summarize Denials = sum(ItemCount) by Cluster, Webhook, Reason, Namespace\n| order by Denials desc'
+var latencyQuery = '${admissionsChosen}\n| summarize percentilesw(LatencyMs, ItemCount, 50, 95, 99) by bin(timestamp, {TimeRange:grain})\n| project timestamp, p50 = percentile_LatencyMs_50, p95 = percentile_LatencyMs_95, p99 = percentile_LatencyMs_99'
+// What the API server waited for: the Functions host's request, from arrival to answer, of every
+// webhook function (route names from lib/app/webhooks.ts), beside the handler's own time above.
+var webhookFunctionNames = '@"^(cluster-(secret-)?)?(mutate|validate|validate-credspec)$"'
+var requestLatencyQuery = 'requests\n| where name matches regex ${webhookFunctionNames}\n| summarize percentilesw(duration, itemCount, 50, 95, 99) by bin(timestamp, {TimeRange:grain})\n| project timestamp, p50 = percentile_duration_50, p95 = percentile_duration_95, p99 = percentile_duration_99'
+var apiServerQuery = '${admissionsChosen}\n| make-series Calls = sum(ApiCalls * ItemCount) default=0, Errors = sum(ApiErrors * ItemCount) default=0 ${series}'
+var cacheQuery = '${admissionsChosen}\n| summarize Hits = sum(CacheHits * ItemCount), Misses = sum(CacheMisses * ItemCount) by bin(timestamp, {TimeRange:grain})\n| extend HitRatio = iff(Hits + Misses == 0, real(null), todouble(Hits) / (Hits + Misses))\n| project timestamp, HitRatio'
+// The fleet: one row per configured cluster (and any other that wrote a line), the worst first. A
+// cluster that wrote nothing has its row, with nothing in it.
+var fleetOverviewQuery = join(
+  [
+    'let lines = union (${admissions} | project timestamp, Cluster), (${canaries} | project timestamp, Cluster), (${clusterEventLines} | project timestamp, Cluster)'
+    '    | summarize LastLine = max(timestamp) by Cluster;'
+    'let judged = ${admissions}'
+    '    | summarize Admissions = sum(ItemCount), Denied = sumif(ItemCount, Decision == "${decisionDenied}"), Errors = sumif(ItemCount, Decision == "${decisionError}"), ApiErrors = sum(ApiErrors * ItemCount), P95 = percentilew(LatencyMs, ItemCount, 95) by Cluster;'
+    '${canaryClusterTable}'
+    '| union (lines | project Cluster)'
+    '| distinct Cluster'
+    '${chosen}'
+    '| join kind=leftouter judged on Cluster'
+    '| join kind=leftouter lines on Cluster'
+    '| project Cluster, Admissions = coalesce(Admissions, 0), Denied = coalesce(Denied, 0), Errors = coalesce(Errors, 0), ErrorRatePercent = iff(coalesce(Admissions, 0) == 0, real(null), round(100.0 * Errors / Admissions, 2)), P95, ApiErrors = coalesce(ApiErrors, 0), LastLine, MinutesSinceLastLine = iff(isnull(LastLine), long(null), datetime_diff("minute", now(), LastLine))'
+    '| order by isnull(LastLine) desc, ErrorRatePercent desc, Admissions desc'
+  ],
+  '\n'
+)
+var admissionsByClusterQuery = '${admissionsChosen}\n| make-series Admissions = sum(ItemCount) default=0 ${series} by Cluster'
+var errorsByClusterQuery = '${admissionsChosen}\n| where Decision == "${decisionError}"\n| make-series Errors = sum(ItemCount) default=0 ${series} by Cluster'
+var latencyByClusterQuery = '${admissionsChosen}\n| summarize P95 = percentilew(LatencyMs, ItemCount, 95) by Cluster, bin(timestamp, {TimeRange:grain})'
+var apiErrorsByClusterQuery = '${admissionsChosen}\n| make-series ApiErrors = sum(ApiErrors * ItemCount) default=0 ${series} by Cluster'
+// Cold starts as the API server feels them: each admission's latency by the age of the instance
+// that answered (minutes since that instance's first line in the range), so a slow first minute
+// of new instances shows apart from a slow steady state.
+var coldStartQuery = join(
+  [
+    'let firstLine = traces | summarize FirstLine = min(timestamp) by Instance = cloud_RoleInstance;'
+    '${admissionsChosen}'
+    '| join kind=inner firstLine on Instance'
+    '| extend Age = case(timestamp - FirstLine < 1m, "1: first minute", timestamp - FirstLine < 10m, "2: 1 to 10 minutes", "3: older")'
+    '| summarize Admissions = sum(ItemCount), P50 = percentilew(LatencyMs, ItemCount, 50), P95 = percentilew(LatencyMs, ItemCount, 95) by Age'
+    '| order by Age asc'
+  ],
+  '\n'
+)
+// The ID a refusal's message carries (what a kubectl user sees) finds its line, whichever it is.
+// The clusters to choose from: the configured ones and any other that wrote an admission line.
+var clusterChoicesQuery = '${canaryClusterTable}\n| union (${admissions} | distinct Cluster)\n| distinct Cluster\n| order by Cluster asc'
+var correlationQuery = 'traces\n| where isnotempty("{CorrelationId}") and message has "{CorrelationId}"\n| project timestamp, Instance = cloud_RoleInstance, severityLevel, message\n| order by timestamp desc\n| take 50'
 
 // Each alert query returns one row per cluster whose condition holds; the rules split by the
 // Cluster column (a dimension), so each such cluster fires, and resolves, on its own.
@@ -176,8 +222,8 @@ var clusterUnavailableAlertQuery = '${clusterEventLines}\n| where Event == "${cl
 var clusterSecretRefusedAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.secretRefused}"\n| summarize Refused = sum(ItemCount), Reason = take_any(Reason) by Cluster'
 var functionErrorsAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.requestRefused}" and Status >= 500\n| summarize Failed = sum(ItemCount), Reason = take_any(Reason) by Cluster'
 // The workbook's recent failures: failed admissions and refused requests together, the latest first.
-var recentFailuresQuery = 'union\n(${admissions}\n| where Decision == "${decisionError}"\n| project timestamp, Cluster, What = strcat("admission: ", Webhook), Status = Code, Reason),\n(${clusterEventLines}\n| project timestamp, Cluster, What = Event, Status, Reason)\n| order by timestamp desc\n| take 100'
-var canaryQuery = '${canaryStatus}\nperCluster\n| order by Ready asc, Cluster asc'
+var recentFailuresQuery = 'union\n(${admissions}\n| where Decision == "${decisionError}"\n| project timestamp, Cluster, What = strcat("admission: ", Webhook), Status = Code, Reason, CorrelationId),\n(${clusterEventLines}\n| project timestamp, Cluster, What = Event, Status, Reason)\n${chosen}\n| order by timestamp desc\n| take 100'
+var canaryQuery = '${canaryStatus}\nperCluster\n${chosen}\n| order by Ready asc, Cluster asc'
 
 // The column of every alert query that names the cluster: one alert per cluster.
 var clusterDimension = 'Cluster'
@@ -218,6 +264,38 @@ var workbookContent = {
                 { durationMs: 604800000 }
               ]
             }
+          }
+          {
+            id: guid(appInsightsId, 'cluster')
+            version: 'KqlParameterItem/1.0'
+            name: 'Cluster'
+            label: 'Cluster'
+            type: 2
+            multiSelect: true
+            quote: '\''
+            delimiter: ','
+            query: clusterChoicesQuery
+            timeContextFromParameter: 'TimeRange'
+            queryType: 0
+            resourceType: componentsType
+            typeSettings: {
+              additionalResourceOptions: [
+                'value::all'
+              ]
+              selectAllValue: '*'
+              showDefault: false
+            }
+            value: [
+              'value::all'
+            ]
+          }
+          {
+            id: guid(appInsightsId, 'correlation-id')
+            version: 'KqlParameterItem/1.0'
+            name: 'CorrelationId'
+            label: 'Correlation ID (from a refusal\'s message)'
+            type: 1
+            value: ''
           }
         ]
         style: 'pills'
@@ -315,6 +393,25 @@ var workbookContent = {
     }
     {
       type: 3
+      name: 'correlation-search'
+      conditionalVisibility: {
+        parameterName: 'CorrelationId'
+        comparison: 'isNotEqualTo'
+        value: ''
+      }
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Lines with the correlation ID {CorrelationId}'
+        query: correlationQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'table'
+      }
+    }
+    {
+      type: 3
       name: 'canary'
       content: {
         version: 'KqlItem/1.0'
@@ -332,7 +429,7 @@ var workbookContent = {
       name: 'admissions-per-minute'
       content: {
         version: 'KqlItem/1.0'
-        title: 'Admissions per minute by decision'
+        title: 'Admissions by webhook and decision'
         query: admissionsPerMinuteQuery
         size: 0
         timeContextFromParameter: 'TimeRange'
@@ -362,8 +459,23 @@ var workbookContent = {
       customWidth: '50'
       content: {
         version: 'KqlItem/1.0'
-        title: 'Latency p50 / p95 / p99 (ms)'
+        title: 'Handler latency p50 / p95 / p99 (ms)'
         query: latencyQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'linechart'
+      }
+    }
+    {
+      type: 3
+      name: 'request-latency'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Webhook requests end to end, as the Functions host timed them: p50 / p95 / p99 (ms, every cluster)'
+        query: requestLatencyQuery
         size: 0
         timeContextFromParameter: 'TimeRange'
         queryType: 0
@@ -406,13 +518,13 @@ var workbookContent = {
       name: 'cold-starts'
       content: {
         version: 'KqlItem/1.0'
-        title: 'Cold starts'
+        title: 'Admission latency by the age of the instance that answered (cold starts)'
         query: coldStartQuery
         size: 0
         timeContextFromParameter: 'TimeRange'
         queryType: 0
         resourceType: componentsType
-        visualization: 'barchart'
+        visualization: 'table'
       }
     }
   ]

@@ -23,6 +23,7 @@ import {
   stringParts,
   valueOf,
 } from "./bicepTree.js";
+import { webhookRoutes } from "../../lib/app/webhooks.js";
 
 const logSchemaPath = join(repoRoot, "lib", "observability", "admission-log.json");
 const canarySchemaPath = join(repoRoot, "lib", "observability", "canary-log.json");
@@ -76,7 +77,10 @@ const otherQueryVariables = [
   "functionErrorsAlertQuery",
   "recentFailuresQuery",
 ];
-const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable"];
+const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable", "chosen", "admissionsChosen", "series"];
+/** Queries over more than the admission line, or none of the app's lines: the host's requests, a text search, the cluster choices. */
+const unionQueryVariables = ["fleetOverviewQuery", "coldStartQuery", "clusterChoicesQuery"];
+const unparsedQueryVariables = ["requestLatencyQuery", "correlationQuery"];
 
 function bodyOf(resource: Declaration) {
   if (resource.body === undefined) throw new Error(`${resource.name} has no body`);
@@ -85,7 +89,7 @@ function bodyOf(resource: Declaration) {
 
 /** The strings KQL is built from: the base query and every query variable. */
 function kqlStrings(file: BicepFile): Node[] {
-  return ["admissions", ...queryVariables, ...otherBases, ...otherQueryVariables].flatMap((name) => {
+  return ["admissions", ...queryVariables, ...otherBases, ...otherQueryVariables, "clusterChoicesQuery", ...unparsedQueryVariables].flatMap((name) => {
     const value = declared(file, "var", name).value;
     if (value === undefined) throw new Error(`${name} has no value`);
     return value.type === "string" ? [value, ...descendants(value, "string")] : descendants(value, "string");
@@ -212,7 +216,8 @@ monitoring("the rendered queries parse the message and read the fields the views
   }
   for (const name of queryVariables) {
     const query = String(valueOf(file, name, { bindings }));
-    assert.ok(query.startsWith(base), `${name} does not start from the admissions base`);
+    if (unionQueryVariables.includes(name)) assert.ok(query.includes(base), `${name} does not read the admissions base`);
+    else assert.ok(query.startsWith(base), `${name} does not start from the admissions base`);
   }
   const canaries = String(valueOf(file, "canaries"));
   assert.ok(canaries.includes(`== "${canarySchema.event}"`));
@@ -233,7 +238,8 @@ monitoring("renaming the schema renames every query (code and queries cannot dri
   for (const name of queryVariables) {
     const query = String(valueOf(file, name, options));
     for (const [key, original] of Object.entries(schema.fields)) {
-      assert.not.ok(query.includes(`entry["${original}"]`), `${name} still reads ${original}`);
+      // (The fleet table also reads the canary's and the cluster events' lines, whose fields share some names.)
+      if (name !== "fleetOverviewQuery") assert.not.ok(query.includes(`entry["${original}"]`), `${name} still reads ${original}`);
       if (String(valueOf(file, name, { bindings })).includes(`entry["${original}"]`)) {
         assert.ok(query.includes(`entry["${renamed.fields[key]}"]`), `${name} does not follow ${key}`);
       }
@@ -283,20 +289,55 @@ portal("the workbook is shared, named with guid(), bound to Application Insights
   const queries = new Map(content.items.filter((item) => item.type === 3).map((item) => [item.name, item.content]));
   assert.equal(
     [...queries.keys()].sort(),
-    ["admissions-by-cluster", "admissions-per-minute", "api-errors-by-cluster", "api-server", "cache", "canary", "cold-starts", "denials", "errors-by-cluster", "fleet-overview", "latency", "latency-by-cluster", "recent-failures"],
+    [
+      "admissions-by-cluster",
+      "admissions-per-minute",
+      "api-errors-by-cluster",
+      "api-server",
+      "cache",
+      "canary",
+      "cold-starts",
+      "correlation-search",
+      "denials",
+      "errors-by-cluster",
+      "fleet-overview",
+      "latency",
+      "latency-by-cluster",
+      "recent-failures",
+      "request-latency",
+    ],
   );
+  const linesNotParsed = ["correlation-search", "request-latency"];
   for (const [name, item] of queries) {
-    assert.ok(item.query?.includes("parse_json(message)"), `${name} does not read the admission line`);
+    if (!linesNotParsed.includes(name)) assert.ok(item.query?.includes("parse_json(message)"), `${name} does not read the admission line`);
     assert.ok(item.title !== undefined && item.title.length > 0, `${name} has no title`);
   }
   assert.match(queries.get("latency")?.query ?? "", /percentilesw\(LatencyMs, ItemCount, 50, 95, 99\)/);
-  assert.match(queries.get("denials")?.query ?? "", /by Cluster, Reason, Namespace/);
-  for (const name of ["admissions-by-cluster", "errors-by-cluster", "latency-by-cluster", "api-errors-by-cluster"]) {
-    assert.match(queries.get(name)?.query ?? "", /\n\| summarize .* by Cluster, bin\(timestamp, 5m\)$/, `${name} draws one line per cluster`);
+  assert.match(queries.get("denials")?.query ?? "", /by Cluster, Webhook, Reason, Namespace/);
+  // Silence is drawn as zero over the workbook's range and grain: a cluster that stops writing falls to nothing.
+  for (const name of ["admissions-by-cluster", "errors-by-cluster", "api-errors-by-cluster"]) {
+    assert.match(queries.get(name)?.query ?? "", /\n\| make-series \w+ = sum\([^)]*\) default=0 on timestamp from \{TimeRange:start\} to \{TimeRange:end\} step \{TimeRange:grain\} by Cluster$/, `${name} draws one series per cluster`);
   }
-  assert.match(queries.get("fleet-overview")?.query ?? "", /by Cluster\n[\s\S]*\| project Cluster, Admissions, Denied, Errors, ErrorRatePercent, P95, ApiErrors, LastAdmission\n/);
+  assert.match(queries.get("latency-by-cluster")?.query ?? "", /by Cluster, bin\(timestamp, \{TimeRange:grain\}\)$/);
+  assert.match(queries.get("admissions-per-minute")?.query ?? "", /strcat\(Webhook, ": ", Decision\)[\s\S]*default=0 .* by Decision$/);
+  // Every chart of admission lines keeps the clusters the filter chose.
+  for (const [name, item] of queries) {
+    if (!linesNotParsed.includes(name)) assert.ok(item.query?.includes('| where "*" in ({Cluster}) or Cluster in ({Cluster})'), `${name} ignores the cluster filter`);
+  }
+  // The fleet table starts from the configured clusters: one that never wrote a line has its row.
+  assert.match(queries.get("fleet-overview")?.query ?? "", /datatable\(Cluster: string\) \[[^\]]+\]\n\| union \(lines \| project Cluster\)\n\| distinct Cluster\n[\s\S]*join kind=leftouter judged on Cluster/);
+  assert.match(queries.get("fleet-overview")?.query ?? "", /MinutesSinceLastLine = /);
+  assert.match(queries.get("request-latency")?.query ?? "", /^requests\n\| where name matches regex /);
   assert.is(content.items.findIndex((item) => item.name === "fleet-overview"), content.items.findIndex((item) => item.type === 3), "the fleet overview is the first chart");
-  assert.match(queries.get("admissions-per-minute")?.query ?? "", /by Decision, bin\(timestamp, 1m\)/);
+});
+
+portal("the request-latency chart selects every webhook function's requests and no other function's", () => {
+  const source = readFileSync(join(repoRoot, "infra", "modules", "admission-monitoring.bicep"), "utf8");
+  const pattern = /var webhookFunctionNames = '@"([^"]+)"'/.exec(source)?.[1];
+  assert.ok(pattern, "the pattern of webhook function names");
+  const matches = new RegExp(pattern);
+  for (const name of webhookRoutes.keys()) assert.ok(matches.test(name), `${name} is a webhook function`);
+  for (const other of ["health", "metrics", "info", "canary", "cluster-mutate-x", "validate2"]) assert.not.ok(matches.test(other), `${other} is not`);
 });
 
 portal("log alert rules, each per cluster: what blocks pods, what degrades them, and the canary's heartbeat", ({ file }) => {

@@ -106,3 +106,27 @@ export const appTraces: KustoTable = {
     string("_SubscriptionId"),
   ],
 };
+
+/**
+ * Application Insights requests, as a query scoped to the Application Insights resource sees them:
+ * one row per function invocation the Functions host timed (Azure Monitor's table reference,
+ * "requests"). `duration` is in milliseconds; `success` and `resultCode` are strings there.
+ */
+export const requests: KustoTable = {
+  name: "requests",
+  description: "Application Insights requests, as a query scoped to the Application Insights resource sees them",
+  columns: [
+    { name: "timestamp", type: "datetime" },
+    string("id"),
+    string("source"),
+    string("name"),
+    string("url"),
+    string("success"),
+    string("resultCode"),
+    { name: "duration", type: "real" },
+    string("performanceBucket"),
+    { name: "customDimensions", type: "dynamic" },
+    { name: "customMeasurements", type: "dynamic" },
+    ...traces.columns.filter((column) => /^(operation_|session_|user_|application_|client_|cloud_|app|iKey|sdkVersion|itemId|itemType|itemCount)/.test(column.name)),
+  ],
+};

@@ -105,30 +105,58 @@ function placeholder(parameter: Declaration): Value {
   }
 }
 
-/** Workbook items that run a query, at any depth (groups nest items). */
+/** Workbook items and parameters that run a query, at any depth (groups nest items). */
 function workbookQueries(content: Value, at: string): { item: string; query: string; resourceType: string }[] {
   if (Array.isArray(content)) return content.flatMap((entry: Value) => workbookQueries(entry, at));
   if (!isRecord(content)) return [];
-  const inner = content["content"];
   const found: { item: string; query: string; resourceType: string }[] = [];
-  if (isRecord(inner) && typeof inner["query"] === "string") {
-    const resourceType = inner["resourceType"];
+  const inner = content["content"];
+  const isParameter = content["version"] === "KqlParameterItem/1.0" && typeof content["query"] === "string";
+  const runs = isRecord(inner) && typeof inner["query"] === "string" ? inner : isParameter ? content : undefined;
+  if (runs !== undefined) {
+    const resourceType = runs["resourceType"];
     if (typeof resourceType !== "string") throw new Error(`${at}: workbook item ${String(content["name"])} has a query but no resourceType`);
-    found.push({ item: String(content["name"]), query: inner["query"], resourceType });
+    found.push({ item: String(content["name"]), query: String(runs["query"]), resourceType });
   }
   return [...found, ...Object.values(content).flatMap((value) => workbookQueries(value, at))];
+}
+
+/**
+ * The workbook's parameters as the portal substitutes them before a query runs, with a value of
+ * each parameter's kind: a time range's start, end and grain; every cluster ('*'); an empty text.
+ * A `{name}` the workbook does not declare is an error: the portal would leave it in the query.
+ */
+function withParameters(query: string, content: Value, at: string): string {
+  const declared = new Map<string, number>();
+  const collect = (value: Value): void => {
+    if (Array.isArray(value)) return value.forEach(collect);
+    if (!isRecord(value)) return;
+    if (value["version"] === "KqlParameterItem/1.0" && typeof value["name"] === "string" && typeof value["type"] === "number") declared.set(value["name"], value["type"]);
+    Object.values(value).forEach(collect);
+  };
+  collect(content);
+  return query.replace(/\{([A-Za-z][A-Za-z0-9]*)(?::([a-z]+))?\}/g, (token, name: string, part: string | undefined) => {
+    const type = declared.get(name);
+    if (type === 4 && part === "start") return "datetime(2026-01-01T00:00:00Z)";
+    if (type === 4 && part === "end") return "datetime(2026-01-01T04:00:00Z)";
+    if (type === 4 && part === "grain") return "5m";
+    if (type === 2 && part === undefined) return "'*'";
+    if (type === 1 && part === undefined) return "";
+    throw new Error(`${at}: ${token} is no parameter the workbook declares (or not a part of one this check knows)`);
+  });
 }
 
 function workbookResourceQueries(file: BicepFile, workbook: Declaration, bindings: Record<string, Value>): DeployedQuery[] {
   const serialized = property(workbook.body?.object, "properties", "serializedData");
   if (serialized === undefined) throw new Error(`${file.path}: workbook ${workbook.name} has no serializedData`);
   const content: Value = JSON.parse(String(evaluate(file, serialized, { bindings })));
-  return workbookQueries(content, `${file.path}: ${workbook.name}`).map(({ item, query, resourceType }) => ({
+  const at = `${file.path}: ${workbook.name}`;
+  return workbookQueries(content, at).map(({ item, query, resourceType }) => ({
     name: `${file.path}: workbook ${workbook.name}, item ${item}`,
     file: file.path,
     kind: "workbook",
     scope: scopeOfResourceType(resourceType),
-    text: query,
+    text: withParameters(query, content, `${at}, item ${item}`),
   }));
 }
 
