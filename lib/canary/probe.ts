@@ -111,7 +111,8 @@ export function classifyReadiness(reply: { readonly status: number; readonly bod
         ? "its TLS certificate is not trusted (the caBundle of the webhook configurations, or the relay's certificate)"
         : /deadline exceeded|Client\.Timeout|i\/o timeout|timed out/i.test(words)
           ? "the call timed out (a cold start past timeoutSeconds, or a network path that drops packets)"
-          : /\b401\b|unauthori[sz]ed/i.test(words)
+          : // client-go words a 401 as the server asking for credentials (k8s.io/apimachinery's StatusReasonUnauthorized).
+            /\b401\b|unauthori[sz]ed|asked for the client to provide credentials/i.test(words)
             ? "the function refused the call with 401 (the function key the relay sends, or the endpoint protection settings)"
             : /\b404\b|not found|could not find the requested resource/i.test(words)
               ? "nothing answers at the webhook's path (the function URL, the member's path, or the app loaded no function)"

@@ -37,6 +37,18 @@ Classify("each way the API server fails to call the webhook is told apart", () =
     spec,
   );
   assert.match(refusedKey.summary, /refused the call with 401/);
+  // How kube-apiserver 1.37 words it (seen in test/e2e/relay.test.ts with a wrong function key).
+  const refusedKeyAsWorded = classifyReadiness(
+    {
+      status: 500,
+      body: {
+        message:
+          'Internal error occurred: failed calling webhook "mutate.gmsa-admission.windows.k8s.io": failed to call webhook: the server has asked for the client to provide credentials',
+      },
+    },
+    spec,
+  );
+  assert.match(refusedKeyAsWorded.summary, /refused the call with 401/);
   const noFunction = classifyReadiness(
     { status: 500, body: { message: 'failed calling webhook "validate.gmsa-admission.windows.k8s.io": the server could not find the requested resource (404)' } },
     spec,

@@ -5,6 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import { checkReadiness } from "../../cluster/readiness.js";
+import { createCertificateAuthority } from "../../controlplane/pki.js";
+import { runCanary, type CanaryLine } from "../../lib/app/canary.js";
+import { admissionRuntime } from "../../lib/app/runtime.js";
 import * as assert from "uvu/assert";
 import { clusterManifests } from "../../cluster/manifests.js";
 import { relayName, type RelayWiring } from "../../cluster/relay.js";
@@ -197,6 +200,70 @@ Relay("the deploy's readiness check passes through the relay: the API server cal
   const ready = await checkReadiness(context.cluster.admin);
   assert.is(ready.hop, "ready", `${ready.summary}\n${ready.detail}`);
 });
+
+/** Points both webhook configurations somewhere else for the length of `run`, then back. */
+async function withWebhooks(
+  context: Context,
+  change: (clientConfig: { url: string; caBundle: string }) => { url: string; caBundle: string },
+  run: () => Promise<void>,
+): Promise<void> {
+  const paths = ["mutating", "validating"].map((kind) => `/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations/gmsa-admission`);
+  const stored = await Promise.all(paths.map((path) => kubeRequest(context.cluster.admin, "GET", path)));
+  try {
+    for (const [i, path] of paths.entries()) {
+      const webhooks = stored[i]!.body.webhooks.map((webhook: { clientConfig: { url: string; caBundle: string } }) => ({ ...webhook, clientConfig: change(webhook.clientConfig) }));
+      assert.is((await kubeRequest(context.cluster.admin, "PATCH", path, { webhooks }, "application/merge-patch+json")).status, 200);
+    }
+    await run();
+  } finally {
+    for (const [i, path] of paths.entries()) await kubeRequest(context.cluster.admin, "PATCH", path, { webhooks: stored[i]!.body.webhooks }, "application/merge-patch+json");
+  }
+}
+
+Relay("the canary names the hop when the relay sends a wrong function key", async (context) => {
+  const wrongKey = await startRelayProcess({
+    function: context.relayWiring.function,
+    functionKey: randomBytes(24).toString("base64url"),
+    certificate: context.relayWiring.certificate,
+    trustedCaPem: context.functionCaPem,
+    resolver: context.dns.resolver,
+    timeoutSeconds: 5,
+  });
+  try {
+    await withWebhooks(
+      context,
+      (clientConfig) => ({ ...clientConfig, url: clientConfig.url.replace(context.relay.url, wrongKey.url) }),
+      async () => {
+        const line = await canaryOnce();
+        assert.is(line.outcome, "apiServerToWebhook", `${line.summary}\n${line.detail}`);
+        assert.match(line.summary, /the function refused the call with 401 \(the function key the relay sends/, line.detail);
+      },
+    );
+  } finally {
+    await wrongKey.close();
+  }
+  assert.is((await canaryOnce()).outcome, "ready");
+});
+
+Relay("the canary names the hop when the webhooks do not trust the relay's certificate", async (context) => {
+  const otherCa = await createCertificateAuthority("another relay CA");
+  await withWebhooks(
+    context,
+    (clientConfig) => ({ ...clientConfig, caBundle: Buffer.from(otherCa.certPem).toString("base64") }),
+    async () => {
+      const line = await canaryOnce();
+      assert.is(line.outcome, "apiServerToWebhook", `${line.summary}\n${line.detail}`);
+      assert.match(line.summary, /its TLS certificate is not trusted/, line.detail);
+    },
+  );
+  assert.is((await canaryOnce()).outcome, "ready");
+});
+
+async function canaryOnce(): Promise<CanaryLine> {
+  const lines = await runCanary(await admissionRuntime());
+  assert.is(lines.length, 1, JSON.stringify(lines));
+  return lines[0]!;
+}
 
 Relay("a broken credential spec is refused through the relay's /validate-credspec", async (context) => {
   const before = await settledAccessLog(context.relay);
