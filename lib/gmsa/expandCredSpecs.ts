@@ -110,7 +110,9 @@ export function settingsInheritedByNewEphemeralContainers(settings: readonly Gms
   const podLevel = settings.filter((s) => (s.key === "field:pod" || s.key === "annotation:pod") && s.name !== undefined);
   if (podLevel.length === 0) return [];
   const existing = new Set((oldPod.spec?.ephemeralContainers ?? []).map((c) => c.name));
-  const namingTheirOwn = new Set(settings.filter((s) => s.containerKind === "ephemeralContainer" && s.name !== undefined).map((s) => s.containerName));
+  // Only a field names a container's own spec: the kubelet reads no annotation, so a container
+  // annotation naming this container leaves it running under the pod's.
+  const namingTheirOwn = new Set(settings.filter((s) => s.source === "field" && s.containerKind === "ephemeralContainer" && s.name !== undefined).map((s) => s.containerName));
   return (pod.spec?.ephemeralContainers ?? [])
     .filter((c) => !existing.has(c.name) && !namingTheirOwn.has(c.name))
     .flatMap((c) =>

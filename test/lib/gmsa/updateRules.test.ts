@@ -167,6 +167,17 @@ Update("an added ephemeral container that names its own spec needs use of that o
   assert.not.ok(ports.reviews.some((r) => r.name === "webapp1-credspec"));
 });
 
+Update("a container annotation naming the new ephemeral container is not its own spec: it runs under the pod's, whose use is asked", async () => {
+  const base = running();
+  base.metadata.annotations = { "debug.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "payroll-gmsa" };
+  const verdict = await validatePod(asEphemeralUpdate(addEphemeral(base, { name: "debug" }), base), aliceWithout("webapp1-credspec"));
+  assert.is(verdict.kind === "denied" && verdict.code, 403);
+  assert.match(
+    verdict.kind === "denied" ? verdict.message : "",
+    /ephemeral container "debug" .*inheriting.*user "alice" is not authorized to use GMSACredentialSpec "webapp1-credspec"/,
+  );
+});
+
 Update("ephemeral containers already in the pod, or a pod with no pod-level spec, ask nothing", async () => {
   const withDebug = addEphemeral(running(), { name: "debug" });
   const ports = aliceWithout("webapp1-credspec");
