@@ -1,4 +1,6 @@
 import {
+  maxAccounts,
+  maxKeysPerObject,
   bracedGuidPattern,
   CmsPlugins,
   DnsName,
@@ -24,8 +26,9 @@ import {
  *
  * What the webhook checks and this policy does not: reserved keys below the levels the schema
  * names (CEL cannot walk an object of any depth), and the warnings (they refuse nothing). The
- * patterns run in RE2, where `\s` is ASCII white space only: a value whose only content is a
- * non-ASCII space passes here and is refused by the webhook.
+ * patterns are rendered for RE2 so that they match what JavaScript matches (re2 below), and both
+ * refuse keys outside ASCII and objects larger than any spec needs, where the two would
+ * otherwise fold case differently or the policy run out of its cost budget.
  */
 export const safetyNetCredSpecPolicyName = "gmsa-admission-credentialspecs";
 
@@ -35,13 +38,48 @@ const who = "the in-cluster policy of gmsa-admission";
 /** A CEL string literal. */
 const cel = (text: string) => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
 
-/** A JavaScript pattern as RE2 source: the same syntax for what the codecs use, `i` as `(?i)`. */
-function re2(pattern: RegExp): string {
-  if (pattern.flags !== "" && pattern.flags !== "i") throw new Error(`pattern ${pattern} has flags RE2 is not given here`);
-  return (pattern.flags === "i" ? "(?i)" : "") + pattern.source;
+/**
+ * JavaScript's white space, which `\s` means there; RE2's `\s` is ASCII white space only (and
+ * not even \v), so the policy spells the set out.
+ */
+const javaScriptSpace = "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
+
+/**
+ * A codec's pattern as RE2 source that matches the same strings. RE2 counts code points, as
+ * JavaScript does with `u` (the only pattern with a counted repetition of any character carries
+ * it); `i` becomes explicit letter pairs, since RE2 folds ſ to s and the Kelvin sign to k where
+ * JavaScript does not; `\s` and `\S` become JavaScript's set of white space.
+ */
+export function re2(pattern: RegExp): string {
+  const flags = new Set(pattern.flags);
+  for (const flag of flags) if (flag !== "i" && flag !== "u") throw new Error(`pattern ${pattern} has flag ${flag}, which the policy does not render`);
+  let out = "";
+  let inClass = false;
+  const source = pattern.source;
+  for (let i = 0; i < source.length; i++) {
+    const char = source[i]!;
+    if (char === "\\") {
+      const next = source[++i];
+      if (next === "s") out += inClass ? javaScriptSpace : `[${javaScriptSpace}]`;
+      else if (next === "S" && !inClass) out += `[^${javaScriptSpace}]`;
+      else if (next === "S") throw new Error(`pattern ${pattern}: \\S inside a class is not rendered`);
+      else out += char + (next ?? "");
+      continue;
+    }
+    if (char === "[" && !inClass) inClass = true;
+    else if (char === "]" && inClass) inClass = false;
+    if (flags.has("i") && /[A-Za-z]/.test(char)) {
+      if (inClass) throw new Error(`pattern ${pattern}: a letter inside a class of a case-insensitive pattern is not rendered`);
+      out += `[${char.toLowerCase()}${char.toUpperCase()}]`;
+      continue;
+    }
+    out += char;
+  }
+  return out;
 }
 
 const reservedKeys = ["__proto__", "constructor", "prototype"];
+const nonAsciiProblem = "is not an ASCII key: no credential spec key has another character, and readers fold case beyond ASCII differently; remove it";
 const reservedProblem = "is a reserved key (__proto__, constructor and prototype are no credential spec keys); remove it";
 const repeatedProblem = "is given more than once in different cases; give each key once";
 const nonEmpty = { pattern: /\S/, expected: "a non-empty string" };
@@ -117,7 +155,8 @@ function stringFinding(value: string, field: StringField, path: string): string 
 function keyFindings(map: string, path: string): string {
   const reserved = `${map}.filter(k, k in ${JSON.stringify(reservedKeys).replace(/"/g, "'")}).map(k, ${cel(`${path}.`)} + k + ${cel(`: ${reservedProblem}`)})`;
   const repeated = `${map}.filter(k, ${map}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1).map(k, ${cel(`${path}.`)} + k + ${cel(`: ${repeatedProblem}`)})`;
-  return `${reserved} + ${repeated}`;
+  const nonAscii = `${map}.filter(k, !k.matches('^[\\\\x00-\\\\x7F]*$')).map(k, ${cel(`${path}.`)} + k + ${cel(`: ${nonAsciiProblem}`)})`;
+  return `${reserved} + ${nonAscii} + ${repeated}`;
 }
 
 interface Rendered {
@@ -134,9 +173,11 @@ function renderObject(field: ObjectField, variable: string, path: string, out: R
   const values = `variables.${variable}`;
   const one = `${values}[0]`;
   const isOne = `size(${values}) == 1`;
-  const isObject = `${isOne} && type(${one}) == map`;
+  // An object with more keys than any spec needs is said so, and not judged further: the policy's cost stays bounded.
+  const isObject = `${isOne} && type(${one}) == map && size(${one}) <= ${maxKeysPerObject}`;
   out.findings.push(
     `(size(${values}) == 0 ? ${field.optional ? "[]" : `[${cel(`${path}: is required`)}]`} : ${isOne} ? (type(${one}) == map ? [] : [${cel(`${path}: must be an object`)}]) : [])`,
+    `(${isOne} && type(${one}) == map && size(${one}) > ${maxKeysPerObject} ? [${cel(`${path}: has `)} + string(size(${one})) + ${cel(` keys; an object of a credential spec has at most ${maxKeysPerObject}`)}] : [])`,
     `(${isObject} ? ${keyFindings(one, path)} : [])`,
   );
   for (const child of field.fields) {
@@ -167,27 +208,34 @@ function renderObject(field: ObjectField, variable: string, path: string, out: R
 /** GroupManagedServiceAccounts: a non-empty list of objects with a Name and a Scope, keys in any case. */
 function accountFindings(list: string, path: string): string {
   const notList = `(type(${list}) != list || size(${list}) == 0 ? [${cel(`${path}: must be ${GroupManagedServiceAccounts.name}`)}] : [])`;
+  const tooMany = `(type(${list}) == list && size(${list}) > ${maxAccounts} ? [${cel(`${path}: has `)} + string(size(${list})) + ${cel(` entries; a credential spec lists at most ${maxAccounts} accounts`)}] : [])`;
   const at = (account: string) => `${cel(`${path}[`)} + string(${list}.indexOf(${account})) + ']'`;
-  const perAccount = (problem: (account: string) => string) => `(type(${list}) == list ? ${list}.map(a, ${problem("a")}).filter(m, m != '') : [])`;
+  const perAccount = (problem: (account: string) => string) =>
+    `(type(${list}) == list && size(${list}) <= ${maxAccounts} ? ${list}.map(a, ${problem("a")}).filter(m, m != '') : [])`;
+  // An account judged key by key: an object of at most the keys any spec needs.
+  const judged = (a: string) => `type(${a}) == map && size(${a}) <= ${maxKeysPerObject}`;
   const checks = [
     perAccount((a) => `type(${a}) == map ? '' : ${at(a)} + ': must be an object'`),
     perAccount(
-      (a) => `type(${a}) != map ? '' : ${a}.filter(k, k in ${JSON.stringify(reservedKeys).replace(/"/g, "'")}).size() > 0 ? ${at(a)} + ${cel(`: has ${reservedProblem}`)} : ''`,
+      (a) =>
+        `type(${a}) == map && size(${a}) > ${maxKeysPerObject} ? ${at(a)} + ': has ' + string(size(${a})) + ${cel(` keys; an object of a credential spec has at most ${maxKeysPerObject}`)} : ''`,
     ),
     perAccount(
-      (a) => `type(${a}) != map ? '' : ${a}.exists(k, ${a}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1) ? ${at(a)} + ${cel(`: a key ${repeatedProblem}`)} : ''`,
+      (a) => `!(${judged(a)}) ? '' : ${a}.filter(k, k in ${JSON.stringify(reservedKeys).replace(/"/g, "'")}).size() > 0 ? ${at(a)} + ${cel(`: has ${reservedProblem}`)} : ''`,
     ),
+    perAccount((a) => `!(${judged(a)}) ? '' : ${a}.exists(k, !k.matches('^[\\\\x00-\\\\x7F]*$')) ? ${at(a)} + ${cel(`: has a key that ${nonAsciiProblem}`)} : ''`),
+    perAccount((a) => `!(${judged(a)}) ? '' : ${a}.exists(k, ${a}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1) ? ${at(a)} + ${cel(`: a key ${repeatedProblem}`)} : ''`),
   ];
   for (const key of ["Name", "Scope"]) {
     const values = (a: string) => valuesOf(a, key);
     checks.push(
       perAccount(
         (a) =>
-          `type(${a}) != map ? '' : size(${values(a)}) == 0 ? ${at(a)} + ${cel(`.${key}: is required`)} : size(${values(a)}) == 1 && !(type(${values(a)}[0]) == string && ${values(a)}[0].matches('\\\\S')) ? ${at(a)} + ${cel(`.${key}: must be ${nonEmpty.expected}`)} : ''`,
+          `!(${judged(a)}) ? '' : size(${values(a)}) == 0 ? ${at(a)} + ${cel(`.${key}: is required`)} : size(${values(a)}) == 1 && !(type(${values(a)}[0]) == string && ${values(a)}[0].matches(${cel(re2(nonEmpty.pattern))})) ? ${at(a)} + ${cel(`.${key}: must be ${nonEmpty.expected}`)} : ''`,
       ),
     );
   }
-  return [notList, ...checks].join(" + ");
+  return [notList, tooMany, ...checks].join(" + ");
 }
 
 /** The policy's variables and the one expression listing every finding, as the webhook lists them. */

@@ -28,8 +28,8 @@ export const guidPattern = new RegExp(`^${guid}$`);
 export const bracedGuidPattern = new RegExp(`^\\{${guid}\\}$`);
 /** Letters, digits, hyphens and underscores in dot-separated labels (a trailing dot allowed). */
 export const dnsNamePattern = /^[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?$/;
-/** 1 to 15 characters, none of those Windows forbids in a NetBIOS name. */
-export const netBiosNamePattern = /^[^\\/:*?"<>|\s]{1,15}$/;
+/** 1 to 15 characters (code points, as the in-cluster policy counts them), none of those Windows forbids in a NetBIOS name. */
+export const netBiosNamePattern = /^[^\\/:*?"<>|\s]{1,15}$/u;
 
 const NonEmpty = patterned("a non-empty string", /\S/);
 
@@ -81,6 +81,10 @@ export const GmsaCredentialSpecObject = t.intersection([
   t.partial({ credspec: t.unknown }),
 ]);
 export type GmsaCredentialSpecObject = t.TypeOf<typeof GmsaCredentialSpecObject>;
+
+/** The most keys one object of a credential spec may have, and the most accounts it may list: far above any real spec. */
+export const maxKeysPerObject = 32;
+export const maxAccounts = 64;
 
 /** Every key the codecs read, by the object it sits in: the spellings key-case checks compare to. */
 export const knownKeys: Readonly<Record<string, readonly string[]>> = {

@@ -1,4 +1,4 @@
-import { knownKeys } from "./credSpecCodec.js";
+import { knownKeys, maxAccounts, maxKeysPerObject } from "./credSpecCodec.js";
 import type { Finding } from "./credSpecFindings.js";
 
 /**
@@ -7,7 +7,12 @@ import type { Finding } from "./credSpecFindings.js";
  * The copy returned has the documented spellings, so that the rest of the checks judge what was
  * meant; each respelled key is a warning. A key given twice in different spellings is an error:
  * a reader that ignores case takes one of the two copies, and which one is not ours to know, so
- * the copy the checks did not judge could be the one a Windows host uses.
+ * the copy the checks did not judge could be the one a Windows host uses. For the same reason a
+ * key with a character outside ASCII is an error at these levels: no documented key has one, and
+ * case folding beyond ASCII differs between readers (`ſid` is `SID` to some, the Kelvin sign `K`
+ * is `k` to others). An object with more keys than any credential spec needs, or more accounts,
+ * is an error too: the in-cluster policy checks the same shape within a fixed cost, and the two
+ * must agree.
  */
 export function withDocumentedKeyCase(value: unknown, root: string): { readonly value: unknown; readonly warnings: readonly Finding[]; readonly errors: readonly Finding[] } {
   const warnings: Finding[] = [];
@@ -23,9 +28,19 @@ interface Findings {
 function respell(value: unknown, level: string, path: string, findings: Findings): unknown {
   const keys = knownKeys[level];
   if (!keys || typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value)) return level === "GroupManagedServiceAccounts" ? value.map((item, i) => respellObject(item, level, `${path}[${i}]`, findings)) : value;
+  if (Array.isArray(value)) {
+    if (level !== "GroupManagedServiceAccounts") return value;
+    if (value.length > maxAccounts) {
+      findings.errors.push({ path, problem: `has ${value.length} entries; a credential spec lists at most ${maxAccounts} accounts` });
+      return value;
+    }
+    return value.map((item, i) => respellObject(item, level, `${path}[${i}]`, findings));
+  }
   return respellObject(value, level, path, findings);
 }
+
+const nonAscii = /[^\x00-\x7f]/;
+export const nonAsciiProblem = "is not an ASCII key: no credential spec key has another character, and readers fold case beyond ASCII differently; remove it";
 
 /** Each level's documented keys by their lower-case spelling, made once: this runs on every credential spec admission. */
 const documentedByLevel = new Map<string, ReadonlyMap<string, string>>(
@@ -39,6 +54,14 @@ function respellObject(value: unknown, level: string, path: string, findings: Fi
   // No prototype: whatever a key is called, it stays a key and never reaches one.
   const result: Record<string, unknown> = Object.create(null);
   const entries = Object.entries(value);
+  const pathOf = (key: string) => (path === "" ? key : `${path}.${key}`);
+  if (entries.length > maxKeysPerObject) {
+    findings.errors.push({ path, problem: `has ${entries.length} keys; an object of a credential spec has at most ${maxKeysPerObject}` });
+    return value;
+  }
+  for (const [key] of entries) {
+    if (nonAscii.test(key)) findings.errors.push({ path: pathOf(key), problem: nonAsciiProblem });
+  }
   const lowered = entries.map(([key]) => key.toLowerCase());
   let repeated: Set<string> | undefined;
   const seen = new Set<string>();
@@ -46,7 +69,6 @@ function respellObject(value: unknown, level: string, path: string, findings: Fi
     if (seen.has(lower)) (repeated ??= new Set()).add(lower);
     seen.add(lower);
   }
-  const pathOf = (key: string) => (path === "" ? key : `${path}.${key}`);
   for (let i = 0; i < entries.length; i++) {
     const [key, child] = entries[i]!;
     const lower = lowered[i]!;

@@ -98,6 +98,20 @@ Net.before(async (context) => {
       if (Date.now() > deadline) throw new Error("the safety net was not enforced within 20 s");
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
+    // Each policy is loaded on its own: the bindings' too, or a test of it could run before it holds.
+    for (let i = 0; ; i++) {
+      const probe = `binding-probe-${i}`;
+      assert.is((await create(context, gmsaPod(probe, { serviceAccount: "denied" }))).status, 201);
+      const bound = await kubeRequest(context.admin, "POST", `/api/v1/namespaces/${namespace}/pods/${probe}/binding`, {
+        apiVersion: "v1",
+        kind: "Binding",
+        metadata: { name: probe, annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": spec } },
+        target: { apiVersion: "v1", kind: "Node", name: "node-1" },
+      });
+      if (bound.status >= 400) break;
+      if (Date.now() > deadline) throw new Error("the bindings' policy was not enforced within 20 s");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   } catch (error) {
     console.error("safety net set-up failed:", error);
     throw error;

@@ -95,6 +95,42 @@ export const refused: Variant[] = [
     path: "credspec.ActiveDirectoryConfig.HostAccountConfig.PortableCcgVersion",
     problem: /is required/,
   },
+  {
+    what: "a key outside ASCII, which some readers fold to a documented one (ſid is SID to them)",
+    edit: (c) => (c.DomainJoinConfig["ſid"] = "S-1-5-21-1-2-3"),
+    path: "credspec.DomainJoinConfig.ſid",
+    problem: /not an ASCII key/,
+  },
+  {
+    what: "a SID whose S is a long s (ſ), which RE2's case folding would take for S",
+    edit: (c) => (c.DomainJoinConfig.Sid = String(c.DomainJoinConfig.Sid).replace(/^S/, "ſ")),
+    path: "credspec.DomainJoinConfig.Sid",
+    problem: /domain SID/,
+  },
+  {
+    what: "a NetBIOS name with a vertical tab",
+    edit: (c) => (c.DomainJoinConfig.NetBiosName = "CON\vTOSO"),
+    path: "credspec.DomainJoinConfig.NetBiosName",
+    problem: /NetBIOS name/,
+  },
+  {
+    what: "a machine account name of white space only (a no-break space)",
+    edit: (c) => (c.DomainJoinConfig.MachineAccountName = "\u00a0"),
+    path: "credspec.DomainJoinConfig.MachineAccountName",
+    problem: /non-empty/,
+  },
+  {
+    what: "an object with more keys than any spec needs",
+    edit: (c) => Object.assign(c.DomainJoinConfig, Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`Extra${i}`, "x"]))),
+    path: "credspec.DomainJoinConfig",
+    problem: /has 46 keys; an object of a credential spec has at most 32/,
+  },
+  {
+    what: "more accounts than any spec lists",
+    edit: (c) => (c.ActiveDirectoryConfig.GroupManagedServiceAccounts = Array.from({ length: 65 }, (_, i) => ({ Name: `account${i}`, Scope: "contoso.com" }))),
+    path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts",
+    problem: /has 65 entries; a credential spec lists at most 64 accounts/,
+  },
 ];
 
 export const suspicious: Variant[] = [
