@@ -61,6 +61,7 @@ var admissionLog = loadJsonContent('../../lib/observability/admission-log.json')
 var field = admissionLog.fields
 var canaryLog = loadJsonContent('../../lib/observability/canary-log.json')
 var clusterEvents = loadJsonContent('../../lib/observability/cluster-events.json')
+var cacheEvents = loadJsonContent('../../lib/observability/cache-events.json')
 var decisionDenied = 'denied'
 var decisionError = 'error'
 
@@ -126,6 +127,20 @@ var clusterEventLines = join(
     '| extend Event = tostring(entry["${clusterEvents.fields.event}"])'
     '| where Event in ("${clusterEvents.unavailable}", "${clusterEvents.secretRefused}", "${clusterEvents.requestRefused}")'
     '| project timestamp, ItemCount = itemCount, Event, Cluster = tostring(entry["${clusterEvents.fields.cluster}"]), Status = toint(entry["${clusterEvents.fields.status}"]), Reason = tostring(entry["${clusterEvents.fields.reason}"])'
+  ],
+  '\n'
+)
+
+// One row per change of a credential spec cache's state (lib/observability/cacheEvents.ts): a
+// watch that failed, a resync, a cache stopped past its bounds, answers served stale (Specs counts
+// those answers on such a row).
+var cacheLines = join(
+  [
+    'traces'
+    '| where message startswith "{"'
+    '| extend entry = parse_json(message)'
+    '| where tostring(entry["${cacheEvents.fields.event}"]) == "${cacheEvents.event}"'
+    '| project timestamp, ItemCount = itemCount, Cluster = tostring(entry["${cacheEvents.fields.cluster}"]), State = tostring(entry["${cacheEvents.fields.state}"]), Specs = toint(entry["${cacheEvents.fields.specs}"]), Reason = tostring(entry["${cacheEvents.fields.reason}"])'
   ],
   '\n'
 )
@@ -197,6 +212,10 @@ var coldStartQuery = join(
   ],
   '\n'
 )
+// The caches' trouble by cluster: watch failures, stops and stale answers over time (a resync ends
+// a failure), and the latest state of each cluster's cache with its reason.
+var cacheTroubleQuery = '${cacheLines}\n${chosen}\n| where State != "${cacheEvents.states.synced}"\n| extend Series = strcat(Cluster, ": ", State), Answers = iff(State == "${cacheEvents.states.staleServed}", Specs, 1)\n| make-series Events = sum(Answers * ItemCount) default=0 ${series} by Series'
+var cacheStateQuery = '${cacheLines}\n${chosen}\n| summarize arg_max(timestamp, State, Specs, Reason) by Cluster\n| order by Cluster asc'
 // The ID a refusal's message carries (what a kubectl user sees) finds its line, whichever it is.
 // The clusters to choose from: the configured ones and any other that wrote an admission line.
 var clusterChoicesQuery = '${canaryClusterTable}\n| union (${admissions} | distinct Cluster)\n| distinct Cluster\n| order by Cluster asc'
@@ -511,6 +530,36 @@ var workbookContent = {
         queryType: 0
         resourceType: componentsType
         visualization: 'linechart'
+      }
+    }
+    {
+      type: 3
+      name: 'credspec-cache-trouble'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Credential spec caches: watch failures, stops and answers served stale, by cluster'
+        query: cacheTroubleQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'timechart'
+      }
+    }
+    {
+      type: 3
+      name: 'credspec-cache-state'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Credential spec cache of each cluster: its latest state'
+        query: cacheStateQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'table'
       }
     }
     {

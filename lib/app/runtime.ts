@@ -111,7 +111,7 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
   const members = new Map<string, MemberClient>();
   for (const member of usable) {
     // Every line the client writes names its member.
-    const memberLog: ClusterLog = fleet.mode === "fleet" ? (level, message) => log(level, `cluster "${member.name}": ${message}`) : log;
+    const memberLog: ClusterLog = fleet.mode === "fleet" ? (level, message) => log(level, ofMember(member.name, message)) : log;
     members.set(
       member.name,
       memberClient({
@@ -153,6 +153,22 @@ export async function createFleetRuntime(fleet: FleetSettings, options: FleetRun
  * Each member's access (for Entra: endpoint, CA, tokens) is read on its first start and kept, so
  * a member that idled starts again without asking ARM.
  */
+/**
+ * A member's line: a structured one (a JSON object, written for "default") names the member in
+ * its cluster field; any other is prefixed with the member's name.
+ */
+export function ofMember(name: string, message: string): string {
+  if (message.startsWith("{")) {
+    try {
+      const line = JSON.parse(message) as unknown;
+      if (typeof line === "object" && line !== null && !Array.isArray(line) && "cluster" in line) return JSON.stringify({ ...line, cluster: name });
+    } catch {
+      // Not JSON after all: said in words below.
+    }
+  }
+  return `cluster "${name}": ${message}`;
+}
+
 function defaultStart(): (member: FleetMemberSettings, log: ClusterLog) => Promise<MemberPorts> {
   const credentials = new Map<string, TokenCredential>();
   const accesses = new Map<string, KeptClusterAccess>();

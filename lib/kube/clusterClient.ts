@@ -9,6 +9,7 @@ import type { ApiCallOptions } from "./apiCall.js";
 import { apiServerConnection, type ApiServerConnection, type ApiServerCredentials } from "./apiServerConnection.js";
 import { apiSlots, memberShare } from "./apiSlots.js";
 import { credSpecApi } from "./credSpecApi.js";
+import { cacheStateLevel, cacheStateLine } from "../observability/cacheEvents.js";
 import { credSpecCache, type CredSpecCacheStatus } from "./credSpecCache.js";
 import { entraApiAccess, type EntraApiAccess } from "./entraApiAccess.js";
 import { EntraTokenError } from "./entraTokenError.js";
@@ -162,6 +163,8 @@ function portsOver(config: ApiServerCredentials, connection: ApiServerConnection
     ? credSpecCache(connection, {
         direct,
         log,
+        // A fleet's runtime names the member in the line (lib/app/runtime.ts); a single cluster is "default".
+        onState: (event) => log(cacheStateLevel(event.state), cacheStateLine("default", event)),
         maxSpecs: settings.credSpecCacheMaxSpecs,
         maxBytes: settings.credSpecCacheMaxBytes,
         ...(entra ? { onUnauthorized: () => entra.invalidateToken() } : {}),

@@ -1,6 +1,7 @@
 import { notFoundMemory } from "../caching/notFoundMemory.js";
 import { type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
+import type { CacheStateEvent } from "../observability/cacheEvents.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
 import { countRequest } from "../observability/requestCounters.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
@@ -46,6 +47,10 @@ export interface CredSpecCacheOptions {
   /** Reads one spec from the API server: the cold-start path and the confirmation of a miss. */
   readonly direct: CredSpecSource;
   readonly log: (level: "info" | "warn", message: string) => void;
+  /** Each change of state, for a structured line (lib/observability/cacheEvents.ts); without it, `log` says it in words. */
+  readonly onState?: (event: CacheStateEvent) => void;
+  /** Answers served stale are reported at most this often, as one count. Default 60 s. */
+  readonly staleReportMs?: number;
   /** The watch was refused with 401: credentials to renew before reconnecting. */
   readonly onUnauthorized?: () => void;
   readonly minBackoffMs?: number;
@@ -93,6 +98,21 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
   const sizes = new Map<string, number>();
   let bytes = 0;
   let overflow = false;
+  const now = options.now ?? Date.now;
+  const report = (event: CacheStateEvent) =>
+    options.onState
+      ? options.onState(event)
+      : options.log(event.state === "synced" || event.state === "resynced" ? "info" : "warn", `credential spec cache ${event.state}: ${event.reason}`);
+  // Lookups answered from a stale cache, counted and reported at most every staleReportMs.
+  let staleServed = 0;
+  let staleReportedAt = Number.NEGATIVE_INFINITY;
+  const servedStale = () => {
+    staleServed += 1;
+    if (now() - staleReportedAt < (options.staleReportMs ?? 60_000)) return;
+    staleReportedAt = now();
+    report({ state: "staleServed", specs: staleServed, reason: "the API server could not be asked; answered with the specs known before the watch broke" });
+    staleServed = 0;
+  };
 
   const beyondBounds = (count: number, held: number): string | undefined =>
     count > maxSpecs
@@ -115,7 +135,7 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     bytes = 0;
     synced = false;
     stale = false;
-    options.log("warn", `credential spec cache stopped: ${reason}; every lookup now reads the API server`);
+    report({ state: "stopped", specs: 0, reason: `${reason}; every lookup now reads the API server` });
   }
 
   // When each name was last stored, on a clock of stores: a lookup believes the cache over the
@@ -190,7 +210,11 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     failures += 1;
     if (error instanceof ListWatchError && error.status === 401) options.onUnauthorized?.();
     const delay = Math.min(maxBackoff, minBackoff * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2);
-    options.log("warn", `credential spec watch failed (${describe(error)}); ${synced ? "serving the last known specs, " : ""}reconnecting in ${Math.round(delay)} ms`);
+    report({
+      state: "watchFailed",
+      specs: entries.size,
+      reason: `the watch failed (${describe(error)}); ${synced ? "serving the last known specs, " : ""}reconnecting in ${Math.round(delay)} ms`,
+    });
     retry = setTimeout(connect, delay);
     retry.unref();
   }
@@ -204,7 +228,7 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
       () => {
         if (stopped || overflow) return watching.stop();
         if (failedAttempt === current) return;
-        if (stale || !synced) options.log("info", `credential spec cache ${synced ? "resynced" : "synced"}: ${entries.size} specs`);
+        if (stale || !synced) report({ state: synced ? "resynced" : "synced", specs: entries.size, reason: `${entries.size} specs` });
         synced = true;
         stale = false;
         // Back off afresh only once a watch has held for a while, not after every quick failure.
@@ -248,6 +272,7 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
       return await options.direct.lookup(name, signal);
     } catch (error) {
       if (!(error instanceof ClusterUnavailableError) || signal.aborted) throw error;
+      servedStale();
       return known;
     }
   }

@@ -28,6 +28,8 @@ import { webhookRoutes } from "../../lib/app/webhooks.js";
 const logSchemaPath = join(repoRoot, "lib", "observability", "admission-log.json");
 const canarySchemaPath = join(repoRoot, "lib", "observability", "canary-log.json");
 const clusterEventsPath = join(repoRoot, "lib", "observability", "cluster-events.json");
+const cacheEventsPath = join(repoRoot, "lib", "observability", "cache-events.json");
+const cacheEventsSchema = JSON.parse(readFileSync(cacheEventsPath, "utf8")) as { event: string; fields: Record<string, string> };
 
 interface LogSchema {
   event: string;
@@ -77,7 +79,8 @@ const otherQueryVariables = [
   "functionErrorsAlertQuery",
   "recentFailuresQuery",
 ];
-const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable", "chosen", "admissionsChosen", "series"];
+const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable", "chosen", "admissionsChosen", "series", "cacheLines"];
+const cacheQueryVariables = ["cacheTroubleQuery", "cacheStateQuery"];
 /** Queries over more than the admission line, or none of the app's lines: the host's requests, a text search, the cluster choices. */
 const unionQueryVariables = ["fleetOverviewQuery", "coldStartQuery", "clusterChoicesQuery"];
 const unparsedQueryVariables = ["requestLatencyQuery", "correlationQuery"];
@@ -89,7 +92,7 @@ function bodyOf(resource: Declaration) {
 
 /** The strings KQL is built from: the base query and every query variable. */
 function kqlStrings(file: BicepFile): Node[] {
-  return ["admissions", ...queryVariables, ...otherBases, ...otherQueryVariables, "clusterChoicesQuery", ...unparsedQueryVariables].flatMap((name) => {
+  return ["admissions", ...queryVariables, ...otherBases, ...otherQueryVariables, "clusterChoicesQuery", ...unparsedQueryVariables, ...cacheQueryVariables].flatMap((name) => {
     const value = declared(file, "var", name).value;
     if (value === undefined) throw new Error(`${name} has no value`);
     return value.type === "string" ? [value, ...descendants(value, "string")] : descendants(value, "string");
@@ -135,8 +138,8 @@ monitoring("the schemas are loaded with loadJsonContent from lib/observability/,
       loads.push(infra.path);
     }
   }
-  assert.equal(loads, [file.path, file.path, file.path]);
-  assert.equal(paths.sort(), [logSchemaPath, canarySchemaPath, clusterEventsPath].sort());
+  assert.equal(loads, [file.path, file.path, file.path, file.path]);
+  assert.equal(paths.sort(), [logSchemaPath, canarySchemaPath, clusterEventsPath, cacheEventsPath].sort());
   assert.is(declared(file, "var", "admissionLog").value?.text, "loadJsonContent('../../lib/observability/admission-log.json')");
 });
 
@@ -184,7 +187,12 @@ monitoring("every field read from the parsed message is an interpolated schema f
       const next = parts[index + 1];
       assert.ok(next !== undefined && "expression" in next, `entry[...] without a schema field at line ${node.startPosition.row + 1}`);
       const path = memberPath(next.expression);
-      const fieldsOf: Record<string, Record<string, string>> = { field: schema.fields, "canaryLog.fields": canarySchema.fields, "clusterEvents.fields": clusterEventsSchema.fields };
+      const fieldsOf: Record<string, Record<string, string>> = {
+        field: schema.fields,
+        "canaryLog.fields": canarySchema.fields,
+        "clusterEvents.fields": clusterEventsSchema.fields,
+        "cacheEvents.fields": cacheEventsSchema.fields,
+      };
       const holder = path === undefined ? undefined : fieldsOf[path.slice(0, -1).join(".")];
       assert.ok(holder !== undefined, `entry[${next.expression.text}] does not read a schema's field`);
       assert.ok(path!.at(-1)! in holder, `${path!.at(-1)} is not a field of its schema`);
@@ -298,6 +306,8 @@ portal("the workbook is shared, named with guid(), bound to Application Insights
       "canary",
       "cold-starts",
       "correlation-search",
+      "credspec-cache-state",
+      "credspec-cache-trouble",
       "denials",
       "errors-by-cluster",
       "fleet-overview",

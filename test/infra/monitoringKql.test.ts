@@ -8,6 +8,8 @@ import { type BicepFile, declared, evaluate, infraFile, property, repoRoot, valu
 import { type AssumedType, type CompiledQuery, compileQuery, fieldReads, globalsWith, kustoLanguage } from "./kustoLanguage.js";
 import { type DeployedQuery, type QueryScope, deployedQueries } from "./monitoringQueries.js";
 import { runCanary } from "../../lib/app/canary.js";
+import { ofMember } from "../../lib/app/runtime.js";
+import { cacheStateLevel, cacheStateLine, type CacheState } from "../../lib/observability/cacheEvents.js";
 import type { AdmissionRuntime } from "../../lib/app/runtime.js";
 import type { ReadinessResult } from "../../lib/canary/probe.js";
 import { fleetRouter } from "../../lib/fleet/fleetRouter.js";
@@ -27,7 +29,9 @@ const clusterEventsSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "obser
   fields: Record<string, string>;
 };
 
-type LineKind = "admission" | "canary" | "clusterEvent";
+const cacheSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observability", "cache-events.json"), "utf8")) as { event: string; fields: Record<string, string>; states: Record<string, string> };
+
+type LineKind = "admission" | "canary" | "clusterEvent" | "cacheEvent";
 
 /**
  * Which lines a query reads: the admission line, the canary's, the cluster events (one or several);
@@ -39,6 +43,7 @@ function linesOf(query: DeployedQuery): LineKind[] {
   if (query.text.includes(`"${schema.event}"`)) kinds.push("admission");
   if (query.text.includes(`"${canarySchema.event}"`)) kinds.push("canary");
   if (query.text.includes(`"${clusterEventsSchema.unavailable}"`)) kinds.push("clusterEvent");
+  if (query.text.includes(`"${cacheSchema.event}"`)) kinds.push("cacheEvent");
   if (kinds.length === 0) throw new Error(`${query.name} selects none of the lines the app writes`);
   return kinds;
 }
@@ -88,6 +93,8 @@ Compile("every workbook chart and every alert rule under infra/ is found, with i
     "canary",
     "cold-starts",
     "correlation-search",
+    "credspec-cache-state",
+    "credspec-cache-trouble",
     "denials",
     "errors-by-cluster",
     "fleet-overview",
@@ -167,6 +174,8 @@ interface RealRun {
   /** The canary's and the cluster events' lines, written by the code that writes them in the app. */
   canaryRows: TraceRow[];
   clusterEventRows: TraceRow[];
+  /** The credential spec caches' lines, one per state, written by the function the caches' reports go through. */
+  cacheEventRows: TraceRow[];
   compiled: Compiled[];
   file: BicepFile;
 }
@@ -209,6 +218,13 @@ function clusterEventLines(): WrittenLine[] {
 
 Fields.before(async (context) => {
   context.canaryRows = rowsOf(await canaryLines());
+  context.cacheEventRows = rowsOf(
+    (Object.keys(cacheSchema.states) as CacheState[]).map((state) => ({
+      level: cacheStateLevel(state) === "warn" ? "warning" : "information",
+      message: ofMember("alpha", cacheStateLine("default", { state, specs: 3, reason: `a ${state} line` })),
+      functionName: "mutate",
+    })),
+  );
   context.compiled = compileAll(await deployedQueries());
   context.file = await infraFile("infra/modules/admission-monitoring.bicep");
   context.run = await startAdmissionRun();
@@ -293,13 +309,14 @@ Fields("the canary's and the cluster events' lines carry exactly the fields of t
   }
 });
 
-Fields("every field a query takes from a trace is in every real line, with the type the query converts it to", ({ rows, canaryRows, clusterEventRows, compiled }) => {
+Fields("every field a query takes from a trace is in every real line, with the type the query converts it to", ({ rows, canaryRows, clusterEventRows, cacheEventRows, compiled }) => {
   const problems: string[] = [];
   let checked = 0;
   const written: Record<LineKind, { rows: TraceRow[]; fields: string[]; file: string }> = {
     admission: { rows, fields: Object.values(schema.fields), file: "admission-log.json" },
     canary: { rows: canaryRows, fields: Object.values(canarySchema.fields), file: "canary-log.json" },
     clusterEvent: { rows: clusterEventRows, fields: Object.values(clusterEventsSchema.fields), file: "cluster-events.json" },
+    cacheEvent: { rows: cacheEventRows, fields: Object.values(cacheSchema.fields), file: "cache-events.json" },
   };
   for (const { query, compiled: result } of compiled) {
     const kinds = linesOf(query);

@@ -49,6 +49,8 @@ export interface FakeApiServer {
   readonly connections: { count: number };
   /** Requests being answered now, and the most at once. */
   readonly load: { now: number; most: number };
+  /** Ends every open watch, as an API server restarting does. */
+  breakWatches(): void;
   /** Stores a credential spec and tells every open watch (ADDED). */
   addCredSpec(name: string, object: Record<string, unknown>): void;
   /** Watches open now. */
@@ -95,6 +97,9 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
     load,
     get openWatches() {
       return watchers.size;
+    },
+    breakWatches() {
+      for (const watcher of watchers) watcher.destroy();
     },
     addCredSpec(name, object) {
       resourceVersion += 1;

@@ -3,6 +3,7 @@ import { suite } from "uvu";
 import { apiServerConnection, type ApiServerConnection } from "../../../lib/kube/apiServerConnection.js";
 import * as assert from "uvu/assert";
 import { credSpecApi } from "../../../lib/kube/credSpecApi.js";
+import type { CacheStateEvent } from "../../../lib/observability/cacheEvents.js";
 import { credSpecCache, jsonSize, type CredSpecCache, type CredSpecCacheOptions } from "../../../lib/kube/credSpecCache.js";
 import { startFakeApiServer, type FakeApiServer } from "../../support/fakeApiServer.js";
 import { credSpecFixture } from "../../support/fixtures.js";
@@ -251,6 +252,41 @@ Start("a list whose watch never opens is not believed over the API server: a spe
 });
 
 Start.run();
+
+const States = suite<Context>("credSpecCache: each change of state is reported, for a structured line");
+withFakeApi(States);
+
+States("synced, the watch failing, answers served stale (counted, at most once a period), resynced", async (context) => {
+  context.api.state.credSpecs = specs(3);
+  const events: CacheStateEvent[] = [];
+  let clock = 1_000_000;
+  const cache = open(context, { onState: (event) => events.push(event), now: () => clock, minBackoffMs: 50, maxBackoffMs: 50, staleReportMs: 60_000 });
+  await cache.lookup("spec-0", noDeadline);
+  await until(() => events.some((e) => e.state === "synced"), "synced");
+  assert.equal(events[0], { state: "synced", specs: 3, reason: "3 specs" });
+  context.api.state.failWith = 500;
+  context.api.breakWatches();
+  await until(() => events.some((e) => e.state === "watchFailed"), "the watch failed");
+  assert.is(events.find((e) => e.state === "watchFailed")!.specs, 3);
+  // The API server answers 500: the specs known before are served, and said so once, then counted.
+  for (let i = 0; i < 5; i++) assert.is((await cache.lookup("spec-1", noDeadline)).kind, "found");
+  assert.equal(
+    events.filter((e) => e.state === "staleServed").map((e) => e.specs),
+    [1],
+  );
+  clock += 60_000;
+  await cache.lookup("spec-1", noDeadline);
+  assert.equal(
+    events.filter((e) => e.state === "staleServed").map((e) => e.specs),
+    [1, 5],
+    "the four held back and this one",
+  );
+  context.api.state.failWith = undefined;
+  await until(() => events.some((e) => e.state === "resynced"), "resynced");
+  assert.equal(context.logs, [], "with onState, nothing is said in words");
+});
+
+States.run();
 
 const Size = suite("jsonSize");
 
