@@ -1,6 +1,10 @@
 import {
   maxAccounts,
+  maxCmsPlugins,
+  maxDnsNameLength,
+  maxKeyLength,
   maxKeysPerObject,
+  maxTextLength,
   bracedGuidPattern,
   CmsPlugins,
   DnsName,
@@ -14,6 +18,8 @@ import {
   netBiosNamePattern,
   PluginGuid,
 } from "../lib/credspec/credSpecCodec.js";
+import { longKeyProblem, nonAsciiProblem } from "../lib/credspec/credSpecKeyCase.js";
+import { maxListed } from "../lib/credspec/validateCredSpecObject.js";
 
 /**
  * The safety net's policy for GMSACredentialSpec objects: the structural rules of the credential
@@ -79,16 +85,20 @@ export function re2(pattern: RegExp): string {
 }
 
 const reservedKeys = ["__proto__", "constructor", "prototype"];
-const nonAsciiProblem = "is not an ASCII key: no credential spec key has another character, and readers fold case beyond ASCII differently; remove it";
 const reservedProblem = "is a reserved key (__proto__, constructor and prototype are no credential spec keys); remove it";
 const repeatedProblem = "is given more than once in different cases; give each key once";
-const nonEmpty = { pattern: /\S/, expected: "a non-empty string" };
+const nonEmpty = { pattern: /\S/, expected: `a non-empty string of at most ${maxTextLength} characters`, maxLength: maxTextLength };
 
 interface StringField {
   readonly kind: "string";
   readonly key: string;
   readonly pattern?: RegExp;
   readonly expected: string;
+  /**
+   * Checked with size() before the pattern, which the API server charges by the string's length:
+   * at least the longest string the pattern matches, so the verdict is the pattern's.
+   */
+  readonly maxLength?: number;
 }
 interface ObjectField {
   readonly kind: "object";
@@ -102,7 +112,7 @@ interface OtherField {
 }
 type Field = StringField | ObjectField | OtherField;
 
-const string = (key: string, shape: { pattern?: RegExp; expected: string }): StringField => ({ kind: "string", key, ...shape });
+const string = (key: string, shape: { pattern?: RegExp; expected: string; maxLength?: number }): StringField => ({ kind: "string", key, ...shape });
 
 /** The credential spec as the codecs decode it (lib/credspec/credSpecCodec.ts). */
 const credspec: ObjectField = {
@@ -114,12 +124,13 @@ const credspec: ObjectField = {
       kind: "object",
       key: "DomainJoinConfig",
       fields: [
-        string("Sid", { pattern: domainSidPattern, expected: DomainSid.name }),
+        // S-1-5-21- and four sub-authorities of at most ten digits: 53 characters.
+        string("Sid", { pattern: domainSidPattern, expected: DomainSid.name, maxLength: 64 }),
         string("MachineAccountName", nonEmpty),
-        string("Guid", { pattern: guidPattern, expected: DomainGuid.name }),
-        string("DnsTreeName", { pattern: dnsNamePattern, expected: DnsName.name }),
-        string("DnsName", { pattern: dnsNamePattern, expected: DnsName.name }),
-        string("NetBiosName", { pattern: netBiosNamePattern, expected: NetBiosName.name }),
+        string("Guid", { pattern: guidPattern, expected: DomainGuid.name, maxLength: 36 }),
+        string("DnsTreeName", { pattern: dnsNamePattern, expected: DnsName.name, maxLength: maxDnsNameLength }),
+        string("DnsName", { pattern: dnsNamePattern, expected: DnsName.name, maxLength: maxDnsNameLength }),
+        string("NetBiosName", { pattern: netBiosNamePattern, expected: NetBiosName.name, maxLength: 15 }),
       ],
     },
     {
@@ -133,7 +144,7 @@ const credspec: ObjectField = {
           optional: true,
           fields: [
             string("PortableCcgVersion", nonEmpty),
-            string("PluginGUID", { pattern: bracedGuidPattern, expected: PluginGuid.name }),
+            string("PluginGUID", { pattern: bracedGuidPattern, expected: PluginGuid.name, maxLength: 38 }),
             string("PluginInput", { expected: "a string" }),
           ],
         },
@@ -147,16 +158,19 @@ const valuesOf = (map: string, key: string) => `${map}.filter(k, k.lowerAscii() 
 
 /** A CEL list of findings (`path: problem` strings) for one value that must be a string. */
 function stringFinding(value: string, field: StringField, path: string): string {
-  const matches = field.pattern ? ` && ${value}.matches(${cel(re2(field.pattern))})` : "";
+  if (field.pattern && field.maxLength === undefined) throw new Error(`${path}: a pattern needs a length bound, or its cost is the string's`);
+  const matches = field.pattern ? ` && size(${value}) <= ${field.maxLength} && ${value}.matches(${cel(re2(field.pattern))})` : "";
   return `(type(${value}) == string${matches} ? [] : [${cel(`${path}: must be ${field.expected}`)}])`;
 }
 
-/** What is wrong with a map's reserved and repeated keys at one level. */
+/** What is wrong with a map's keys at one level: reserved, too long, outside ASCII, or repeated in another case. */
 function keyFindings(map: string, path: string): string {
-  const reserved = `${map}.filter(k, k in ${JSON.stringify(reservedKeys).replace(/"/g, "'")}).map(k, ${cel(`${path}.`)} + k + ${cel(`: ${reservedProblem}`)})`;
-  const repeated = `${map}.filter(k, ${map}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1).map(k, ${cel(`${path}.`)} + k + ${cel(`: ${repeatedProblem}`)})`;
-  const nonAscii = `${map}.filter(k, !k.matches('^[\\\\x00-\\\\x7F]*$')).map(k, ${cel(`${path}.`)} + k + ${cel(`: ${nonAsciiProblem}`)})`;
-  return `${reserved} + ${nonAscii} + ${repeated}`;
+  const at = (problem: string) => `.map(k, ${cel(`${path}.`)} + k + ${cel(`: ${problem}`)})`;
+  const reserved = `${map}.filter(k, k in ${JSON.stringify(reservedKeys).replace(/"/g, "'")})${at(reservedProblem)}`;
+  const long = `${map}.filter(k, size(k) > ${maxKeyLength}).map(k, ${cel(`${path}.`)} + k.substring(0, ${maxKeyLength}) + ${cel(`…: ${longKeyProblem}`)})`;
+  const nonAscii = `${map}.filter(k, size(k) <= ${maxKeyLength} && !k.matches('^[\\\\x00-\\\\x7F]*$'))${at(nonAsciiProblem)}`;
+  const repeated = `${map}.filter(k, size(k) <= ${maxKeyLength} && ${map}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1)${at(repeatedProblem)}`;
+  return `${reserved} + ${long} + ${nonAscii} + ${repeated}`;
 }
 
 interface Rendered {
@@ -196,7 +210,7 @@ function renderObject(field: ObjectField, variable: string, path: string, out: R
     const judged = `size(${childValues}) == 1`;
     if (child.kind === "string") out.findings.push(missing, `(${judged} ? ${stringFinding(childOne, child, childPath)} : [])`);
     if (child.kind === "plugins") {
-      const ok = `type(${childOne}) == list && ${childOne}.all(p, type(p) == string) && 'ActiveDirectory' in ${childOne}`;
+      const ok = `type(${childOne}) == list && size(${childOne}) <= ${maxCmsPlugins} && ${childOne}.all(p, type(p) == string) && 'ActiveDirectory' in ${childOne}`;
       out.findings.push(missing, `(${judged} && !(${ok}) ? [${cel(`${childPath}: must be ${CmsPlugins.name}`)}] : [])`);
     }
     if (child.kind === "accounts") {
@@ -209,9 +223,12 @@ function renderObject(field: ObjectField, variable: string, path: string, out: R
 function accountFindings(list: string, path: string): string {
   const notList = `(type(${list}) != list || size(${list}) == 0 ? [${cel(`${path}: must be ${GroupManagedServiceAccounts.name}`)}] : [])`;
   const tooMany = `(type(${list}) == list && size(${list}) > ${maxAccounts} ? [${cel(`${path}: has `)} + string(size(${list})) + ${cel(` entries; a credential spec lists at most ${maxAccounts} accounts`)}] : [])`;
-  const at = (account: string) => `${cel(`${path}[`)} + string(${list}.indexOf(${account})) + ']'`;
+  // Accounts are walked by position, from a list of positions written out (at most maxAccounts):
+  // CEL has no index in its macros, and finding one by equality would cost the accounts' size.
+  const at = (_account: string) => `${cel(`${path}[`)} + string(i) + ']'`;
+  const positions = `[${Array.from({ length: maxAccounts }, (_, i) => i).join(", ")}]`;
   const perAccount = (problem: (account: string) => string) =>
-    `(type(${list}) == list && size(${list}) <= ${maxAccounts} ? ${list}.map(a, ${problem("a")}).filter(m, m != '') : [])`;
+    `(type(${list}) == list && size(${list}) <= ${maxAccounts} ? ${positions}.filter(i, i < size(${list})).map(i, ${problem(`${list}[i]`)}).filter(m, m != '') : [])`;
   // An account judged key by key: an object of at most the keys any spec needs.
   const judged = (a: string) => `type(${a}) == map && size(${a}) <= ${maxKeysPerObject}`;
   const checks = [
@@ -223,15 +240,22 @@ function accountFindings(list: string, path: string): string {
     perAccount(
       (a) => `!(${judged(a)}) ? '' : ${a}.filter(k, k in ${JSON.stringify(reservedKeys).replace(/"/g, "'")}).size() > 0 ? ${at(a)} + ${cel(`: has ${reservedProblem}`)} : ''`,
     ),
-    perAccount((a) => `!(${judged(a)}) ? '' : ${a}.exists(k, !k.matches('^[\\\\x00-\\\\x7F]*$')) ? ${at(a)} + ${cel(`: has a key that ${nonAsciiProblem}`)} : ''`),
-    perAccount((a) => `!(${judged(a)}) ? '' : ${a}.exists(k, ${a}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1) ? ${at(a)} + ${cel(`: a key ${repeatedProblem}`)} : ''`),
+    perAccount((a) => `!(${judged(a)}) ? '' : ${a}.exists(k, size(k) > ${maxKeyLength}) ? ${at(a)} + ${cel(`: has a key that ${longKeyProblem}`)} : ''`),
+    perAccount(
+      (a) =>
+        `!(${judged(a)}) ? '' : ${a}.exists(k, size(k) <= ${maxKeyLength} && !k.matches('^[\\\\x00-\\\\x7F]*$')) ? ${at(a)} + ${cel(`: has a key that ${nonAsciiProblem}`)} : ''`,
+    ),
+    perAccount(
+      (a) =>
+        `!(${judged(a)}) ? '' : ${a}.exists(k, size(k) <= ${maxKeyLength} && ${a}.filter(j, j.lowerAscii() == k.lowerAscii()).size() > 1) ? ${at(a)} + ${cel(`: a key ${repeatedProblem}`)} : ''`,
+    ),
   ];
   for (const key of ["Name", "Scope"]) {
     const values = (a: string) => valuesOf(a, key);
     checks.push(
       perAccount(
         (a) =>
-          `!(${judged(a)}) ? '' : size(${values(a)}) == 0 ? ${at(a)} + ${cel(`.${key}: is required`)} : size(${values(a)}) == 1 && !(type(${values(a)}[0]) == string && ${values(a)}[0].matches(${cel(re2(nonEmpty.pattern))})) ? ${at(a)} + ${cel(`.${key}: must be ${nonEmpty.expected}`)} : ''`,
+          `!(${judged(a)}) ? '' : size(${values(a)}) == 0 ? ${at(a)} + ${cel(`.${key}: is required`)} : size(${values(a)}) == 1 && !(type(${values(a)}[0]) == string && size(${values(a)}[0]) <= ${nonEmpty.maxLength} && ${values(a)}[0].matches(${cel(re2(nonEmpty.pattern))})) ? ${at(a)} + ${cel(`.${key}: must be ${nonEmpty.expected}`)} : ''`,
       ),
     );
   }
@@ -244,6 +268,9 @@ export function credSpecRules(): Rendered {
   renderObject(credspec, "credspec", "credspec", out);
   return out;
 }
+
+/** The findings one refusal lists, as the webhook lists them. */
+const maxListedFindings = maxListed;
 
 export function safetyNetCredSpecObjects() {
   const rules = credSpecRules();
@@ -272,7 +299,8 @@ export function safetyNetCredSpecObjects() {
         validations: [
           {
             expression: "size(variables.findings) == 0",
-            messageExpression: `${cel(`${who}: GMSACredentialSpec "`)} + ${name} + '" is not a valid Windows credential spec: ' + variables.findings.join('; ')`,
+            // As the webhook: the first few findings and how many more (a message has a bounded length, 5 KiB in the API server).
+            messageExpression: `${cel(`${who}: GMSACredentialSpec "`)} + ${name} + '" is not a valid Windows credential spec: ' + [${Array.from({ length: maxListedFindings }, (_, i) => i).join(", ")}].filter(i, i < size(variables.findings)).map(i, variables.findings[i]).join('; ') + (size(variables.findings) > ${maxListedFindings} ? ' (and ' + string(size(variables.findings) - ${maxListedFindings}) + ' more)' : '')`,
             message: `${who}: the GMSACredentialSpec is not a valid Windows credential spec`,
             reason: "Invalid",
           },

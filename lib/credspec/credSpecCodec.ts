@@ -8,13 +8,25 @@ import * as t from "io-ts";
  * describes the expected form and never needs the value itself.
  */
 
-function patterned(name: string, pattern: RegExp) {
-  return new t.Type<string, string, unknown>(
-    name,
-    (u): u is string => typeof u === "string" && pattern.test(u),
-    (u, c) => (typeof u === "string" && pattern.test(u) ? t.success(u) : t.failure(u, c)),
-    t.identity,
-  );
+/** At most `max` characters, counted as code points (as the in-cluster policy's CEL counts them). */
+export function withinLength(text: string, max: number): boolean {
+  if (text.length <= max) return true;
+  let count = 0;
+  for (const _ of text) if (++count > max) return false;
+  return true;
+}
+
+/**
+ * The longest value of a free-text field (account names, scopes, the plug-in's version) and of a
+ * DNS name: far above any real one, so that the in-cluster policy's pattern checks stay within
+ * the API server's cost budget, and the two agree on every spec.
+ */
+export const maxTextLength = 256;
+export const maxDnsNameLength = 255;
+
+function patterned(name: string, pattern: RegExp, maxLength = Number.POSITIVE_INFINITY) {
+  const is = (u: unknown): u is string => typeof u === "string" && withinLength(u, maxLength) && pattern.test(u);
+  return new t.Type<string, string, unknown>(name, is, (u, c) => (is(u) ? t.success(u) : t.failure(u, c)), t.identity);
 }
 
 const subAuthority =
@@ -31,16 +43,23 @@ export const dnsNamePattern = /^[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?$/
 /** 1 to 15 characters (code points, as the in-cluster policy counts them), none of those Windows forbids in a NetBIOS name. */
 export const netBiosNamePattern = /^[^\\/:*?"<>|\s]{1,15}$/u;
 
-const NonEmpty = patterned("a non-empty string", /\S/);
+const NonEmpty = patterned(`a non-empty string of at most ${maxTextLength} characters`, /\S/, maxTextLength);
 
 export const DomainSid = patterned("a domain SID (S-1-5-21- followed by three sub-authorities)", domainSidPattern);
 export const DomainGuid = patterned("a GUID without braces (8-4-4-4-12 hexadecimal digits)", guidPattern);
 export const PluginGuid = patterned("a GUID in braces ({8-4-4-4-12 hexadecimal digits})", bracedGuidPattern);
-export const DnsName = patterned("a DNS name (dot-separated labels of letters, digits and hyphens)", dnsNamePattern);
+export const DnsName = patterned(`a DNS name (dot-separated labels of letters, digits and hyphens; at most ${maxDnsNameLength} characters)`, dnsNamePattern, maxDnsNameLength);
 export const NetBiosName = patterned('a NetBIOS name (1 to 15 characters, no spaces or \\ / : * ? " < > |)', netBiosNamePattern);
 
+/** The most plug-ins a spec lists (it needs one). */
+export const maxCmsPlugins = 16;
+
 /** The plug-in list the runtime reads: it must name the Active Directory plug-in. */
-export const CmsPlugins = t.refinement(t.array(t.string), (plugins) => plugins.includes("ActiveDirectory"), 'a list of strings that contains "ActiveDirectory"');
+export const CmsPlugins = t.refinement(
+  t.array(t.string),
+  (plugins) => plugins.length <= maxCmsPlugins && plugins.includes("ActiveDirectory"),
+  `a list of at most ${maxCmsPlugins} strings that contains "ActiveDirectory"`,
+);
 
 export const DomainJoinConfig = t.type({
   Sid: DomainSid,
@@ -84,6 +103,8 @@ export type GmsaCredentialSpecObject = t.TypeOf<typeof GmsaCredentialSpecObject>
 
 /** The most keys one object of a credential spec may have, and the most accounts it may list: far above any real spec. */
 export const maxKeysPerObject = 32;
+/** The longest key of an object of a credential spec (the documented ones have at most 19 characters). */
+export const maxKeyLength = 64;
 export const maxAccounts = 64;
 
 /** Every key the codecs read, by the object it sits in: the spellings key-case checks compare to. */

@@ -1,4 +1,4 @@
-import { knownKeys, maxAccounts, maxKeysPerObject } from "./credSpecCodec.js";
+import { knownKeys, maxAccounts, maxKeyLength, maxKeysPerObject } from "./credSpecCodec.js";
 import type { Finding } from "./credSpecFindings.js";
 
 /**
@@ -40,6 +40,7 @@ function respell(value: unknown, level: string, path: string, findings: Findings
 }
 
 const nonAscii = /[^\x00-\x7f]/;
+export const longKeyProblem = `is a key of more than ${maxKeyLength} characters: no credential spec key is that long; remove it`;
 export const nonAsciiProblem = "is not an ASCII key: no credential spec key has another character, and readers fold case beyond ASCII differently; remove it";
 
 /** Each level's documented keys by their lower-case spelling, made once: this runs on every credential spec admission. */
@@ -60,7 +61,9 @@ function respellObject(value: unknown, level: string, path: string, findings: Fi
     return value;
   }
   for (const [key] of entries) {
-    if (nonAscii.test(key)) findings.errors.push({ path: pathOf(key), problem: nonAsciiProblem });
+    // Named by its start: the key itself may be as long as the body allows.
+    if (key.length > maxKeyLength) findings.errors.push({ path: pathOf(`${[...key].slice(0, maxKeyLength).join("")}…`), problem: longKeyProblem });
+    else if (nonAscii.test(key)) findings.errors.push({ path: pathOf(key), problem: nonAsciiProblem });
   }
   const lowered = entries.map(([key]) => key.toLowerCase());
   let repeated: Set<string> | undefined;

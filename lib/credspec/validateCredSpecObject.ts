@@ -8,7 +8,7 @@ import { GmsaCredentialSpecObject } from "./credSpecCodec.js";
 import { describeFinding } from "./credSpecFindings.js";
 
 /** At most this many problems are listed in one refusal; the rest are counted. */
-const maxListed = 8;
+export const maxListed = 8;
 
 /**
  * The credential spec webhook: a GMSACredentialSpec that is no well-formed Windows credential

@@ -134,6 +134,23 @@ CredSpecs("objects far past the bounds are refused in the webhook's words, not b
   const long = credSpecFile("domain-joined.yaml").credspec;
   long.ActiveDirectoryConfig.GroupManagedServiceAccounts = Array.from({ length: 3000 }, (_, i) => ({ Name: `a${i}`, Scope: "contoso.com" }));
   assert.match(messageOf(await create(context, long)), /GroupManagedServiceAccounts: has 3000 entries; a credential spec lists at most 64 accounts/);
+  // Long strings: each pattern is matched only after a length check, which costs nothing.
+  const longName = credSpecFile("domain-joined.yaml").credspec;
+  longName.DomainJoinConfig.MachineAccountName = "a".repeat(450_000);
+  assert.match(messageOf(await create(context, longName)), /credspec\.DomainJoinConfig\.MachineAccountName: must be a non-empty string of at most 256 characters/);
+  const longAccounts = credSpecFile("domain-joined.yaml").credspec;
+  longAccounts.ActiveDirectoryConfig.GroupManagedServiceAccounts = Array.from({ length: 64 }, () => ({ Name: "n".repeat(4000), Scope: "s".repeat(4000) }));
+  const longAccountsReply = messageOf(await create(context, longAccounts));
+  assert.match(longAccountsReply, /GroupManagedServiceAccounts\[0\]\.Name: must be a non-empty string of at most 256 characters/);
+  const longKeys = credSpecFile("domain-joined.yaml").credspec;
+  longKeys.ActiveDirectoryConfig.GroupManagedServiceAccounts = Array.from({ length: 64 }, (_, a) =>
+    Object.fromEntries(Array.from({ length: 32 }, (_, k) => [`${"k".repeat(500)}${a}-${k}`, "x"])),
+  );
+  assert.match(messageOf(await create(context, longKeys)), /GroupManagedServiceAccounts\[0\]: has a key that is a key of more than 64 characters/);
+  const manyPlugins = credSpecFile("domain-joined.yaml").credspec;
+  manyPlugins.CmsPlugins = ["ActiveDirectory", ...Array.from({ length: 250_000 }, (_, i) => `p${i}`)];
+  assert.match(messageOf(await create(context, manyPlugins)), /credspec\.CmsPlugins: must be a list of at most 16 strings/);
+  for (const spec of [longName, longAccounts, longKeys, manyPlugins]) assert.ok(checkCredSpec(spec).errors.length > 0, "the webhook refuses each too");
 });
 
 CredSpecs("an UPDATE that leaves credspec alone is not judged; one that breaks it is refused", async (context) => {
@@ -207,7 +224,26 @@ const edits = fc.array(
             "contoso.com",
             "a b",
           ),
+          // Where JavaScript and RE2 differ unless the policy's patterns are rendered with care, and the length bounds.
+          fc.constantFrom(
+            "ſ-1-5-21-1-2-3",
+            "s-1-5-21-1-2-3",
+            "\u000b",
+            "CON\u000bTOSO",
+            "\u00a0",
+            "CON\u2028TOSO",
+            "\u180e",
+            "\u0085",
+            "\ufeff",
+            "😀".repeat(15),
+            "😀".repeat(16),
+            "ＣＯＮＴＯＳＯ",
+            "a".repeat(256),
+            "a".repeat(257),
+            `${"a".repeat(63)}.`.repeat(4),
+          ),
           fc.string({ maxLength: 20 }),
+          fc.string({ maxLength: 20, unit: "grapheme" }),
           fc.integer(),
           fc.constant(null),
           fc.constant([]),

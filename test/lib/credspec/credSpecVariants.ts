@@ -131,6 +131,36 @@ export const refused: Variant[] = [
     path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts",
     problem: /has 65 entries; a credential spec lists at most 64 accounts/,
   },
+  {
+    what: "a machine account name longer than any real one",
+    edit: (c) => (c.DomainJoinConfig.MachineAccountName = "a".repeat(257)),
+    path: "credspec.DomainJoinConfig.MachineAccountName",
+    problem: /a non-empty string of at most 256 characters/,
+  },
+  {
+    what: "an account's Scope longer than any real one",
+    edit: (c) => (c.ActiveDirectoryConfig.GroupManagedServiceAccounts[0].Scope = "x".repeat(300)),
+    path: "credspec.ActiveDirectoryConfig.GroupManagedServiceAccounts[0].Scope",
+    problem: /at most 256 characters/,
+  },
+  {
+    what: "a DNS name longer than 255 characters",
+    edit: (c) => (c.DomainJoinConfig.DnsName = `${"a".repeat(60)}.`.repeat(5) + "com"),
+    path: "credspec.DomainJoinConfig.DnsName",
+    problem: /at most 255 characters/,
+  },
+  {
+    what: "a key longer than any credential spec key",
+    edit: (c) => (c.DomainJoinConfig["K".repeat(65)] = "x"),
+    path: `credspec.DomainJoinConfig.${"K".repeat(64)}…`,
+    problem: /more than 64 characters/,
+  },
+  {
+    what: "more plug-ins than a spec needs",
+    edit: (c) => (c.CmsPlugins = ["ActiveDirectory", ...Array.from({ length: 16 }, (_, i) => `Plugin${i}`)]),
+    path: "credspec.CmsPlugins",
+    problem: /at most 16 strings/,
+  },
 ];
 
 export const suspicious: Variant[] = [
