@@ -21,6 +21,7 @@ import { useGrant } from "../test/support/useGrants.js";
 import { load, type LoadResult } from "./load.js";
 import { descendantRunning, rssMiB, startServer, type Started } from "./processes.js";
 import { fleetBench, fleetOnly } from "./fleet.js";
+import { safetyNetBench, safetyNetOnly } from "./safetyNet.js";
 import { productionBench } from "./production.js";
 
 /**
@@ -419,13 +420,17 @@ async function main(): Promise<void> {
 setFlagsFromString("--expose-gc");
 // BENCH_ONLY=production: the production path alone (the package under the Functions programming model).
 const productionOnly = process.env.BENCH_ONLY === "production";
-(fleetOnly() ? Promise.resolve() : productionBench())
-  .then(() => (fleetOnly() || productionOnly ? undefined : main()))
-  .then(() => (productionOnly ? undefined : fleetBench()))
-  .then(
-    () => process.exit(0),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
+// `npm run bench -- safety-net` (or BENCH_ONLY=safety-net): the in-cluster policies' cost alone.
+(safetyNetOnly()
+  ? safetyNetBench()
+  : (fleetOnly() ? Promise.resolve() : productionBench())
+      .then(() => (fleetOnly() || productionOnly ? undefined : main()))
+      .then(() => (productionOnly ? undefined : fleetBench()))
+      .then(() => (fleetOnly() || productionOnly ? undefined : safetyNetBench()))
+).then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
