@@ -1,3 +1,4 @@
+import { webhookConfigurationName } from "../lib/canary/webhookCa.js";
 import { gmsaMatchConditions } from "./matchConditions.js";
 
 /** Where the API server sends AdmissionReviews: the function's URL, or the relay's service. */
@@ -18,7 +19,7 @@ export interface WebhookOptions {
   readonly name: string;
 }
 
-export const webhookConfigurationName = "gmsa-admission";
+export { webhookConfigurationName } from "../lib/canary/webhookCa.js";
 export const excludedNamespaceLabel = { key: "windows.k8s.io/disabled", value: "true" } as const;
 
 /**

@@ -1,6 +1,9 @@
+import { webhookConfigurationName } from "./webhookConfigurations.js";
+
 /**
  * What the webhook's own identity may do in the cluster: read credential specs (the cache lists
- * and watches them) and ask access reviews. Nothing else.
+ * and watches them), ask access reviews, and read the product's own mutating webhook
+ * configuration (the canary reports when its CA bundle expires). Nothing else.
  */
 export type WebhookSubject = { readonly kind: "User"; readonly name: string } | { readonly kind: "ServiceAccount"; readonly name: string; readonly namespace: string };
 
@@ -26,6 +29,8 @@ export function webhookClusterRole(options: WebhookRoleOptions = {}) {
         resources: ["localsubjectaccessreviews", ...(options.authorizeRequestingUser === true ? ["subjectaccessreviews"] : [])],
         verbs: ["create"],
       },
+      // The product's own configuration only: its CA bundle and addresses, nothing secret.
+      { apiGroups: ["admissionregistration.k8s.io"], resources: ["mutatingwebhookconfigurations"], resourceNames: [webhookConfigurationName], verbs: ["get"] },
     ],
   };
 }

@@ -34,6 +34,9 @@ param canaryEnabled bool = true
 @description('Minutes without a successful canary after which a cluster\'s heartbeat alert fires: at least three runs of its five-minute schedule.')
 param canaryHeartbeatMinutes int = 20
 
+@description('Days before the webhooks\' CA bundle (the relay\'s certificate, in relay wiring) expires below which a cluster\'s alert fires; wiring again renews it from 60 days before.')
+param caExpiryAlertDays int = 30
+
 @description('Where docs/runbook.md is published for the on-call (the repository\'s URL of the file, say); each alert links its section. Empty: the alerts name the file and section.')
 param runbookUrl string = ''
 
@@ -112,6 +115,7 @@ var canaries = join(
     ', Outcome = tostring(entry["${canaryLog.fields.outcome}"])'
     ', Summary = tostring(entry["${canaryLog.fields.summary}"])'
     ', LatencyMs = todouble(entry["${canaryLog.fields.latencyMs}"])'
+    ', CaDaysLeft = toint(entry["${canaryLog.fields.caBundleDaysLeft}"])'
   ],
   '\n'
 )
@@ -237,6 +241,9 @@ var hardDownAlertQuery = '${admissions}\n| summarize Errors = sumif(ItemCount, D
 // and this one returns nothing.
 var canaryHeartbeatAlertQuery = '${canaryStatus}\nperCluster\n| where Ready == 0 and failing < 2\n| project Cluster, Runs, LastRun, LastOutcome, LastSummary'
 var canaryFleetAlertQuery = '${canaryStatus}\nperCluster\n| where Ready == 0 and failing >= 2\n| summarize Clusters = make_list(Cluster), Outcomes = make_set(LastOutcome)\n| extend Cluster = "(fleet)", Failing = array_length(Clusters)'
+// The webhooks' CA bundle close to expiry, per cluster, as the canary last read it: past expiry the
+// API server can no longer call the webhooks and every GMSA pod is refused.
+var caExpiryAlertQuery = '${canaries}\n| where isnotnull(CaDaysLeft)\n| summarize arg_max(timestamp, CaDaysLeft) by Cluster\n| where CaDaysLeft < ${caExpiryAlertDays}\n| project Cluster, CaDaysLeft, LastRead = timestamp'
 var clusterUnavailableAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.unavailable}"\n| summarize Lines = sum(ItemCount), Reason = take_any(Reason) by Cluster'
 var clusterSecretRefusedAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.secretRefused}"\n| summarize Refused = sum(ItemCount), Reason = take_any(Reason) by Cluster'
 var functionErrorsAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.requestRefused}" and Status >= 500\n| summarize Failed = sum(ItemCount), Reason = take_any(Reason) by Cluster'
@@ -708,6 +715,15 @@ var canaryAlertRules = [
     evaluationFrequency: 'PT5M'
     windowSize: 'PT${canaryHeartbeatMinutes}M'
     query: canaryFleetAlertQuery
+  }
+  {
+    name: 'webhook-ca-expiring'
+    displayName: 'GMSA admission: a cluster\'s webhook certificate expiring (${environmentName})'
+    description: 'The CA bundle of a cluster\'s webhook configurations (in relay wiring, the relay\'s certificate) expires in less than ${caExpiryAlertDays} days, as the canary read it: once it has, the API server cannot call the webhooks and every GMSA pod is refused. Wire the cluster again to renew it.'
+    severity: 2
+    evaluationFrequency: 'PT1H'
+    windowSize: 'PT1H'
+    query: caExpiryAlertQuery
   }
 ]
 

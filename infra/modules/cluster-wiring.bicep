@@ -73,7 +73,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('5eef99e08117907e', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
+var relayChecksum = uniqueString('80d686f36d0759f3', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -787,6 +787,20 @@ resource clusterRole 'rbac.authorization.k8s.io/ClusterRole@v1' = {
       resources: webhookReviewResources
       verbs: [
         'create'
+      ]
+    }
+    {
+      apiGroups: [
+        'admissionregistration.k8s.io'
+      ]
+      resources: [
+        'mutatingwebhookconfigurations'
+      ]
+      resourceNames: [
+        'gmsa-admission'
+      ]
+      verbs: [
+        'get'
       ]
     }
   ]

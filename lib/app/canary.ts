@@ -17,24 +17,27 @@ export interface CanaryLine {
   /** The API server's answer, for the operator (never contents or secrets: the pod names a spec nobody has). */
   readonly detail: string;
   readonly latencyMs: number;
+  /** Days before the webhooks' CA bundle (the relay's certificate, when relay-wired) expires; null when not known. */
+  readonly caBundleDaysLeft: number | null;
 }
 
 export async function runCanary(runtime: AdmissionRuntime, signal: AbortSignal = AbortSignal.timeout(60_000)): Promise<CanaryLine[]> {
   const probes = [...runtime.members.values()].map(async (member): Promise<CanaryLine> => {
     const started = performance.now();
-    const line = (outcome: CanaryLine["outcome"], summary: string, detail = ""): CanaryLine => ({
+    const line = (outcome: CanaryLine["outcome"], summary: string, detail = "", caBundleDaysLeft: number | null = null): CanaryLine => ({
       event: "gmsa.canary",
       cluster: member.name,
       outcome,
       summary,
       detail,
       latencyMs: Math.round(performance.now() - started),
+      caBundleDaysLeft,
     });
     try {
       const ports = await member.start();
       if (!ports.probe) return line("memberNotStarted", "this member's client has no canary");
       const result = await ports.probe(canaryTarget, signal);
-      return line(result.hop, result.summary, result.detail);
+      return line(result.hop, result.summary, result.detail, result.caBundleDaysLeft ?? null);
     } catch (error) {
       return line("memberNotStarted", "the function could not start its client for this member", error instanceof Error ? error.message : String(error));
     }
@@ -46,6 +49,7 @@ export async function runCanary(runtime: AdmissionRuntime, signal: AbortSignal =
     summary: `not served: ${reason}`,
     detail: "",
     latencyMs: 0,
+    caBundleDaysLeft: null,
   }));
   return [...(await Promise.all(probes)), ...unavailable];
 }

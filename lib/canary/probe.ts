@@ -31,6 +31,8 @@ export interface ReadinessResult {
   readonly summary: string;
   /** The API server's answer (status and message), for the log. */
   readonly detail: string;
+  /** Days before the webhooks' CA bundle expires (lib/canary/webhookCa.ts), when the canary could read it. */
+  readonly caBundleDaysLeft?: number;
 }
 
 export interface ReadinessOptions {

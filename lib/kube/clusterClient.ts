@@ -1,5 +1,6 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { randomBytes } from "node:crypto";
+import { caBundleDaysLeft, mutatingWebhookConfigurationPath } from "../canary/webhookCa.js";
 import { classifyCanary, readinessPod, unknownCredSpecName, type ReadinessResult } from "../canary/probe.js";
 import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
@@ -135,11 +136,28 @@ async function probeCluster(
       signal: AbortSignal.any([signal, AbortSignal.timeout(probeTimeoutMs)]),
       timeoutMs: probeTimeoutMs,
     });
-    return classifyCanary(reply, credSpec);
+    const result = classifyCanary(reply, credSpec);
+    const caBundleDaysLeft = await webhookCaDaysLeft(connection, signal);
+    return caBundleDaysLeft === undefined ? result : { ...result, caBundleDaysLeft };
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error);
     if (error instanceof EntraTokenError) return { hop: "functionIdentity", summary: "the function got no token for the API server for its canary", detail };
     return { hop: "functionToApiServer", summary: "the function could not reach the API server for its canary", detail };
+  }
+}
+
+/** The days left on the webhooks' CA bundle, read from the product's own configuration; undefined when it cannot be read. */
+async function webhookCaDaysLeft(connection: ApiServerConnection, signal: AbortSignal): Promise<number | undefined> {
+  try {
+    const reply = await connection.send({
+      method: "GET",
+      path: mutatingWebhookConfigurationPath,
+      signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]),
+      timeoutMs: 10_000,
+    });
+    return reply.status === 200 ? caBundleDaysLeft(reply.body) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -18,10 +18,15 @@ Role("with the requesting-user check, SubjectAccessReviews too", () => {
   assert.equal(reviewResources(webhookClusterRole({ authorizeRequestingUser: true })).sort(), ["localsubjectaccessreviews", "subjectaccessreviews"]);
 });
 
-Role("every rule only creates reviews or reads credential specs", () => {
+Role("every rule only creates reviews, reads credential specs, or gets the product's own mutating webhook configuration", () => {
   for (const options of [{}, { authorizeRequestingUser: true }]) {
     for (const rule of webhookClusterRole(options).rules) {
       if (rule.apiGroups.includes("authorization.k8s.io")) assert.equal(rule.verbs, ["create"]);
+      else if (rule.apiGroups.includes("admissionregistration.k8s.io"))
+        assert.equal(
+          { resources: rule.resources, resourceNames: "resourceNames" in rule ? rule.resourceNames : undefined, verbs: rule.verbs },
+          { resources: ["mutatingwebhookconfigurations"], resourceNames: ["gmsa-admission"], verbs: ["get"] },
+        );
       else
         assert.equal(
           { groups: rule.apiGroups, resources: rule.resources, verbs: rule.verbs },

@@ -36,6 +36,8 @@ Canary("everything up: ready, with nothing stored in the canary's namespace", as
   assert.is(line.outcome, canaryLog.ready, `${line.summary}\n${line.detail}`);
   assert.is(line.event, canaryLog.event);
   assert.ok(line.latencyMs >= 0);
+  // Read with the function's own identity, through the grant the wiring renders: the local host's CA.
+  assert.ok(typeof line.caBundleDaysLeft === "number" && line.caBundleDaysLeft > 0, `caBundleDaysLeft ${line.caBundleDaysLeft}`);
   const pods = await kubeRequest(cluster.admin, "GET", "/api/v1/namespaces/gmsa-admission-canary/pods");
   assert.equal(pods.body.items, [], "a dry run stores nothing");
   // The webhook's lines for it say dry run, so that the business charts leave them out.

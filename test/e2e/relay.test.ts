@@ -11,6 +11,7 @@ import { admissionRuntime } from "../../lib/app/runtime.js";
 import * as assert from "uvu/assert";
 import { clusterManifests } from "../../cluster/manifests.js";
 import { relayName, type RelayWiring } from "../../cluster/relay.js";
+import { relayCertificateValidityDays } from "../../cluster/relayCertificate.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import type { DnsResponder } from "../support/dnsResponder.js";
 import { localWebhookUser } from "../../host/localCluster.js";
@@ -242,7 +243,10 @@ Relay("the canary names the hop when the relay sends a wrong function key", asyn
   } finally {
     await wrongKey.close();
   }
-  assert.is((await canaryOnce()).outcome, "ready");
+  const ready = await canaryOnce();
+  assert.is(ready.outcome, "ready");
+  // The relay's certificate, as the wiring issued it with its CA.
+  assert.ok(ready.caBundleDaysLeft !== null && Math.abs(ready.caBundleDaysLeft - relayCertificateValidityDays) <= 1, `caBundleDaysLeft ${ready.caBundleDaysLeft}`);
 });
 
 Relay("the canary names the hop when the webhooks do not trust the relay's certificate", async (context) => {

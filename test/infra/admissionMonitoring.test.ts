@@ -79,7 +79,7 @@ const otherQueryVariables = [
   "functionErrorsAlertQuery",
   "recentFailuresQuery",
 ];
-const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable", "chosen", "admissionsChosen", "series", "cacheLines"];
+const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable", "chosen", "admissionsChosen", "series", "cacheLines", "caExpiryAlertQuery"];
 const cacheQueryVariables = ["cacheTroubleQuery", "cacheStateQuery"];
 /** Queries over more than the admission line, or none of the app's lines: the host's requests, a text search, the cluster choices. */
 const unionQueryVariables = ["fleetOverviewQuery", "coldStartQuery", "clusterChoicesQuery"];
@@ -370,12 +370,13 @@ portal("log alert rules, each per cluster: what blocks pods, what degrades them,
       "cluster-secret-refused",
       "canary-heartbeat",
       "canary-fleet",
+      "webhook-ca-expiring",
     ],
   );
   const without = valueOf(file, "deployedAlertRules", { bindings: { ...bindings, canaryEnabled: false } }) as readonly Record<string, Value>[];
   assert.not.ok(
-    without.some((rule) => String(rule["name"]).startsWith("canary-")),
-    "no heartbeat where no canary runs",
+    without.some((rule) => String(rule["name"]).startsWith("canary-") || rule["name"] === "webhook-ca-expiring"),
+    "no canary alert where no canary runs",
   );
   const byName = new Map(rules.map((rule) => [String(rule["name"]), String(rule["query"])]));
   const severity = new Map(rules.map((rule) => [String(rule["name"]), Number(rule["severity"])]));
@@ -389,6 +390,9 @@ portal("log alert rules, each per cluster: what blocks pods, what degrades them,
   for (const name of ["api-server-errors", "error-rate", "hard-down", "cluster-unavailable", "function-errors", "canary-heartbeat"]) assert.is(severity.get(name), 1, name);
   assert.match(byName.get("function-errors") ?? "", /and Status >= 500\n/);
   assert.is(severity.get("canary-fleet"), 0);
+  // The latest reading per cluster, below the threshold: 30 days ahead by default.
+  assert.match(byName.get("webhook-ca-expiring") ?? "", /\| summarize arg_max\(timestamp, CaDaysLeft\) by Cluster\n\| where CaDaysLeft < 30\n/);
+  assert.is(severity.get("webhook-ca-expiring"), 2);
   const heartbeat = rules.find((rule) => rule["name"] === "canary-heartbeat")!;
   assert.is(heartbeat["windowSize"], "PT20M", "three runs of a five-minute schedule and some");
   const criteria = property(bodyOf(alerts), "properties", "criteria");

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { FleetMember } from "../../cluster/fleetMember.js";
 import { clusterManifests } from "../../cluster/manifests.js";
 import { relayName, relayServiceDnsNames, type RelayCertificate, type RelayWiring } from "../../cluster/relay.js";
+import { relayCertificateValidityDays } from "../../cluster/relayCertificate.js";
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName } from "../../cluster/webhookConfigurations.js";
 import { createCertificateAuthority, issueCertificate } from "../../controlplane/pki.js";
 import { localWebhookUser } from "../../host/localCluster.js";
@@ -56,8 +57,14 @@ export interface RelayedFunctionOptions {
 
 /** The relay's certificate as wiring issues it, with loopback, where this test's API server dials it. */
 export async function relayCertificate(): Promise<RelayCertificate> {
-  const ca = await createCertificateAuthority("relay CA");
-  const serving = await issueCertificate(ca, { commonName: relayName, dnsNames: relayServiceDnsNames("gmsa-admission"), ipAddresses: ["127.0.0.1"], usage: "server" });
+  const ca = await createCertificateAuthority("relay CA", { validityDays: relayCertificateValidityDays });
+  const serving = await issueCertificate(ca, {
+    commonName: relayName,
+    dnsNames: relayServiceDnsNames("gmsa-admission"),
+    ipAddresses: ["127.0.0.1"],
+    usage: "server",
+    validityDays: relayCertificateValidityDays,
+  });
   return { caPem: ca.certPem, certPem: serving.certPem, keyPem: serving.keyPem };
 }
 
