@@ -61,7 +61,7 @@ export async function handleReview<P extends ReviewBudget>(body: unknown, policy
       uid,
       namespace: request?.namespace ?? "",
       pod: request?.name ?? "",
-      decision: response.allowed ? (unchanged !== undefined ? "unchanged" : response.patch ? "patched" : "allowed") : code >= 500 ? "error" : "denied",
+      decision: response.allowed ? (unchanged !== undefined ? "unchanged" : response.patch ? "patched" : "allowed") : code >= 500 ? "error" : code === 400 ? "invalid" : "denied",
       code,
       reason: response.status?.reason ?? unchanged ?? "",
       credSpecs: response.auditAnnotations?.credspecs?.split(",") ?? [],

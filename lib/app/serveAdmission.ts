@@ -48,7 +48,8 @@ export async function serveAdmission(webhook: Webhook, call: HttpCall, log: Admi
       if (record) {
         instanceCounters.admissions += 1;
         const line = admissionLogLine({ ...record, cluster: member.name, webhook: name, latencyMs: performance.now() - started, coldStart: takeColdStart() });
-        if (record.decision === "error") log.warn(line);
+        // A failure, or a request no API server should send: both are for the operator to see.
+        if (record.decision === "error" || record.decision === "invalid") log.warn(line);
         else log.info(line);
       }
       return reply;

@@ -17,8 +17,12 @@ export interface AdmissionRecord extends RequestCounters {
   uid: string;
   namespace: string;
   pod: string;
-  /** allowed; patched (mutate changed the pod); unchanged (mutate inlined none of the specs the pod names: validation will decide); denied; error. */
-  decision: "allowed" | "patched" | "unchanged" | "denied" | "error";
+  /**
+   * allowed; patched (mutate changed the pod); unchanged (mutate inlined none of the specs the pod
+   * names: validation will decide); denied (the policy refused: 403, 422); invalid (a malformed
+   * request, 400: no policy decision, so never counted as a denial); error (5xx).
+   */
+  decision: "allowed" | "patched" | "unchanged" | "denied" | "invalid" | "error";
   code: number;
   reason: string;
   credSpecs: readonly string[];

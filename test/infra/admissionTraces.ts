@@ -83,6 +83,8 @@ export interface AdmissionRun {
   admitTogether(webhooks: readonly ("mutate" | "validate")[]): Promise<WrittenLine[][]>;
   /** Posts a body that is no review (not JSON) and returns the status and the lines the host wrote. */
   refuse(webhook: "mutate" | "validate"): Promise<{ status: number; lines: WrittenLine[] }>;
+  /** A review the webhook answers 400 (an UPDATE without its old object): a malformed request, no policy decision. */
+  malformed(webhook: "mutate" | "validate"): Promise<WrittenLine[]>;
   close(): Promise<void>;
 }
 
@@ -130,6 +132,14 @@ export async function startAdmissionRun(settings: Record<string, string> = runSe
     async admit(functionName, credSpecName = "webapp1-credspec") {
       const before = webhook.logs.length;
       await post(functionName, credSpecName);
+      return webhook.logs.slice(before).map((entry) => written(entry, functionName));
+    },
+    async malformed(functionName) {
+      const before = webhook.logs.length;
+      const candidate = pod();
+      candidate.spec.containers[0]!.securityContext = gmsa("webapp1-credspec");
+      const reply = await postReview(`${webhook.server.url}/${functionName}`, webhook.caPem, review("UPDATE", candidate));
+      if (reply.status !== 200) throw new Error(`/${functionName} answered ${reply.status}: ${reply.text}`);
       return webhook.logs.slice(before).map((entry) => written(entry, functionName));
     },
     async refuse(functionName) {

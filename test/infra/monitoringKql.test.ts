@@ -239,7 +239,7 @@ Fields.before(async (context) => {
   assert.is(refused.status, 400);
   context.clusterEventRows = rowsOf([...clusterEventLines(), ...refused.lines]);
   const lines: WrittenLine[] = [];
-  lines.push(...(await run.admit("mutate")), ...(await run.admit("validate")));
+  lines.push(...(await run.admit("mutate")), ...(await run.admit("validate")), ...(await run.malformed("validate")));
   run.api.state.grants.clear();
   lines.push(...(await run.admit("validate")), ...(await run.admit("mutate")));
   run.reset();
@@ -274,13 +274,13 @@ function messageObject(row: TraceRow): Record<string, unknown> {
   return Object.fromEntries(Object.entries(parsed));
 }
 
-Fields("the run covers every decision, and each admission wrote one line, a warning when it failed", ({ rows }) => {
-  assert.is(rows.length, 6);
+Fields("the run covers every decision, and each admission wrote one line, a warning when it failed or was malformed", ({ rows }) => {
+  assert.is(rows.length, 7);
   const decisions = rows.map((row) => String(messageObject(row)[schema.fields["decision"]!]));
-  assert.equal(decisions, ["patched", "allowed", "denied", "unchanged", "error", "error"]);
+  assert.equal(decisions, ["patched", "allowed", "invalid", "denied", "unchanged", "error", "error"]);
   assert.equal(new Set(decisions), new Set(schema.decisions));
-  assert.equal(rows.map((row) => row.customDimensions["LogLevel"]), ["Information", "Information", "Information", "Information", "Warning", "Warning"]);
-  assert.equal(rows.map((row) => row.severityLevel), [1, 1, 1, 1, 2, 2]);
+  assert.equal(rows.map((row) => row.customDimensions["LogLevel"]), ["Information", "Information", "Warning", "Information", "Information", "Warning", "Warning"]);
+  assert.equal(rows.map((row) => row.severityLevel), [1, 1, 2, 1, 1, 2, 2]);
 });
 
 Fields("the line is the whole message, and carries exactly the fields of admission-log.json", ({ rows }) => {

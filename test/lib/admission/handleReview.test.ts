@@ -88,7 +88,7 @@ Envelope("answers a review whose request is malformed past its UID as an Admissi
   assert.is(answer.response.uid, body.request.uid);
   assert.is(answer.response.status?.code, 400);
   assert.match(answer.response.status?.message ?? "", /^the admission request is malformed: /);
-  assert.is(record.decision, "denied");
+  assert.is(record.decision, "invalid", "a malformed request is no policy denial");
 });
 
 const badPods: Array<[string, (r: ReturnType<typeof review>) => void, RegExp]> = [
