@@ -199,6 +199,9 @@ param warningActionGroupIds array = []
 @description('Where docs/runbook.md is published (say, its URL in your copy of the repository): every alert links its section.')
 param runbookUrl string = ''
 
+@description('Opt-in: send each cluster\'s kube-apiserver log to the app\'s Log Analytics workspace (table AKSControlPlane; ingestion is billed) and alert when the API server could not call the webhooks, which the function cannot see. Creates a diagnostic setting on each cluster: the deployment needs Microsoft.Insights/diagnosticSettings/write on it.')
+param apiServerLogs bool = false
+
 @description('Days the Log Analytics workspace keeps data.')
 param logRetentionDays int = 30
 
@@ -504,6 +507,27 @@ module memberWiring 'modules/cluster-wiring.bicep' = [
   }
 ]
 
+// The API server's own view, opt-in: each cluster's kube-apiserver log into the app's workspace.
+module clusterApiServerLogs 'modules/api-server-logs.bicep' = if (apiServerLogs && hasCluster && empty(clusters)) {
+  name: 'api-server-logs-${resourceToken}'
+  scope: resourceGroup(clusterSubscriptionId, clusterResourceGroupName)
+  params: {
+    clusterName: last(clusterIdSegments)
+    workspaceId: monitoring.outputs.workspaceId
+  }
+}
+
+module memberApiServerLogs 'modules/api-server-logs.bicep' = [
+  for member in clusters: if (apiServerLogs) {
+    name: 'api-server-logs-${take(member.name, 40)}-${uniqueString(resourceToken, member.name)}'
+    scope: resourceGroup(split(member.aksResourceId, '/')[2], split(member.aksResourceId, '/')[4])
+    params: {
+      clusterName: last(split(member.aksResourceId, '/'))
+      workspaceId: monitoring.outputs.workspaceId
+    }
+  }
+]
+
 // The clusters the canary reports on, by the name its lines carry.
 var memberNames = map(clusters, entry => string(entry.name))
 var canaryClusters = empty(clusters) ? ['default'] : memberNames
@@ -522,6 +546,8 @@ module admissionMonitoring 'modules/admission-monitoring.bicep' = {
     warningActionGroupIds: warningActionGroupIds
     canaryClusters: canaryClusters
     runbookUrl: runbookUrl
+    workspaceId: monitoring.outputs.workspaceId
+    apiServerLogs: apiServerLogs
   }
 }
 

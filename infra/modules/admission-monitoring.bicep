@@ -37,6 +37,12 @@ param canaryHeartbeatMinutes int = 20
 @description('Days before the webhooks\' CA bundle (the relay\'s certificate, in relay wiring) expires below which a cluster\'s alert fires; wiring again renews it from 60 days before.')
 param caExpiryAlertDays int = 30
 
+@description('The app\'s Log Analytics workspace: with apiServerLogs, the clusters\' kube-apiserver logs arrive there (api-server-logs.bicep).')
+param workspaceId string
+
+@description('The clusters\' kube-apiserver logs are sent to the workspace (main.bicep\'s opt-in apiServerLogs): the alert on the API server failing to call the webhooks is deployed only then.')
+param apiServerLogs bool = false
+
 @description('Where docs/runbook.md is published for the on-call (the repository\'s URL of the file, say); each alert links its section. Empty: the alerts name the file and section.')
 param runbookUrl string = ''
 
@@ -784,6 +790,67 @@ resource alerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
     }
   }
 ]
+
+// The API server's own words, opt-in: when it cannot call a webhook (certificate, address, key,
+// timeout) the function writes nothing, but kube-apiserver logs the failed call. One row per
+// cluster (the AKS resource's name); AKSControlPlane is not sampled, so rows are counted as they are.
+var apiServerWebhookCallsQuery = join(
+  [
+    'AKSControlPlane'
+    '| where Category == "kube-apiserver"'
+    '| where Message contains "gmsa-admission.windows.k8s.io" and Message contains "failed calling webhook"'
+    '| summarize Failures = count(), Example = take_any(Message) by AksCluster = tostring(split(_ResourceId, "/")[8])'
+  ],
+  '\n'
+)
+
+resource apiServerWebhookCallsAlert 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = if (apiServerLogs) {
+  name: 'gmsa-api-server-webhook-calls-${uniqueString(appInsightsId)}'
+  location: location
+  tags: tags
+  kind: 'LogAlert'
+  properties: {
+    displayName: 'GMSA admission: a cluster\'s API server failing to call the webhooks (${environmentName})'
+    description: 'kube-apiserver logged failed calls to the product\'s webhooks (TLS, address, function key, timeout): with failurePolicy Fail its GMSA pods are refused, and the function sees none of it. AksCluster names the cluster. Runbook: ${runbookBase}#api-server-webhook-calls'
+    severity: 1
+    enabled: true
+    scopes: [
+      workspaceId
+    ]
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT10M'
+    autoMitigate: true
+    criteria: {
+      allOf: [
+        {
+          query: apiServerWebhookCallsQuery
+          timeAggregation: 'Count'
+          dimensions: [
+            {
+              name: 'AksCluster'
+              operator: 'Include'
+              values: [
+                '*'
+              ]
+            }
+          ]
+          operator: 'GreaterThan'
+          threshold: 0
+          failingPeriods: {
+            numberOfEvaluationPeriods: 1
+            minFailingPeriodsToAlert: 1
+          }
+        }
+      ]
+    }
+    actions: {
+      actionGroups: concat(emailGroups, criticalActionGroupIds)
+      customProperties: {
+        runbook: '${runbookBase}#api-server-webhook-calls'
+      }
+    }
+  }
+}
 
 output workbookId string = workbook.id
 output alertRuleNames array = [for (rule, index) in deployedAlertRules: alerts[index].name]

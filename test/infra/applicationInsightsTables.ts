@@ -130,3 +130,27 @@ export const requests: KustoTable = {
     ...traces.columns.filter((column) => /^(operation_|session_|user_|application_|client_|cloud_|app|iKey|sdkVersion|itemId|itemType|itemCount)/.test(column.name)),
   ],
 };
+
+/**
+ * AKS control-plane logs in a Log Analytics workspace, resource-specific mode (Azure Monitor's
+ * table reference, "AKSControlPlane"): kube-apiserver among its categories.
+ */
+export const aksControlPlane: KustoTable = {
+  name: "AKSControlPlane",
+  description: "AKS control-plane diagnostic logs, as a query scoped to the Log Analytics workspace sees them",
+  columns: [
+    { name: "TimeGenerated", type: "datetime" },
+    string("Category"),
+    string("Level"),
+    string("Message"),
+    string("PodName"),
+    string("Stream"),
+    string("SourceSystem"),
+    string("TenantId"),
+    string("Type"),
+    string("_ResourceId"),
+    string("_SubscriptionId"),
+    { name: "_BilledSize", type: "real" },
+    string("_IsBillable"),
+  ],
+};

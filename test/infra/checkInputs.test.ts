@@ -47,6 +47,8 @@ Inputs("private mode names each input it lacks, for url and for relay wiring", (
   const malformed = check({ GMSA_AKS_RESOURCE_ID: aks("one"), GMSA_CLUSTER_EGRESS_IPS: "20.1.2.3", GMSA_CLUSTER_AZURE_RBAC: "yes" });
   assert.match(malformed.output, /GMSA_CLUSTER_EGRESS_IPS must be a JSON array of strings/);
   assert.match(malformed.output, /GMSA_CLUSTER_AZURE_RBAC must be true or false, not yes/);
+  assert.match(check({ GMSA_AKS_RESOURCE_ID: aks("one"), GMSA_API_SERVER_LOGS: "on" }).output, /GMSA_API_SERVER_LOGS must be true or false, not on/);
+  assert.is(check({ GMSA_AKS_RESOURCE_ID: aks("one"), GMSA_API_SERVER_LOGS: "true" }).status, 0);
   assert.match(check({ GMSA_AKS_RESOURCE_ID: aks("one"), GMSA_NETWORK_MODE: "hybrid" }).output, /GMSA_NETWORK_MODE must be public or private, not hybrid/);
 });
 

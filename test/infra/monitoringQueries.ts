@@ -45,6 +45,11 @@ function isRecord(value: Value | undefined): value is { readonly [key: string]: 
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Azure Verified Modules this infrastructure uses, by registry path: the type of what they deploy. */
+const registryModuleTypes: Record<string, string> = {
+  "avm/res/operational-insights/workspace": "Microsoft.OperationalInsights/workspaces",
+};
+
 /**
  * The resource type behind an ID a caller passes: `resource.id`, or `module.outputs.name` where
  * the module's output is `resource.id`. Resource IDs are only known in Azure, but their type is
@@ -56,6 +61,9 @@ function resourceTypeOfId(file: BicepFile, expression: string, infra: Map<string
   const output = /^([A-Za-z_][A-Za-z0-9_]*)\.outputs\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(expression);
   const module = output ? declarationsOf(file, "module").get(output[1]!) : undefined;
   if (output === null || module?.target === undefined) return undefined;
+  // A registry module's resource ID output: the type its path names.
+  const registry = Object.entries(registryModuleTypes).find(([path]) => module.target!.startsWith(`br/public:${path}:`));
+  if (registry && output[2] === "resourceId") return registry[1];
   const callee = infra.get(relative(repoRoot, resolve(dirname(file.absolutePath), module.target)).split("\\").join("/"));
   const value = callee ? declarationsOf(callee, "output").get(output[2]!)?.value : undefined;
   return callee && value ? resourceTypeOfId(callee, value.text, infra) : undefined;
