@@ -3,6 +3,7 @@ import { canonicalContents } from "./credSpecContents.js";
 import { addOperation, type PatchOperation } from "../webhook/jsonPatch.js";
 import { gmsaSettings, type GmsaSetting, type Pod } from "./pod.js";
 import { isBinding, type Admission, type PodAdmission, type PolicyDependencies } from "./podAdmission.js";
+import { sharedHostnameWarning } from "./hostnameWarning.js";
 import { resolveCredSpecs } from "./resolveCredSpecs.js";
 import { namesOf, shapeProblem } from "./settingChecks.js";
 import { firstRefusal, usePrincipals } from "./usePrincipals.js";
@@ -59,6 +60,9 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
   const inlined = patch.length;
   if (deps.settings.randomHostname && admission.operation === "CREATE" && names.length > 0 && !admission.pod.spec?.hostname) {
     patch.push(addOperation(["spec", "hostname"], randomHostname()));
+  } else if (admission.operation === "CREATE" && !deps.settings.randomHostname) {
+    const shared = sharedHostnameWarning(admission.pod, settings[0]!.pod, names);
+    if (shared) warnings.push(shared);
   }
   const unchanged = missing.length > 0 && inlined === 0 ? notInlined(namesOf(missing), usable, lookups) : undefined;
   return allowed({ patch, warnings, credSpecs: names, ...(unchanged === undefined ? {} : { unchanged }) });

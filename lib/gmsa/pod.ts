@@ -27,6 +27,7 @@ export const Pod = t.intersection([
         generateName: optional(t.string),
         namespace: optional(t.string),
         annotations: optional(t.record(t.string, t.string)),
+        ownerReferences: optional(t.array(t.partial({ controller: optional(t.boolean) }))),
       }),
     ),
     spec: optional(

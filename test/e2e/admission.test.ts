@@ -82,6 +82,24 @@ E2e("expands a pod-level name with the byte-exact contents", async ({ cluster })
   assert.is(pod.spec.securityContext.windowsOptions.gmsaCredentialSpec, webapp);
 });
 
+E2e("a GMSA pod of a workload whose hostname passes 15 characters is admitted with a warning kubectl prints", async ({ cluster }) => {
+  const replica = windowsPod("web", (p) => {
+    p.metadata = { generateName: "webapp-7d9c8b5f6-", namespace: ns } as PodSpec["metadata"];
+    p.spec.securityContext = gmsa("webapp1-credspec");
+  });
+  const reply = await create(cluster, replica);
+  assert.is(reply.status, 201, JSON.stringify(reply.body));
+  assert.ok(
+    reply.warnings.some((warning) => /longer than 15 characters, and Windows uses only its first 15 as the NetBIOS name/.test(warning)),
+    reply.warnings.join("\n"),
+  );
+  const short = await create(
+    cluster,
+    windowsPod("web", (p) => (p.spec.securityContext = gmsa("webapp1-credspec"))),
+  );
+  assert.equal(short.warnings, [], "a pod of its own with a short name: no warning");
+});
+
 E2e("expands container, init container and several containers, each with its own spec", async ({ cluster }) => {
   const pod = await created(
     cluster,

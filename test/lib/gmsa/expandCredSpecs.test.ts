@@ -183,6 +183,60 @@ Expand("on an ordinary UPDATE changes nothing", async () => {
   assert.equal(ports.lookups, []);
 });
 
+const hostnameWarning = /longer than 15 characters, and Windows uses only its first 15 as the NetBIOS name/;
+const warningsOf = (verdict: Awaited<ReturnType<typeof expandCredSpecs>>) => (verdict.kind === "allowed" ? (verdict.warnings ?? []) : []);
+
+Expand("a GMSA pod of a workload whose hostname passes 15 characters is warned: its replicas would share one NetBIOS name", async () => {
+  const replica = withPlaces((p) => {
+    p.metadata = { generateName: "webapp-7d9c8b5f6-", namespace: "apps" } as PodSpec["metadata"];
+    p.spec.securityContext = gmsa("webapp1-credspec");
+  });
+  const warned = warningsOf(await expandCredSpecs(admission("CREATE", replica), fakePorts()));
+  assert.equal(warned.filter((w) => hostnameWarning.test(w)).length, 1, warned.join("\n"));
+  assert.match(
+    warned.find((w) => hostnameWarning.test(w))!,
+    /gMSA "webapp1-credspec"/,
+  );
+
+  const stateful = withPlaces((p) => {
+    p.metadata = { name: "payroll-database-0", namespace: "apps", ownerReferences: [{ kind: "StatefulSet", controller: true }] } as PodSpec["metadata"];
+    p.spec.securityContext = gmsa("webapp1-credspec");
+  });
+  assert.ok(
+    warningsOf(await expandCredSpecs(admission("CREATE", stateful), fakePorts())).some((w) => hostnameWarning.test(w)),
+    "a StatefulSet's pods too",
+  );
+});
+
+Expand("no hostname warning for a short hostname, a pod of its own, a pod without GMSA, or with GMSA_RANDOM_HOSTNAME", async () => {
+  const cases: PodSpec[] = [
+    withPlaces((p) => {
+      p.metadata = { generateName: "web-", namespace: "apps" } as PodSpec["metadata"];
+      p.spec.securityContext = gmsa("webapp1-credspec");
+    }),
+    withPlaces((p) => {
+      p.metadata = { generateName: "webapp-7d9c8b5f6-", namespace: "apps" } as PodSpec["metadata"];
+      p.spec.hostname = "web";
+      p.spec.securityContext = gmsa("webapp1-credspec");
+    }),
+    withPlaces((p) => {
+      p.metadata = { name: "a-pod-of-its-own-with-a-long-name", namespace: "apps" } as PodSpec["metadata"];
+      p.spec.securityContext = gmsa("webapp1-credspec");
+    }),
+    withPlaces((p) => (p.metadata = { generateName: "webapp-7d9c8b5f6-", namespace: "apps" } as PodSpec["metadata"])),
+  ];
+  for (const candidate of cases)
+    assert.not.ok(
+      warningsOf(await expandCredSpecs(admission("CREATE", candidate), fakePorts())).some((w) => hostnameWarning.test(w)),
+      JSON.stringify(candidate.metadata),
+    );
+  const replica = withPlaces((p) => {
+    p.metadata = { generateName: "webapp-7d9c8b5f6-", namespace: "apps" } as PodSpec["metadata"];
+    p.spec.securityContext = gmsa("webapp1-credspec");
+  });
+  assert.not.ok(warningsOf(await expandCredSpecs(admission("CREATE", replica), fakePorts({ settings: { randomHostname: true } }))).some((w) => hostnameWarning.test(w)));
+});
+
 Expand("with GMSA_RANDOM_HOSTNAME gives a GMSA pod without a hostname a random one", async () => {
   const p = withPlaces((p) => (p.spec.securityContext = gmsa("webapp1-credspec")));
   const verdict = await expandCredSpecs(admission("CREATE", p), fakePorts({ settings: { randomHostname: true } }));
