@@ -6,6 +6,7 @@ import { grantUse } from "../lib/credspec/grantUse.js";
 import { credSpecNameProblem } from "../lib/gmsa/credSpecName.js";
 import { applyObjects } from "./applyObjects.js";
 import { isRecord, parseJsonFile, readDocuments, UsageError, type CredspecIo } from "./credspecInput.js";
+import { audit } from "./credspecAudit.js";
 import { explain, whoCanUse } from "./credspecInspect.js";
 import { revoke } from "./credspecRevoke.js";
 import type { KubernetesObject } from "./manifests.js";
@@ -29,6 +30,9 @@ export const credspecUsage = `usage: npm run credspec -- <command>
                                                         (what the pod webhooks would decide for a Pod, or for the pods of a
                                                         Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob,
                                                         creating nothing; exit 1 if refused)
+  audit [--output table|json]                           (the cluster's credential spec health: invalid or unusable specs,
+                                                        grants to missing names, running pods that drifted or lost use,
+                                                        shared NetBIOS names; exit 1 on an error)
 `;
 
 export async function runCredspec(args: readonly string[], io: CredspecIo): Promise<number> {
@@ -52,6 +56,8 @@ export async function runCredspec(args: readonly string[], io: CredspecIo): Prom
         return await whoCanUse(rest, io);
       case "explain":
         return await explain(rest, io);
+      case "audit":
+        return await audit(rest, io);
       default:
         throw new UsageError(command ? `unknown command "${command}"` : "no command given");
     }
