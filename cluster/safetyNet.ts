@@ -215,6 +215,13 @@ export function safetyNetObjects(options: SafetyNetOptions) {
     ),
     ...(options.authorizeRequestingUser ? useRules({ authorizer: "authorizer", who: `'user "' + request.userInfo.username + '"'`, grant: () => "''" }, positions) : []),
     {
+      // A pod stored before any check may carry pod-level contents without a name: a new
+      // ephemeral container naming no spec of its own would run under them, and no use can be asked.
+      expression: `!(has(request.subResource) && request.subResource == 'ephemeralcontainers') || !(${hasWindowsOptions("object.spec")} && has(${windowsOptions("object.spec")}.gmsaCredentialSpec) && !has(${windowsOptions("object.spec")}.gmsaCredentialSpecName)) || !variables.newEphemeral.exists(c, !(${namesOwnCredSpec("c")}))`,
+      message: `${who}: a new ephemeral container would run under the pod's GMSA credential spec contents, which name no credential spec, so nobody's use of it can be checked; name a credential spec in the container's own windowsOptions`,
+      reason: "Invalid",
+    },
+    {
       expression: `!(${contentsWithoutName()})`,
       message: `${who}: GMSA credential spec contents are set without a credential spec name; set the gmsaCredentialSpecName of the same windowsOptions instead`,
       reason: "Invalid",

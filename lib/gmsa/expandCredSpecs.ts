@@ -132,6 +132,20 @@ export function settingsInheritedByNewEphemeralContainers(settings: readonly Gms
     );
 }
 
+/**
+ * The new ephemeral containers that would run under pod-level contents no name vouches for: a pod
+ * stored before any webhook or policy could carry `gmsaCredentialSpec` without a name, and a
+ * container naming no spec of its own runs under it. No check can ask `use` of a name that is
+ * not there, so such a container is refused rather than admitted unasked.
+ */
+export function newEphemeralContainersUnderUnnamedContents(settings: readonly GmsaSetting[], pod: Pod, oldPod: Pod): string[] {
+  const podLevel = settings.find((s) => s.key === "field:pod");
+  if (podLevel === undefined || podLevel.contents === undefined || podLevel.name !== undefined) return [];
+  const existing = new Set((oldPod.spec?.ephemeralContainers ?? []).map((c) => c.name));
+  const namingTheirOwn = new Set(settings.filter((s) => s.source === "field" && s.containerKind === "ephemeralContainer" && s.name !== undefined).map((s) => s.containerName));
+  return (pod.spec?.ephemeralContainers ?? []).filter((c) => !existing.has(c.name) && !namingTheirOwn.has(c.name)).map((c) => c.name);
+}
+
 // The API server passes warnings on to the client as headers: a pod with thousands of alpha
 // annotations must not turn into thousands of them.
 const maxWarnings = 10;

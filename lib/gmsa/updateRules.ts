@@ -1,5 +1,5 @@
 import { authorizeCredSpecs, authorizeUse } from "./authorizeCredSpecs.js";
-import { settingsInheritedByNewEphemeralContainers, settingsOfNewEphemeralContainers } from "./expandCredSpecs.js";
+import { newEphemeralContainersUnderUnnamedContents, settingsInheritedByNewEphemeralContainers, settingsOfNewEphemeralContainers } from "./expandCredSpecs.js";
 import { gmsaSettings, type GmsaSetting } from "./pod.js";
 import type { PodAdmission, PolicyDependencies } from "./podAdmission.js";
 import { namesOf } from "./settingChecks.js";
@@ -34,6 +34,13 @@ export async function checkUpdate(admission: PodAdmission, deps: PolicyDependenc
         credSpecs: namesIn(before, after),
       });
     }
+  }
+  const unvouched = newEphemeralContainersUnderUnnamedContents(after, admission.pod, admission.oldPod);
+  if (unvouched.length > 0) {
+    return denied(
+      422,
+      `ephemeral container "${unvouched[0]}" of ${after[0]!.pod}: it would run under the pod's GMSA credential spec contents, which name no credential spec, so nobody's use of it can be checked; name a credential spec in the container's own windowsOptions`,
+    );
   }
   const inherited = settingsInheritedByNewEphemeralContainers(after, admission.pod, admission.oldPod);
   if (added.length === 0 && inherited.length === 0) return allowed();

@@ -269,6 +269,35 @@ Net("no webhook: an ephemeral container is checked as a new workload: its own na
   refusedBy(reply, `service account "revocable" in namespace "${namespace}" is not authorized to use GMSACredentialSpec "${spec}"`);
 });
 
+Net("no webhook: a pod stored with pod-level contents but no name takes no ephemeral container that names none of its own", async (context) => {
+  // Such a pod predates every check: stored here with the pods' policy lifted for a moment.
+  const bindingPath = `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/${safetyNetPolicyNames[0]}`;
+  const binding = (await kubeRequest(context.admin, "GET", bindingPath)).body as KubernetesObject;
+  await kubeRequest(context.admin, "DELETE", bindingPath);
+  const legacy = gmsaPod("legacy-0", { serviceAccount: "allowed" });
+  (legacy.spec as Record<string, unknown>).securityContext = { windowsOptions: { gmsaCredentialSpec: '{"CmsPlugins":["ActiveDirectory"]}' } };
+  try {
+    const deadline = Date.now() + 20_000;
+    while ((await create(context, legacy)).status !== 201) {
+      if (Date.now() > deadline) throw new Error("the legacy pod could not be stored with the policy lifted");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } finally {
+    await applyObjects(context.admin, [{ ...binding, metadata: { name: binding.metadata.name, labels: binding.metadata.labels } } as KubernetesObject]);
+  }
+  const path = `/api/v1/namespaces/${namespace}/pods/legacy-0`;
+  const deadline = Date.now() + 20_000;
+  let reply: KubeReply;
+  for (let i = 0; ; i++) {
+    const pod = (await kubeRequest(context.admin, "GET", path)).body as { spec: { ephemeralContainers?: unknown[] } };
+    pod.spec.ephemeralContainers = [...(pod.spec.ephemeralContainers ?? []), { name: `debug-${i}`, image: "busybox" }];
+    reply = await kubeRequest(context.admin, "PUT", `${path}/ephemeralcontainers`, pod);
+    if (reply.status >= 400 || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  refusedBy(reply, "would run under the pod's GMSA credential spec contents, which name no credential spec");
+});
+
 Net("no webhook: names are counted once however many places give them; places beyond what the policy reads are refused", async (context) => {
   const many = gmsaPod("allowed-places", { serviceAccount: "allowed" });
   many.spec.containers = Array.from({ length: 40 }, (_, i) => ({

@@ -129,10 +129,18 @@ function inheritedProblems(object: unknown, oldObject: unknown, places: readonly
   };
   const existing = new Set(names(oldObject));
   const podNames = places.filter((p) => p.id === "pod" || p.id === "annotation/pod").flatMap((p) => (typeof p.name === "string" ? [p.name] : []));
-  return names(object)
-    .filter((c) => !existing.has(c))
-    .filter((c) => !places.some((p) => (p.id === `ephemeralContainers/${String(c)}` || p.id === `annotation/${String(c)}.container`) && typeof p.name === "string"))
-    .flatMap((c) => podNames.filter((name) => !world.mayUse(name)).map((name) => `ephemeral container ${String(c)} added under "${name}", which may not be used`));
+  // Contents at pod level without a name (a pod stored before any check): nobody's use can be asked.
+  const unnamedPodContents = places.some((p) => p.id === "pod" && typeof p.name !== "string" && p.contents !== undefined);
+  return (
+    names(object)
+      .filter((c) => !existing.has(c))
+      // Only a field names a container's own spec: the kubelet reads no annotation.
+      .filter((c) => !places.some((p) => p.id === `ephemeralContainers/${String(c)}` && typeof p.name === "string"))
+      .flatMap((c) => [
+        ...(unnamedPodContents ? [`ephemeral container ${String(c)} added under pod-level contents that name no spec`] : []),
+        ...podNames.filter((name) => !world.mayUse(name)).map((name) => `ephemeral container ${String(c)} added under "${name}", which may not be used`),
+      ])
+  );
 }
 
 /** Every contents a mutation adds belongs to a name all principals may use, and is the spec. */

@@ -178,6 +178,16 @@ Update("a container annotation naming the new ephemeral container is not its own
   );
 });
 
+Update("a pod stored with pod-level contents but no name: a new ephemeral container naming none of its own is refused, one naming its own is checked", async () => {
+  const legacy = pod();
+  legacy.spec.securityContext = { windowsOptions: { gmsaCredentialSpec: webapp } };
+  const refused = await validatePod(asEphemeralUpdate(addEphemeral(legacy, { name: "debug" }), legacy), fakePorts());
+  assert.is(refused.kind === "denied" && refused.code, 422);
+  assert.match(refused.kind === "denied" ? refused.message : "", /ephemeral container "debug" .*name no credential spec, so nobody's use of it can be checked/);
+  const named = await validatePod(asEphemeralUpdate(addEphemeral(legacy, { name: "debug", securityContext: gmsa("payroll-gmsa", payroll) }), legacy), fakePorts());
+  assert.is(named.kind, "allowed");
+});
+
 Update("ephemeral containers already in the pod, or a pod with no pod-level spec, ask nothing", async () => {
   const withDebug = addEphemeral(running(), { name: "debug" });
   const ports = aliceWithout("webapp1-credspec");
