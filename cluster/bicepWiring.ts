@@ -54,6 +54,12 @@ const params: readonly BicepParam[] = [
       "Install the in-cluster safety net: ValidatingAdmissionPolicies with which the API server itself holds the use rule, the freeze of GMSA settings and the shape of credential specs where the webhooks do not run (docs/security.md).",
   },
   {
+    name: "audit",
+    type: "bool",
+    defaultValue: "false",
+    description: "Let the function's identity list pods and RBAC objects, read-only, for its credential spec audit (the app's GMSA_AUDIT; docs/security.md).",
+  },
+  {
     name: "authorizeRequestingUser",
     type: "bool",
     defaultValue: "false",
@@ -210,6 +216,8 @@ function templateObjects(mode: "url" | "relay"): KubernetesObject[] {
     target,
     subject,
     timeoutSeconds: defaultTimeoutSeconds,
+    // Rendered, and deployed only with the `audit` parameter.
+    audit: true,
     ...(mode === "relay" ? { relayCaBundlePem: placeholder("relayCaBundle") } : {}),
   });
   // The NetworkPolicy's rules, the ClusterRole's access reviews and what the relay adds to each
@@ -259,6 +267,7 @@ function symbolFor(object: KubernetesObject, taken: Set<string>): string {
   return symbol;
 }
 
+const isAudit = (object: KubernetesObject) => isRecord(object.metadata.labels) && object.metadata.labels["app.kubernetes.io/component"] === "audit";
 const isSafetyNet = (object: KubernetesObject) => isRecord(object.metadata.labels) && object.metadata.labels["app.kubernetes.io/component"] === "safety-net";
 
 const key = (object: KubernetesObject) => `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
@@ -309,7 +318,8 @@ function resources(): { list: Resource[]; templateHash: string } {
     return {
       symbol: symbolFor(object, taken),
       type: resourceType(object),
-      condition: object.kind === "CustomResourceDefinition" ? "installCrd" : isSafetyNet(object) ? "safetyNet" : inUrl === undefined ? "relay" : undefined,
+      condition:
+        object.kind === "CustomResourceDefinition" ? "installCrd" : isSafetyNet(object) ? "safetyNet" : isAudit(object) ? "audit" : inUrl === undefined ? "relay" : undefined,
       fields,
       namespaced: object.metadata.namespace !== undefined,
       ...(object.metadata.namespace === undefined ? {} : { namespace: object.metadata.namespace }),

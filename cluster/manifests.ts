@@ -1,3 +1,4 @@
+import { auditObjects } from "./auditRbac.js";
 import { canaryObjects } from "./canary.js";
 import { safetyNetObjects } from "./safetyNet.js";
 import { credSpecCrd } from "./credSpecCrd.js";
@@ -33,6 +34,8 @@ export interface ClusterWiring {
   readonly canary?: boolean;
   /** The in-cluster safety net (cluster/safetyNet.ts): the API server's own policies. Default true. */
   readonly safetyNet?: boolean;
+  /** The audit's read-only role (cluster/auditRbac.ts), for GMSA_AUDIT. Default false. */
+  readonly audit?: boolean;
 }
 
 export type KubernetesObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } & Record<string, unknown> } & Record<string, unknown>;
@@ -58,6 +61,7 @@ export function clusterManifests(wiring: ClusterWiring): KubernetesObject[] {
     webhookClusterRole({ authorizeRequestingUser: wiring.authorizeRequestingUser === true }),
     webhookClusterRoleBinding(wiring.subject),
     ...(wiring.canary === false ? [] : canaryObjects(wiring.subject)),
+    ...(wiring.audit === true ? auditObjects(wiring.subject) : []),
     ...(wiring.safetyNet === false ? [] : safetyNetObjects({ authorizeRequestingUser: wiring.authorizeRequestingUser === true })),
     webhookPriorityLevel(),
     webhookFlowSchema(wiring.subject),

@@ -1,3 +1,4 @@
+import { auditClusterRoleName } from "./auditRbac.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { canaryDryRunPolicyName, canaryNamespace, canaryRoleName, canaryServiceAccount } from "./canary.js";
 import { safetyNetPolicyNames } from "./safetyNet.js";
@@ -45,6 +46,8 @@ export function uninstallOrder(namespace: string): ObjectHeader[] {
     { apiVersion: "scheduling.k8s.io/v1", kind: "PriorityClass", metadata: { name: relayPriorityClassName } },
     { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", metadata: { name: webhookFlowControlName } },
     { apiVersion: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", metadata: { name: webhookFlowControlName } },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: auditClusterRoleName } },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: auditClusterRoleName } },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: webhookClusterRoleName } },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: webhookClusterRoleName } },
   ];

@@ -102,6 +102,7 @@ export function renderWiring(request: Install, includeCrd: boolean, certificate:
     authorizeRequestingUser: request.authorizeRequestingUser,
     canary: request.canary,
     safetyNet: request.safetyNet,
+    audit: request.audit,
     ...(certificate && previousRelayCaPem !== "" ? { relayCaBundlePem: relayCaBundle(certificate.caPem, previousRelayCaPem) } : {}),
   });
 }

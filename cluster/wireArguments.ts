@@ -56,6 +56,8 @@ export type WireRequest =
       readonly canary: boolean;
       /** Install the in-cluster safety net (cluster/safetyNet.ts); --no-safety-net leaves it out. */
       readonly safetyNet: boolean;
+      /** Install the audit's read-only role (cluster/auditRbac.ts), for a function with GMSA_AUDIT. */
+      readonly audit: boolean;
     }
   | { readonly action: "help" };
 
@@ -112,6 +114,9 @@ configurations, and in relay mode the relay) as YAML on stdout, or applies it.
                             that hold the use rule, names and the freeze of GMSA settings even
                             where the webhooks do not run (docs/security.md). --uninstall
                             removes them either way
+  --audit                   also let the function's identity list pods and RBAC objects, read-only,
+                            for its credential spec audit (GMSA_AUDIT; docs/security.md).
+                            --uninstall removes it either way
   --no-crd                  leave the GMSACredentialSpec CRD out (with --apply this is
                             detected: a CRD installed by someone else is never touched)
   --rotate-certificate      relay mode with --apply: issue a new relay certificate even if
@@ -166,6 +171,7 @@ const options = {
   "no-crd": { type: "boolean" },
   "no-canary": { type: "boolean" },
   "no-safety-net": { type: "boolean" },
+  audit: { type: "boolean" },
   "rotate-certificate": { type: "boolean" },
   "rollout-timeout-seconds": { type: "string" },
   "adopt-namespace": { type: "boolean" },
@@ -400,6 +406,7 @@ export function parseWireArguments(argv: readonly string[], env: WireEnvironment
     includeCrd: !values["no-crd"],
     canary: !values["no-canary"],
     safetyNet: !values["no-safety-net"],
+    audit: Boolean(values.audit),
     rotateCertificate: Boolean(values["rotate-certificate"]),
     rolloutTimeoutSeconds:
       values["rollout-timeout-seconds"] === undefined ? defaultRolloutTimeoutSeconds : integer(values["rollout-timeout-seconds"], "--rollout-timeout-seconds", 1, 3600),

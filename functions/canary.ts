@@ -1,12 +1,15 @@
 import { app, type InvocationContext, type Timer } from "@azure/functions";
+import { auditLineIsWarning, runAudit } from "../lib/app/audit.js";
 import { runCanary } from "../lib/app/canary.js";
 import { admissionRuntime } from "../lib/app/runtime.js";
+import { readPolicySettings } from "../lib/settings/admission.js";
 import { readCanarySettings } from "../lib/settings/canary.js";
 import { webhookAuthLevel } from "./webhook.js";
 
 /**
  * The canary timer: every GMSA_CANARY_SCHEDULE (five minutes by default), a dry-run GMSA pod through
- * each cluster's real path, one gmsa.canary line per cluster (a warning when the path fails).
+ * each cluster's real path, one gmsa.canary line per cluster (a warning when the path fails); with
+ * GMSA_AUDIT, each cluster's credential spec audit after it.
  */
 export async function canary(_timer: Timer, context: InvocationContext): Promise<void> {
   const runtime = await admissionRuntime();
@@ -14,6 +17,13 @@ export async function canary(_timer: Timer, context: InvocationContext): Promise
     const text = JSON.stringify(line);
     if (line.outcome === "ready") context.info(text);
     else context.warn(text);
+  }
+  // GMSA_AUDIT: the same timer audits each cluster's credential spec health (lib/app/audit.ts).
+  if (settings.audit) {
+    for (const line of await runAudit(runtime, { randomHostname: readPolicySettings().randomHostname })) {
+      if (auditLineIsWarning(line)) context.warn(JSON.stringify(line));
+      else context.info(JSON.stringify(line));
+    }
   }
 }
 

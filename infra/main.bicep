@@ -25,6 +25,9 @@ type fleetMemberWiring = {
   @description('Install the in-cluster safety net (default true; docs/security.md).')
   safetyNet: bool?
 
+  @description('Install the audit\'s read-only role (default false; docs/security.md).')
+  audit: bool?
+
   @description('relay mode: PEM of the CA of the member\'s relay certificate (npm run wire -- --cluster <name> --certificate-out DIR writes ca.crt); its key goes in clusterRelayTlsKeys.')
   relayCaCertificate: string?
 
@@ -149,6 +152,9 @@ param authorizeRequestingUser bool = false
 @description('Give GMSA pods without spec.hostname a random hostname (GMSA_RANDOM_HOSTNAME).')
 param randomHostname bool = false
 
+@description('The canary timer also audits each cluster\'s credential spec health and logs what it finds (GMSA_AUDIT). The function\'s identity needs the audit\'s read-only role: wireAudit, or npm run wire -- --audit.')
+param auditCredSpecs bool = false
+
 @minValue(100)
 @description('Upper bound of one API-server call, in milliseconds (GMSA_API_TIMEOUT_MS).')
 param apiTimeoutMs int = 2000
@@ -216,6 +222,9 @@ param wireInstallCrd bool = true
 
 @description('Cluster wiring: install the in-cluster safety net, ValidatingAdmissionPolicies with which the API server itself holds the use rule, the freeze of GMSA settings and the shape of credential specs where the webhooks do not run (docs/security.md). Default true.')
 param wireSafetyNet bool = true
+
+@description('Cluster wiring: let the function\'s identity list pods and RBAC objects, read-only, for the credential spec audit the app runs with auditCredSpecs (docs/security.md). Default: auditCredSpecs.')
+param wireAudit bool = auditCredSpecs
 
 @secure()
 @description('Cluster wiring, relay mode: the function key the relay sends (az functionapp keys list).')
@@ -365,6 +374,7 @@ module functionApp 'modules/function-app.bicep' = {
     clusterVaultReferenceUris: clusterSecretVault.?outputs.referenceUris ?? []
     authorizeRequestingUser: authorizeRequestingUser
     randomHostname: randomHostname
+    auditCredSpecs: auditCredSpecs
     apiTimeoutMs: apiTimeoutMs
     authCacheTtlSeconds: authCacheTtlSeconds
     admissionBudgetMs: admissionBudgetMs
@@ -423,6 +433,7 @@ module clusterWiring 'modules/cluster-wiring.bicep' = if (wiring) {
     identityObjectId: identity.outputs.principalId
     installCrd: wireInstallCrd
     safetyNet: wireSafetyNet
+    audit: wireAudit
     authorizeRequestingUser: authorizeRequestingUser
     functionKey: relayFunctionKey
     relayCaCertificate: relayCaCertificate
@@ -488,6 +499,7 @@ module memberWiring 'modules/cluster-wiring.bicep' = [
       identityObjectId: identity.outputs.principalId
       installCrd: member.?wire.?installCrd ?? true
       safetyNet: member.?wire.?safetyNet ?? true
+      audit: member.?wire.?audit ?? false
       authorizeRequestingUser: authorizeRequestingUser
       functionKey: relayFunctionKey
       clusterName: member.name

@@ -107,7 +107,7 @@ case "$mode" in
   *) problem "GMSA_NETWORK_MODE must be public or private, not $mode" ;;
 esac
 
-for flag in GMSA_CLUSTER_AZURE_RBAC GMSA_AUTHORIZE_REQUESTING_USER GMSA_RANDOM_HOSTNAME GMSA_API_SERVER_LOGS; do
+for flag in GMSA_CLUSTER_AZURE_RBAC GMSA_AUTHORIZE_REQUESTING_USER GMSA_RANDOM_HOSTNAME GMSA_API_SERVER_LOGS GMSA_AUDIT; do
   value="${!flag:-}"
   if [ -n "$value" ] && [ "$value" != true ] && [ "$value" != false ]; then problem "$flag must be true or false, not $value"; fi
 done

@@ -54,6 +54,11 @@ fi
 : "${WIRE_MODE:?wire-deployed: WIRE_MODE is not set}"
 : "${IDENTITY_PRINCIPAL_ID:?wire-deployed: IDENTITY_PRINCIPAL_ID is not set}"
 check_args=(--check --check-timeout-seconds "${GMSA_CHECK_TIMEOUT_SECONDS:-180}")
+# What the app was deployed with decides what its identity must be granted: the requesting-user
+# check needs SubjectAccessReviews, the audit its read-only role.
+policy_args=()
+if [ "${GMSA_AUTHORIZE_REQUESTING_USER:-false}" = true ]; then policy_args+=(--authorize-requesting-user); fi
+if [ "${GMSA_AUDIT:-false}" = true ]; then policy_args+=(--audit); fi
 
 secrets='{}'
 if [ -n "$members" ]; then
@@ -102,7 +107,7 @@ if [ -z "$members" ]; then
   kubelogin convert-kubeconfig -l "$login_mode" --kubeconfig "$kubeconfig"
   KUBECONFIG="$kubeconfig" npm run --silent wire -- \
     --function-url "$WEBHOOK_BASE_URL" --mode "$WIRE_MODE" --identity "$IDENTITY_PRINCIPAL_ID" \
-    --apply "${check_args[@]}" "${key_args[@]}"
+    --apply "${check_args[@]}" "${key_args[@]}" "${policy_args[@]}"
   exit 0
 fi
 
@@ -142,7 +147,7 @@ while IFS=$'\t' read -r name id wired; do
     ! kubelogin convert-kubeconfig -l "$login_mode" --kubeconfig "$kubeconfig" ||
     ! KUBECONFIG="$kubeconfig" GMSA_CLUSTER_SECRET='' npm run --silent wire -- \
       --function-url "$WEBHOOK_BASE_URL" --mode "$WIRE_MODE" --identity "$IDENTITY_PRINCIPAL_ID" \
-      --cluster "$name" --cluster-secret-file "$work/secret-$name" --apply "${check_args[@]}" "${key_args[@]}"; then
+      --cluster "$name" --cluster-secret-file "$work/secret-$name" --apply "${check_args[@]}" "${key_args[@]}" "${policy_args[@]}"; then
     echo "wire-deployed: wiring or checking $name failed; the other members go on" >&2
     failed=1
   fi

@@ -31,6 +31,9 @@ param installCrd bool = true
 @description('Install the in-cluster safety net: ValidatingAdmissionPolicies with which the API server itself holds the use rule, the freeze of GMSA settings and the shape of credential specs where the webhooks do not run (docs/security.md).')
 param safetyNet bool = true
 
+@description('Let the function\'s identity list pods and RBAC objects, read-only, for its credential spec audit (the app\'s GMSA_AUDIT; docs/security.md).')
+param audit bool = false
+
 @description('The function runs with GMSA_AUTHORIZE_REQUESTING_USER=true: its cluster role may create SubjectAccessReviews too (otherwise LocalSubjectAccessReviews only, and such a function refuses every GMSA pod).')
 param authorizeRequestingUser bool = false
 
@@ -73,7 +76,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('80d686f36d0759f3', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
+var relayChecksum = uniqueString('ffbb36fda87c5118', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -972,6 +975,65 @@ resource validatingAdmissionPolicyBindingCanaryDryRunOnly 'admissionregistration
       'Deny'
     ]
   }
+}
+
+resource clusterRoleAudit 'rbac.authorization.k8s.io/ClusterRole@v1' = if (audit) {
+  metadata: {
+    name: 'gmsa-admission-audit'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'audit'
+    }
+  }
+  rules: [
+    {
+      apiGroups: [
+        ''
+      ]
+      resources: [
+        'pods'
+      ]
+      verbs: [
+        'list'
+      ]
+    }
+    {
+      apiGroups: [
+        'rbac.authorization.k8s.io'
+      ]
+      resources: [
+        'roles'
+        'rolebindings'
+        'clusterroles'
+        'clusterrolebindings'
+      ]
+      verbs: [
+        'list'
+      ]
+    }
+  ]
+}
+
+resource clusterRoleBindingAudit 'rbac.authorization.k8s.io/ClusterRoleBinding@v1' = if (audit) {
+  metadata: {
+    name: 'gmsa-admission-audit'
+    labels: {
+      'app.kubernetes.io/name': 'gmsa-admission'
+      'app.kubernetes.io/component': 'audit'
+    }
+  }
+  roleRef: {
+    apiGroup: 'rbac.authorization.k8s.io'
+    kind: 'ClusterRole'
+    name: 'gmsa-admission-audit'
+  }
+  subjects: [
+    {
+      apiGroup: 'rbac.authorization.k8s.io'
+      kind: 'User'
+      name: identityObjectId
+    }
+  ]
 }
 
 resource validatingAdmissionPolicyPods 'admissionregistration.k8s.io/ValidatingAdmissionPolicy@v1' = if (safetyNet) {
@@ -1991,6 +2053,8 @@ resource mutatingWebhookConfiguration 'admissionregistration.k8s.io/MutatingWebh
     roleBindingCanary
     validatingAdmissionPolicyCanaryDryRunOnly
     validatingAdmissionPolicyBindingCanaryDryRunOnly
+    clusterRoleAudit
+    clusterRoleBindingAudit
     validatingAdmissionPolicyPods
     validatingAdmissionPolicyBindingPods
     validatingAdmissionPolicyBindings
@@ -2169,6 +2233,8 @@ resource validatingWebhookConfiguration 'admissionregistration.k8s.io/Validating
     roleBindingCanary
     validatingAdmissionPolicyCanaryDryRunOnly
     validatingAdmissionPolicyBindingCanaryDryRunOnly
+    clusterRoleAudit
+    clusterRoleBindingAudit
     validatingAdmissionPolicyPods
     validatingAdmissionPolicyBindingPods
     validatingAdmissionPolicyBindings

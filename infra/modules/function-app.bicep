@@ -71,6 +71,8 @@ param clusters array = []
 param clusterVaultReferenceUris array = []
 param authorizeRequestingUser bool = false
 param randomHostname bool = false
+@description('The canary timer also audits each cluster\'s credential spec health (GMSA_AUDIT).')
+param auditCredSpecs bool = false
 param apiTimeoutMs int = 2000
 param authCacheTtlSeconds int = 5
 
@@ -225,6 +227,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     AZURE_CLIENT_ID: identityClientId
     GMSA_AUTHORIZE_REQUESTING_USER: authorizeRequestingUser ? 'true' : 'false'
     GMSA_RANDOM_HOSTNAME: randomHostname ? 'true' : 'false'
+    GMSA_AUDIT: auditCredSpecs ? 'true' : 'false'
     GMSA_API_TIMEOUT_MS: string(apiTimeoutMs)
     GMSA_AUTH_CACHE_TTL_SECONDS: string(authCacheTtlSeconds)
     GMSA_ADMISSION_BUDGET_MS: string(admissionBudgetMs)

@@ -1,3 +1,4 @@
+import type { AuditFinding } from "../credspec/audit.js";
 import type { ReadinessResult } from "../canary/probe.js";
 import type { CredSpecCacheStatus } from "../kube/credSpecCache.js";
 import { type CredSpecSource, type UseAuthorizer } from "../gmsa/ports.js";
@@ -19,6 +20,8 @@ export interface MemberPorts {
   readonly authorizer: UseAuthorizer;
   /** The canary's dry run through the member's API server (lib/canary); absent where a stand-in has none. */
   probe?(target: { readonly namespace: string; readonly serviceAccount: string }, signal: AbortSignal): Promise<ReadinessResult>;
+  /** The credential spec audit with the member's identity (lib/kube/auditReads.ts); absent where a stand-in has none. */
+  audit?(options: { readonly randomHostname: boolean; readonly signal: AbortSignal }): Promise<{ readonly findings: readonly AuditFinding[]; readonly apiCalls: number }>;
   cacheStatus(): CredSpecCacheStatus | undefined;
   stop(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { randomBytes } from "node:crypto";
 import { caBundleDaysLeft, mutatingWebhookConfigurationPath } from "../canary/webhookCa.js";
+import { auditOverConnection, type ClusterAudit } from "./auditReads.js";
 import { classifyCanary, readinessPod, unknownCredSpecName, type ReadinessResult } from "../canary/probe.js";
 import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
@@ -26,6 +27,8 @@ export interface ClusterPorts {
    * use, asked with this client's identity, read as a hop of the path that works or fails.
    */
   probe(target: { readonly namespace: string; readonly serviceAccount: string }, signal: AbortSignal): Promise<ReadinessResult>;
+  /** The credential spec audit (lib/kube/auditReads.ts), with this client's identity. */
+  audit?(options: { readonly randomHostname: boolean; readonly signal: AbortSignal }): Promise<ClusterAudit>;
   cacheStatus(): CredSpecCacheStatus | undefined;
   stop(): Promise<void>;
 }
@@ -196,6 +199,7 @@ function portsOver(config: ApiServerCredentials, connection: ApiServerConnection
     }),
     server: config.getCurrentCluster()?.server ?? "",
     probe: (target, signal) => probeCluster(connection, target, signal),
+    audit: (options) => auditOverConnection(connection, options),
     cacheStatus: () => cache?.status(),
     stop: async () => {
       await cache?.stop();

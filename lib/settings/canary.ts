@@ -9,6 +9,8 @@ import { booleanSetting, decodeWith, emptyAsUnset, withDefault } from "./environ
 export interface CanarySettings {
   readonly enabled: boolean;
   readonly schedule: string;
+  /** GMSA_AUDIT: each run also audits every cluster's credential spec health (lib/credspec/audit.ts). Off by default: it needs the audit's read-only role. */
+  readonly audit: boolean;
 }
 
 const schedule = new t.Type<string, string, unknown>(
@@ -24,9 +26,10 @@ const schedule = new t.Type<string, string, unknown>(
 const CanaryEnvironment = t.type({
   GMSA_CANARY: withDefault(booleanSetting("GMSA_CANARY"), true),
   GMSA_CANARY_SCHEDULE: withDefault(schedule, "0 */5 * * * *"),
+  GMSA_AUDIT: withDefault(booleanSetting("GMSA_AUDIT"), false),
 });
 
 export function readCanarySettings(env: NodeJS.ProcessEnv = process.env): CanarySettings {
-  const raw = decodeWith(CanaryEnvironment, emptyAsUnset(env, ["GMSA_CANARY", "GMSA_CANARY_SCHEDULE"]));
-  return { enabled: raw.GMSA_CANARY, schedule: raw.GMSA_CANARY_SCHEDULE };
+  const raw = decodeWith(CanaryEnvironment, emptyAsUnset(env, ["GMSA_CANARY", "GMSA_CANARY_SCHEDULE", "GMSA_AUDIT"]));
+  return { enabled: raw.GMSA_CANARY, schedule: raw.GMSA_CANARY_SCHEDULE, audit: raw.GMSA_AUDIT };
 }

@@ -138,6 +138,23 @@ Render("the safety net is rendered by default, asks the requesting user too when
   assert.equal(policies((await wire([...relay, "--no-safety-net"])).stdout), []);
 });
 
+Render("--audit adds the audit's read-only role, bound to the identity; by default it is not rendered", async () => {
+  const names = (stdout: string) =>
+    parseAllDocuments(stdout)
+      .map((doc) => doc.toJS() as { kind: string; metadata: { name: string }; rules?: unknown; subjects?: unknown })
+      .filter((object) => object.metadata.name === "gmsa-admission-audit");
+  assert.equal(names((await wire([...relay])).stdout), []);
+  const audit = names((await wire([...relay, "--audit"])).stdout);
+  assert.equal(
+    audit.map((object) => object.kind),
+    ["ClusterRole", "ClusterRoleBinding"],
+  );
+  assert.equal(audit[0]!.rules, [
+    { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
+    { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles", "rolebindings", "clusterroles", "clusterrolebindings"], verbs: ["list"] },
+  ]);
+});
+
 Render("--out writes one numbered file per object, Secrets readable by their owner only", async () => {
   const dir = join(mkdtempSync(join(tmpdir(), "gmsa-wire-out-")), "objects");
   const run = await wire([...relay, "--out", dir]);

@@ -449,9 +449,12 @@ Wiring("--uninstall removes the webhook configurations first, then the relay and
   // The canary's namespace was applied, not created as the wiring's own: it is left.
   const canaryNamespace = "Namespace/gmsa-admission-canary: kept";
   assert.ok(lines(plan.stdout).includes(canaryNamespace), plan.stdout);
+  // The audit's role is opt-in (--audit): not installed here, so absent, and removed whenever it is.
+  const audit = (line: string) => line.includes("/gmsa-admission-audit:");
+  assert.equal(lines(plan.stdout).filter(audit), ["ClusterRoleBinding/gmsa-admission-audit: absent", "ClusterRole/gmsa-admission-audit: absent"]);
   assert.ok(
     lines(plan.stdout)
-      .filter((line) => line !== canaryNamespace)
+      .filter((line) => line !== canaryNamespace && !audit(line))
       .every((line) => line.endsWith(": would delete")),
     plan.stdout,
   );
@@ -464,7 +467,7 @@ Wiring("--uninstall removes the webhook configurations first, then the relay and
   assert.equal(order.slice(-2), ["ClusterRoleBinding/gmsa-admission-webhook", "ClusterRole/gmsa-admission-webhook"]);
   assert.ok(
     lines(run.stdout)
-      .filter((line) => line !== canaryNamespace)
+      .filter((line) => line !== canaryNamespace && !audit(line))
       .every((line) => line.endsWith(": deleted")),
     run.stdout,
   );

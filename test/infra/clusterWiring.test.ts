@@ -23,6 +23,7 @@ const inputs = {
   relayTlsKey: "-----BEGIN PRIVATE KEY-----\nKEY\n-----END PRIVATE KEY-----\n",
   kubeConfig: "a2ViZWNvbmZpZw==",
   safetyNet: true,
+  audit: false,
 };
 
 function rendered(
@@ -34,7 +35,15 @@ function rendered(
     authorizeRequestingUser = false,
     cluster,
     safetyNet = true,
-  }: { previousCa?: string; allowFrom?: readonly RelayAllowedSource[]; authorizeRequestingUser?: boolean; cluster?: { name: string; secret: string }; safetyNet?: boolean } = {},
+    audit = false,
+  }: {
+    previousCa?: string;
+    allowFrom?: readonly RelayAllowedSource[];
+    authorizeRequestingUser?: boolean;
+    cluster?: { name: string; secret: string };
+    safetyNet?: boolean;
+    audit?: boolean;
+  } = {},
 ): KubernetesObject[] {
   const target =
     mode === "relay"
@@ -53,6 +62,7 @@ function rendered(
     includeCrd: installCrd,
     authorizeRequestingUser,
     safetyNet,
+    audit,
     ...(previousCa === "" ? {} : { relayCaBundlePem: relayCaBundle(inputs.relayCaCertificate, previousCa) }),
   });
 }
@@ -110,6 +120,15 @@ Wiring("safetyNet=false leaves the in-cluster policies out, as --no-safety-net d
     const without = deployed(file, { ...inputs, mode, installCrd: true, safetyNet: false });
     assert.equal(withoutChecksum(without), withoutChecksum(rendered(mode, true, { safetyNet: false })));
     assert.not.ok(without.some((o) => String(o.kind).startsWith("ValidatingAdmissionPolicy") && !JSON.stringify(o).includes("canary")));
+  }
+});
+
+Wiring("audit=true adds the audit's read-only role, as --audit does; by default it is not deployed", ({ file }) => {
+  for (const mode of ["url", "relay"] as const) {
+    const withAudit = deployed(file, { ...inputs, mode, installCrd: true, audit: true });
+    assert.equal(withoutChecksum(withAudit), withoutChecksum(rendered(mode, true, { audit: true })));
+    assert.ok(withAudit.some((o) => o.kind === "ClusterRole" && JSON.stringify(o).includes("gmsa-admission-audit")));
+    assert.not.ok(deployed(file, { ...inputs, mode, installCrd: true }).some((o) => JSON.stringify(o).includes("gmsa-admission-audit")));
   }
 });
 

@@ -122,6 +122,16 @@ Fleet("wires each member without `wire`, with its own kubeconfig and secret (the
   assert.equal(kubelogins.map((call) => call.args.at(-1)), wires.map((call) => call.kubeconfig), "kubelogin converts the kubeconfig the wiring uses");
 });
 
+Fleet("the app's requesting-user check and audit are granted by the wiring: their flags go to every member's npm run wire", () => {
+  const plain = run({ GMSA_CLUSTERS: JSON.stringify(members), GMSA_CLUSTER_SECRETS: JSON.stringify(secrets) });
+  for (const call of plain.calls.filter((c) => c.command === "npm")) assert.not.ok(call.args.includes("--audit") || call.args.includes("--authorize-requesting-user"));
+  const result = run({ GMSA_CLUSTERS: JSON.stringify(members), GMSA_CLUSTER_SECRETS: JSON.stringify(secrets), GMSA_AUTHORIZE_REQUESTING_USER: "true", GMSA_AUDIT: "true" });
+  assert.is(result.status, 0, result.output);
+  const wires = result.calls.filter((call) => call.command === "npm");
+  assert.is(wires.length, 2);
+  for (const call of wires) assert.ok(call.args.includes("--authorize-requesting-user") && call.args.includes("--audit"), call.args.join(" "));
+});
+
 Fleet("relay mode reads the function key once and hands every member's wiring the file", () => {
   const result = run({
     GMSA_CLUSTERS: JSON.stringify(members),

@@ -5,8 +5,10 @@ import { readCanarySettings } from "../../lib/settings/canary.js";
 const Settings = suite("canary settings");
 
 Settings("on every five minutes by default; off, or another schedule, when set; a bad value names the setting", () => {
-  assert.equal(readCanarySettings({}), { enabled: true, schedule: "0 */5 * * * *" });
-  assert.equal(readCanarySettings({ GMSA_CANARY: "false", GMSA_CANARY_SCHEDULE: "0 */1 * * * *" }), { enabled: false, schedule: "0 */1 * * * *" });
+  assert.equal(readCanarySettings({}), { enabled: true, schedule: "0 */5 * * * *", audit: false });
+  assert.equal(readCanarySettings({ GMSA_CANARY: "false", GMSA_CANARY_SCHEDULE: "0 */1 * * * *" }), { enabled: false, schedule: "0 */1 * * * *", audit: false });
+  assert.is(readCanarySettings({ GMSA_AUDIT: "true" }).audit, true, "the audit is opt-in: it needs a read-only role of its own");
+  assert.throws(() => readCanarySettings({ GMSA_AUDIT: "sometimes" }), /GMSA_AUDIT/);
   assert.throws(() => readCanarySettings({ GMSA_CANARY_SCHEDULE: "*/5 * * * *" }), /GMSA_CANARY_SCHEDULE must be a six-field NCRONTAB expression/);
   assert.throws(() => readCanarySettings({ GMSA_CANARY: "yes" }), /GMSA_CANARY/);
 });

@@ -1,0 +1,36 @@
+import type { WebhookSubject } from "./webhookRbac.js";
+
+/**
+ * What the credential spec audit (lib/credspec/audit.ts), run by the function's timer with
+ * GMSA_AUDIT, reads beyond what the webhook may: pods in every namespace and the RBAC objects,
+ * read-only. Opt-in (`npm run wire -- --audit`, the Bicep module's `audit`): pods' specs hold
+ * their image names, commands and environment variables, which the webhook itself never needs.
+ */
+export const auditClusterRoleName = "gmsa-admission-audit";
+
+const labels = { "app.kubernetes.io/name": "gmsa-admission", "app.kubernetes.io/component": "audit" };
+
+export function auditObjects(subject: WebhookSubject) {
+  return [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: auditClusterRoleName, labels },
+      rules: [
+        { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
+        { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles", "rolebindings", "clusterroles", "clusterrolebindings"], verbs: ["list"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: auditClusterRoleName, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: auditClusterRoleName },
+      subjects: [
+        subject.kind === "User"
+          ? { apiGroup: "rbac.authorization.k8s.io", kind: "User", name: subject.name }
+          : { kind: "ServiceAccount", name: subject.name, namespace: subject.namespace },
+      ],
+    },
+  ];
+}

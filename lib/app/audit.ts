@@ -1,0 +1,64 @@
+import { performance } from "node:perf_hooks";
+import schema from "../observability/audit-log.json";
+import type { AdmissionRuntime } from "./runtime.js";
+
+/**
+ * The credential spec audit, once (GMSA_AUDIT, from the canary's timer): for every member the
+ * runtime serves, lib/credspec/audit.ts over what its API server holds, read with the function's
+ * own identity within a time budget. One `gmsa.audit` line per finding and one
+ * `gmsa.auditSummary` line per member (lib/observability/audit-log.json); a member that could not
+ * be audited says why in its summary, so that no member goes silent.
+ */
+export type AuditLine = Record<string, string | number>;
+
+const f = schema.fields;
+
+export async function runAudit(runtime: AdmissionRuntime, options: { readonly randomHostname: boolean; readonly budgetMs?: number }): Promise<AuditLine[]> {
+  const perMember = [...runtime.members.values()].map(async (member): Promise<AuditLine[]> => {
+    const started = performance.now();
+    const summary = (outcome: "audited" | "failed", errors: number, warnings: number, apiCalls: number, reason: string): AuditLine => ({
+      [f.event]: schema.summary,
+      [f.cluster]: member.name,
+      [f.outcome]: outcome,
+      [f.errors]: errors,
+      [f.warnings]: warnings,
+      [f.apiCalls]: apiCalls,
+      [f.latencyMs]: Math.round(performance.now() - started),
+      [f.reason]: reason,
+    });
+    try {
+      const ports = await member.start();
+      if (!ports.audit) return [summary("failed", 0, 0, 0, "this member's client cannot audit")];
+      const audit = await ports.audit({ randomHostname: options.randomHostname, signal: AbortSignal.timeout(options.budgetMs ?? 30_000) });
+      const findings = audit.findings.map((finding): AuditLine => ({
+        [f.event]: schema.finding,
+        [f.cluster]: member.name,
+        [f.kind]: finding.kind,
+        [f.severity]: finding.severity,
+        [f.object]: finding.object,
+        [f.problem]: finding.problem,
+        [f.action]: finding.action,
+      }));
+      const errors = audit.findings.filter((finding) => finding.severity === "error").length;
+      return [...findings, summary("audited", errors, audit.findings.length - errors, audit.apiCalls, "")];
+    } catch (error) {
+      return [summary("failed", 0, 0, 0, error instanceof Error ? error.message : String(error))];
+    }
+  });
+  const unavailable = [...runtime.unavailable].map(([cluster, reason]): AuditLine => ({
+    [f.event]: schema.summary,
+    [f.cluster]: cluster,
+    [f.outcome]: "failed",
+    [f.errors]: 0,
+    [f.warnings]: 0,
+    [f.apiCalls]: 0,
+    [f.latencyMs]: 0,
+    [f.reason]: `not served: ${reason}`,
+  }));
+  return [...(await Promise.all(perMember)).flat(), ...unavailable];
+}
+
+/** Whether a line is for the operator's attention: an error finding, or a member not audited. */
+export function auditLineIsWarning(line: AuditLine): boolean {
+  return (line[f.event] === schema.finding && line[f.severity] === "error") || (line[f.event] === schema.summary && line[f.outcome] === "failed");
+}

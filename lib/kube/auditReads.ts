@@ -1,0 +1,67 @@
+import { isLeft } from "fp-ts/Either";
+import * as t from "io-ts";
+import { auditCluster, type AuditFinding } from "../credspec/audit.js";
+import { RbacBinding, RbacList, RbacRole } from "../credspec/rbacUse.js";
+import type { ApiServerConnection } from "./apiServerConnection.js";
+
+/**
+ * The credential spec audit of one cluster, read with the function's own identity: every list it
+ * needs, page by page, each call counted. Read-only; it needs the audit's role
+ * (cluster/auditRbac.ts) beside the webhook's.
+ */
+export interface ClusterAudit {
+  readonly findings: readonly AuditFinding[];
+  /** API calls this audit made (list pages): what it costs the API server each run. */
+  readonly apiCalls: number;
+}
+
+const Page = t.intersection([t.type({ items: t.array(t.unknown) }), t.partial({ metadata: t.partial({ continue: t.string }) })]);
+const Named = t.type({ metadata: t.type({ name: t.string }) });
+
+export async function auditOverConnection(connection: ApiServerConnection, options: { readonly randomHostname: boolean; readonly signal: AbortSignal }): Promise<ClusterAudit> {
+  let apiCalls = 0;
+  const list = async (path: string, what: string): Promise<unknown[]> => {
+    const items: unknown[] = [];
+    let next: string | undefined;
+    do {
+      apiCalls += 1;
+      const query = new URLSearchParams({ limit: "500", ...(next ? { continue: next } : {}) });
+      const reply = await connection.send({ method: "GET", path: `${path}?${query}`, signal: options.signal });
+      if (reply.status === 403) throw new Error(`the function's identity may not list ${what}: wire the cluster with the audit's role (npm run wire -- --audit)`);
+      if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
+      const page = Page.decode(reply.body);
+      if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
+      items.push(...page.right.items);
+      next = page.right.metadata?.continue || undefined;
+    } while (next);
+    return items;
+  };
+  const decoded = <A>(codec: t.Decoder<unknown, A>, items: unknown[], what: string): A => {
+    const result = codec.decode({ items });
+    if (isLeft(result)) throw new Error(`the API server's list of ${what} is not as expected`);
+    return result.right;
+  };
+  const rbac = "/apis/rbac.authorization.k8s.io/v1";
+  const [specs, clusterRoles, roles, clusterRoleBindings, roleBindings, pods] = await Promise.all([
+    list("/apis/windows.k8s.io/v1/gmsacredentialspecs", "GMSACredentialSpecs"),
+    list(`${rbac}/clusterroles`, "ClusterRoles"),
+    list(`${rbac}/roles`, "Roles"),
+    list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings"),
+    list(`${rbac}/rolebindings`, "RoleBindings"),
+    list("/api/v1/pods", "pods"),
+  ]);
+  const findings = auditCluster({
+    credSpecs: specs
+      .filter((spec) => Named.is(spec))
+      .map((spec) => ({ name: (spec as t.TypeOf<typeof Named>).metadata.name, credspec: (spec as { credspec?: unknown }).credspec })),
+    rbac: {
+      clusterRoles: decoded(RbacList(RbacRole), clusterRoles, "ClusterRoles").items,
+      roles: decoded(RbacList(RbacRole), roles, "Roles").items,
+      clusterRoleBindings: decoded(RbacList(RbacBinding), clusterRoleBindings, "ClusterRoleBindings").items,
+      roleBindings: decoded(RbacList(RbacBinding), roleBindings, "RoleBindings").items,
+    },
+    pods,
+    randomHostname: options.randomHostname,
+  });
+  return { findings, apiCalls };
+}
