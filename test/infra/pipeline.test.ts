@@ -190,9 +190,9 @@ pipeline("one cluster or a fleet is wired and checked with scripts/wire-deployed
   assert.equal(
     [...read].sort(),
     Object.keys(wiring.step.env ?? {})
-      .concat(jobEnv, "GMSA_CLUSTER_SECRETS_B64", "GMSA_CHECK_TIMEOUT_SECONDS", "GMSA_FUNCTION_CA_FILE", "ALERT_ROUTING_WARNING")
+      .concat(jobEnv, "GMSA_CLUSTER_SECRETS_B64", "GMSA_CHECK_TIMEOUT_SECONDS", "GMSA_FUNCTION_CA_FILE", "ALERT_ROUTING_WARNING", "GMSA_AUTHORIZE_REQUESTING_USER", "GMSA_AUDIT")
       .sort(),
-    "the step (or its job) sets what the script reads (azd sets the base64 form and the alert routing warning, which the workflow prints at its deployment step; the check's timeout has a default; a private CA is for functions Azure does not serve)",
+    "the step (or its job) sets what the script reads (azd sets the base64 form and the alert routing warning, which the workflow prints at its deployment step; the check's timeout has a default; a private CA is for functions Azure does not serve; the requesting-user check and the audit are azd settings the workflow does not offer, and default to off)",
   );
   assert.is(wiring.step.env?.["GMSA_AKS_RESOURCE_ID"], "${{ vars.GMSA_AKS_RESOURCE_ID }}");
   assert.is(wiring.step.env?.["WIRE_MODE"], "${{ steps.infra.outputs.wire-mode }}");
