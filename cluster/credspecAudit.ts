@@ -1,41 +1,33 @@
 import { parseArgs } from "node:util";
-import { auditCluster, type AuditFinding } from "../lib/credspec/audit.js";
-import { RbacBinding, RbacList, RbacRole } from "../lib/credspec/rbacUse.js";
+import type { AuditFinding } from "../lib/credspec/audit.js";
+import { apiServerConnection } from "../lib/kube/apiServerConnection.js";
+import { auditOverConnection } from "../lib/kube/auditReads.js";
 import { readPolicySettings } from "../lib/settings/admission.js";
 import { UsageError, type CredspecIo } from "./credspecInput.js";
-import { decoded } from "./credspecInspect.js";
-import { withKubeObjects } from "./kubeObjects.js";
 import { exitCodes } from "./wire.js";
+
+const readTimeoutMs = 10_000;
+const auditBudgetMs = 120_000;
 
 /**
  * `npm run credspec -- audit [--output table|json]`: the credential spec health of the cluster in
- * the current kubeconfig (lib/credspec/audit.ts), read with the kubeconfig's own rights (it lists
- * credential specs, RBAC objects and pods, and changes nothing). Exit 1 when a finding is an
+ * the current kubeconfig (lib/credspec/audit.ts), read with the kubeconfig's own rights as the
+ * function's timer reads it (it lists credential specs, RBAC objects and pods, and changes nothing). Exit 1 when a finding is an
  * error, so that a pipeline can stop on it.
  */
 export async function audit(args: readonly string[], io: CredspecIo): Promise<number> {
   const { values, positionals } = parseArgs({ args: [...args], strict: true, allowPositionals: true, options: { output: { type: "string", default: "table" } } });
   if (positionals.length > 0) throw new UsageError("audit takes no names: it reads the whole cluster");
   if (values.output !== "table" && values.output !== "json") throw new UsageError(`--output must be table or json, not ${values.output}`);
-  const rbac = "rbac.authorization.k8s.io/v1";
-  const [credSpecs, clusterRoles, roles, clusterRoleBindings, roleBindings, pods] = await withKubeObjects(io.kubeConfig(), (client) =>
-    Promise.all([
-      client.list("windows.k8s.io/v1", "GMSACredentialSpec"),
-      client.list(rbac, "ClusterRole").then((items) => decoded(RbacList(RbacRole), { items }, "ClusterRoles").items),
-      client.list(rbac, "Role").then((items) => decoded(RbacList(RbacRole), { items }, "Roles").items),
-      client.list(rbac, "ClusterRoleBinding").then((items) => decoded(RbacList(RbacBinding), { items }, "ClusterRoleBindings").items),
-      client.list(rbac, "RoleBinding").then((items) => decoded(RbacList(RbacBinding), { items }, "RoleBindings").items),
-      client.list("v1", "Pod"),
-    ]),
+  const config = io.kubeConfig();
+  // The same reads as the function's timer (lib/kube/auditReads.ts), with the kubeconfig's rights.
+  const connection = apiServerConnection(config, { timeoutMs: readTimeoutMs });
+  const audit = await auditOverConnection(connection, { randomHostname: readPolicySettings().randomHostname, signal: AbortSignal.timeout(auditBudgetMs) }).finally(() =>
+    connection.close(),
   );
-  const findings = auditCluster({
-    credSpecs: credSpecs.map((spec) => ({ name: spec.metadata.name, credspec: (spec as { credspec?: unknown }).credspec })),
-    rbac: { clusterRoles, roles, clusterRoleBindings, roleBindings },
-    pods,
-    randomHostname: readPolicySettings().randomHostname,
-  });
+  const findings = audit.findings;
   if (values.output === "json") io.stdout(`${JSON.stringify({ findings }, null, 2)}\n`);
-  else io.stdout(table(findings, credSpecs.length, pods.length));
+  else io.stdout(table(findings, audit.read.credSpecs, audit.read.pods));
   return findings.some((finding) => finding.severity === "error") ? exitCodes.failed : exitCodes.ok;
 }
 

@@ -115,7 +115,7 @@ async function confirm(grant: UseGrantFound, credSpec: string, authorizer: Retur
   return decision.allowed ? "allowed" : "denied";
 }
 
-export function decoded<A>(codec: t.Decoder<unknown, A>, value: unknown, what: string): A {
+function decoded<A>(codec: t.Decoder<unknown, A>, value: unknown, what: string): A {
   const result = codec.decode(value);
   if (isLeft(result)) throw new Error(`the API server's list of ${what} is not as expected: ${describeDecodeErrors(result.left)}`);
   return result.right;

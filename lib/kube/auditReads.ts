@@ -5,14 +5,16 @@ import { RbacBinding, RbacList, RbacRole } from "../credspec/rbacUse.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
 
 /**
- * The credential spec audit of one cluster, read with the function's own identity: every list it
- * needs, page by page, each call counted. Read-only; it needs the audit's role
- * (cluster/auditRbac.ts) beside the webhook's.
+ * The credential spec audit of one cluster, read over one connection: every list it needs, page
+ * by page, each call counted. Read-only. The function's timer reads with its own identity, which
+ * needs the audit's role (cluster/auditRbac.ts); `npm run credspec -- audit` with the kubeconfig's.
  */
 export interface ClusterAudit {
   readonly findings: readonly AuditFinding[];
   /** API calls this audit made (list pages): what it costs the API server each run. */
   readonly apiCalls: number;
+  /** What it read: the credential specs and the pods. */
+  readonly read: { readonly credSpecs: number; readonly pods: number };
 }
 
 const Page = t.intersection([t.type({ items: t.array(t.unknown) }), t.partial({ metadata: t.partial({ continue: t.string }) })]);
@@ -27,7 +29,8 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       apiCalls += 1;
       const query = new URLSearchParams({ limit: "500", ...(next ? { continue: next } : {}) });
       const reply = await connection.send({ method: "GET", path: `${path}?${query}`, signal: options.signal });
-      if (reply.status === 403) throw new Error(`the function's identity may not list ${what}: wire the cluster with the audit's role (npm run wire -- --audit)`);
+      if (reply.status === 403)
+        throw new Error(`this identity may not list ${what}: the audit needs list on pods and RBAC objects (for the function's identity: npm run wire -- --audit)`);
       if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
       const page = Page.decode(reply.body);
       if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
@@ -60,8 +63,9 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       clusterRoleBindings: decoded(RbacList(RbacBinding), clusterRoleBindings, "ClusterRoleBindings").items,
       roleBindings: decoded(RbacList(RbacBinding), roleBindings, "RoleBindings").items,
     },
-    pods,
+    // A list's items carry no kind of their own, and a pod is read as one only with it.
+    pods: pods.map((pod) => (pod !== null && typeof pod === "object" ? { apiVersion: "v1", kind: "Pod", ...pod } : pod)),
     randomHostname: options.randomHostname,
   });
-  return { findings, apiCalls };
+  return { findings, apiCalls, read: { credSpecs: specs.length, pods: pods.length } };
 }

@@ -70,3 +70,14 @@ export function seededCluster(clean: boolean): AuditInput {
     ],
   };
 }
+
+/** What the seeded cluster gives, one finding of each kind, as `severity kind object`, sorted. */
+export const seededFindings = [
+  "error invalidCredSpec GMSACredentialSpec broken",
+  "error podCredSpecMissing Pod apps/gone-0",
+  "error podUseLost Pod apps/lost-0",
+  "warning grantToMissingCredSpec Role apps/use-webapp1",
+  "warning podContentsDrift Pod apps/web-0",
+  "warning sharedHostname Pod apps/webapp-7d9c8b5f6-x2x4z",
+  "warning unusableCredSpec GMSACredentialSpec nobody-uses",
+];
