@@ -158,8 +158,9 @@ var webhookReviewResources = authorizeRequestingUser ? ${resources(true)} : ${re
 function safetyNetVariables(): string {
   const spec = (authorizeRequestingUser: boolean) => {
     const policy = safetyNetObjects({ authorizeRequestingUser }).find((object) => object.kind === "ValidatingAdmissionPolicy" && object.metadata.name === safetyNetPodPolicyName);
-    if (policy === undefined || !isRecord(policy.spec)) throw new Error("the safety net renders no pod policy");
-    return policy.spec;
+    const policySpec: unknown = policy?.spec;
+    if (!isRecord(policySpec)) throw new Error("the safety net renders no pod policy");
+    return policySpec;
   };
   return `// The requesting-user check is held in the cluster too: one more variable and rule when it is on.
 var safetyNetVariables = authorizeRequestingUser ? ${bicepValue(spec(true).variables, "")} : ${bicepValue(spec(false).variables, "")}

@@ -1,6 +1,7 @@
 import { useGrantAdvice } from "../lib/gmsa/useGrant.js";
 import { podHasGmsaSettings } from "./matchConditions.js";
 import { safetyNetCredSpecObjects, safetyNetCredSpecPolicyName } from "./safetyNetCredSpecs.js";
+import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
 import { excludedNamespaceLabel } from "./webhookConfigurations.js";
 
 /**
@@ -32,8 +33,8 @@ export const safetyNetBindingPolicyName = "gmsa-admission-bindings";
 /** Every policy of the safety net; each has a binding of the same name. */
 export const safetyNetPolicyNames = [safetyNetPodPolicyName, safetyNetBindingPolicyName, safetyNetCredSpecPolicyName] as const;
 
-const labels = { "app.kubernetes.io/name": "gmsa-admission", "app.kubernetes.io/component": "safety-net" };
-const who = "the in-cluster policy of gmsa-admission";
+const labels = safetyNetLabels;
+const who = safetyNetWho;
 
 const windowsOptions = (holder: string) => `${holder}.securityContext.windowsOptions`;
 const hasWindowsOptions = (holder: string) => `has(${holder}.securityContext) && has(${windowsOptions(holder)})`;
@@ -150,9 +151,6 @@ function useRules(principal: { readonly authorizer: string; readonly who: string
     reason: "Forbidden",
   }));
 }
-
-/** A CEL string literal. */
-const celString = (text: string) => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
 
 /**
  * The function's advice after a 403 (lib/gmsa/useGrant.ts), as a CEL expression: made by the same
@@ -279,12 +277,7 @@ function podPolicy(validations: readonly object[]) {
         validations,
       },
     },
-    {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingAdmissionPolicyBinding",
-      metadata: { name: safetyNetPodPolicyName, labels },
-      spec: { policyName: safetyNetPodPolicyName, validationActions: ["Deny"] },
-    },
+    denyingBinding(safetyNetPodPolicyName),
   ];
 }
 
@@ -312,11 +305,6 @@ function bindingPolicy() {
         ],
       },
     },
-    {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingAdmissionPolicyBinding",
-      metadata: { name: safetyNetBindingPolicyName, labels },
-      spec: { policyName: safetyNetBindingPolicyName, validationActions: ["Deny"] },
-    },
+    denyingBinding(safetyNetBindingPolicyName),
   ];
 }

@@ -17,9 +17,12 @@ import {
   NetBiosName,
   netBiosNamePattern,
   PluginGuid,
+  NonEmpty,
 } from "../lib/credspec/credSpecCodec.js";
-import { longKeyProblem, nonAsciiProblem } from "../lib/credspec/credSpecKeyCase.js";
+import { reservedCredSpecKeys, reservedKeyProblem } from "../lib/credspec/checkCredSpec.js";
+import { longKeyProblem, nonAsciiProblem, repeatedKeyProblem } from "../lib/credspec/credSpecKeyCase.js";
 import { maxListed } from "../lib/credspec/validateCredSpecObject.js";
+import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
 
 /**
  * The safety net's policy for GMSACredentialSpec objects: the structural rules of the credential
@@ -38,11 +41,10 @@ import { maxListed } from "../lib/credspec/validateCredSpecObject.js";
  */
 export const safetyNetCredSpecPolicyName = "gmsa-admission-credentialspecs";
 
-const labels = { "app.kubernetes.io/name": "gmsa-admission", "app.kubernetes.io/component": "safety-net" };
-const who = "the in-cluster policy of gmsa-admission";
+const labels = safetyNetLabels;
+const who = safetyNetWho;
 
-/** A CEL string literal. */
-const cel = (text: string) => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+const cel = celString;
 
 /**
  * JavaScript's white space, which `\s` means there; RE2's `\s` is ASCII white space only (and
@@ -84,10 +86,11 @@ export function re2(pattern: RegExp): string {
   return out;
 }
 
-const reservedKeys = ["__proto__", "constructor", "prototype"];
-const reservedProblem = "is a reserved key (__proto__, constructor and prototype are no credential spec keys); remove it";
-const repeatedProblem = "is given more than once in different cases; give each key once";
-const nonEmpty = { pattern: /\S/, expected: `a non-empty string of at most ${maxTextLength} characters`, maxLength: maxTextLength };
+// The webhook's own keys and words (lib/credspec), so that both say the same.
+const reservedKeys = [...reservedCredSpecKeys];
+const reservedProblem = reservedKeyProblem;
+const repeatedProblem = repeatedKeyProblem;
+const nonEmpty = { pattern: /\S/, expected: NonEmpty.name, maxLength: maxTextLength };
 
 interface StringField {
   readonly kind: "string";
@@ -307,11 +310,6 @@ export function safetyNetCredSpecObjects() {
         ],
       },
     },
-    {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingAdmissionPolicyBinding",
-      metadata: { name: safetyNetCredSpecPolicyName, labels },
-      spec: { policyName: safetyNetCredSpecPolicyName, validationActions: ["Deny"] },
-    },
+    denyingBinding(safetyNetCredSpecPolicyName),
   ];
 }

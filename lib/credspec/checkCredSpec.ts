@@ -33,8 +33,8 @@ export function checkCredSpec(value: unknown, root = "credspec"): CredSpecReport
  * Windows host sees. No credential spec key is spelled like these, so they are refused wherever
  * they appear.
  */
-const reservedKeys = new Set(["__proto__", "constructor", "prototype"]);
-const reservedKeyProblem = "is a reserved key (__proto__, constructor and prototype are no credential spec keys); remove it";
+export const reservedCredSpecKeys: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
+export const reservedKeyProblem = "is a reserved key (__proto__, constructor and prototype are no credential spec keys); remove it";
 
 /**
  * Where such keys are, at any depth (the first few). It never recurses and builds a path only for
@@ -66,7 +66,7 @@ function reservedKeyPaths(value: unknown, root: string, max = 10): string[] {
     }
     for (const [key, child] of Object.entries(next).reverse()) {
       const at = { value: child, parent: step, segment: `.${key}` };
-      if (reservedKeys.has(key)) found.push(pathOf(at));
+      if (reservedCredSpecKeys.has(key)) found.push(pathOf(at));
       else pending.push(at);
     }
   }

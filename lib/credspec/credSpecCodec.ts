@@ -43,7 +43,7 @@ export const dnsNamePattern = /^[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?$/
 /** 1 to 15 characters (code points, as the in-cluster policy counts them), none of those Windows forbids in a NetBIOS name. */
 export const netBiosNamePattern = /^[^\\/:*?"<>|\s]{1,15}$/u;
 
-const NonEmpty = patterned(`a non-empty string of at most ${maxTextLength} characters`, /\S/, maxTextLength);
+export const NonEmpty = patterned(`a non-empty string of at most ${maxTextLength} characters`, /\S/, maxTextLength);
 
 export const DomainSid = patterned("a domain SID (S-1-5-21- followed by three sub-authorities)", domainSidPattern);
 export const DomainGuid = patterned("a GUID without braces (8-4-4-4-12 hexadecimal digits)", guidPattern);

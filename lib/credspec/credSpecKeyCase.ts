@@ -40,6 +40,7 @@ function respell(value: unknown, level: string, path: string, findings: Findings
 }
 
 const nonAscii = /[^\x00-\x7f]/;
+export const repeatedKeyProblem = "is given more than once in different cases; give each key once";
 export const longKeyProblem = `is a key of more than ${maxKeyLength} characters: no credential spec key is that long; remove it`;
 export const nonAsciiProblem = "is not an ASCII key: no credential spec key has another character, and readers fold case beyond ASCII differently; remove it";
 
@@ -76,7 +77,7 @@ function respellObject(value: unknown, level: string, path: string, findings: Fi
     const [key, child] = entries[i]!;
     const lower = lowered[i]!;
     if (repeated?.has(lower)) {
-      findings.errors.push({ path: pathOf(key), problem: "is given more than once in different cases; give each key once" });
+      findings.errors.push({ path: pathOf(key), problem: repeatedKeyProblem });
       continue;
     }
     const documented = documentedKeys.get(lower);

@@ -113,23 +113,28 @@ export function settingsOfNewEphemeralContainers(settings: readonly GmsaSetting[
 export function settingsInheritedByNewEphemeralContainers(settings: readonly GmsaSetting[], pod: Pod, oldPod: Pod): GmsaSetting[] {
   const podLevel = settings.filter((s) => (s.key === "field:pod" || s.key === "annotation:pod") && s.name !== undefined);
   if (podLevel.length === 0) return [];
+  return newEphemeralContainersNamingNone(settings, pod, oldPod).flatMap((c) =>
+    podLevel.map((from) => ({
+      ...from,
+      key: `inherited:ephemeralContainer/${c.name}/${from.key}`,
+      owner: `ephemeral container "${c.name}" of ${from.pod} (inheriting the pod's credential spec)`,
+      containerKind: "ephemeralContainer" as const,
+      containerName: c.name,
+      contents: undefined,
+      deprecatedAnnotations: undefined,
+    })),
+  );
+}
+
+/**
+ * The ephemeral containers an update adds that name no credential spec of their own, and so run
+ * under the pod-level one. Only a field names a container's own spec: the kubelet reads no
+ * annotation, so a container annotation naming such a container leaves it running under the pod's.
+ */
+function newEphemeralContainersNamingNone(settings: readonly GmsaSetting[], pod: Pod, oldPod: Pod): ReadonlyArray<{ readonly name: string }> {
   const existing = new Set((oldPod.spec?.ephemeralContainers ?? []).map((c) => c.name));
-  // Only a field names a container's own spec: the kubelet reads no annotation, so a container
-  // annotation naming this container leaves it running under the pod's.
   const namingTheirOwn = new Set(settings.filter((s) => s.source === "field" && s.containerKind === "ephemeralContainer" && s.name !== undefined).map((s) => s.containerName));
-  return (pod.spec?.ephemeralContainers ?? [])
-    .filter((c) => !existing.has(c.name) && !namingTheirOwn.has(c.name))
-    .flatMap((c) =>
-      podLevel.map((from) => ({
-        ...from,
-        key: `inherited:ephemeralContainer/${c.name}/${from.key}`,
-        owner: `ephemeral container "${c.name}" of ${from.pod} (inheriting the pod's credential spec)`,
-        containerKind: "ephemeralContainer" as const,
-        containerName: c.name,
-        contents: undefined,
-        deprecatedAnnotations: undefined,
-      })),
-    );
+  return (pod.spec?.ephemeralContainers ?? []).filter((c) => !existing.has(c.name) && !namingTheirOwn.has(c.name));
 }
 
 /**
@@ -141,9 +146,7 @@ export function settingsInheritedByNewEphemeralContainers(settings: readonly Gms
 export function newEphemeralContainersUnderUnnamedContents(settings: readonly GmsaSetting[], pod: Pod, oldPod: Pod): string[] {
   const podLevel = settings.find((s) => s.key === "field:pod");
   if (podLevel === undefined || podLevel.contents === undefined || podLevel.name !== undefined) return [];
-  const existing = new Set((oldPod.spec?.ephemeralContainers ?? []).map((c) => c.name));
-  const namingTheirOwn = new Set(settings.filter((s) => s.source === "field" && s.containerKind === "ephemeralContainer" && s.name !== undefined).map((s) => s.containerName));
-  return (pod.spec?.ephemeralContainers ?? []).filter((c) => !existing.has(c.name) && !namingTheirOwn.has(c.name)).map((c) => c.name);
+  return newEphemeralContainersNamingNone(settings, pod, oldPod).map((c) => c.name);
 }
 
 // The API server passes warnings on to the client as headers: a pod with thousands of alpha

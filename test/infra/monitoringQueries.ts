@@ -225,3 +225,24 @@ export async function deployedQueries(): Promise<DeployedQuery[]> {
   }
   return queries;
 }
+
+/** The workbook's charts and tables, by item name, sorted: the admission monitoring's whole view. */
+export const workbookCharts = [
+  "admissions-by-cluster",
+  "admissions-per-minute",
+  "api-errors-by-cluster",
+  "api-server",
+  "cache",
+  "canary",
+  "cold-starts",
+  "correlation-search",
+  "credspec-cache-state",
+  "credspec-cache-trouble",
+  "denials",
+  "errors-by-cluster",
+  "fleet-overview",
+  "latency",
+  "latency-by-cluster",
+  "recent-failures",
+  "request-latency",
+];

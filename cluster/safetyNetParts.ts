@@ -1,0 +1,22 @@
+/**
+ * What every policy of the in-cluster safety net shares (cluster/safetyNet.ts,
+ * cluster/safetyNetCredSpecs.ts): its labels, how its refusals begin, CEL string literals, and
+ * a binding that denies what the policy refuses.
+ */
+export const safetyNetLabels = { "app.kubernetes.io/name": "gmsa-admission", "app.kubernetes.io/component": "safety-net" };
+
+/** The start of every refusal of the safety net: the check that refused is the in-cluster one. */
+export const safetyNetWho = "the in-cluster policy of gmsa-admission";
+
+/** A CEL string literal. */
+export const celString = (text: string) => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+
+/** The binding of a safety net policy: everywhere its own match says, refusing what it refuses. */
+export function denyingBinding(policyName: string) {
+  return {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicyBinding",
+    metadata: { name: policyName, labels: safetyNetLabels },
+    spec: { policyName, validationActions: ["Deny"] },
+  };
+}
