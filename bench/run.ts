@@ -211,7 +211,7 @@ async function cacheHeap(adminKubeconfig: string): Promise<{ size: number; perSp
   const before = process.memoryUsage().heapUsed;
   const connection = apiServerConnection(admin);
   const cache = credSpecCache(connection, { direct: credSpecApi(connection, { timeoutMs: 2000 }), log: () => {} });
-  await cache.lookup("spec-0", new AbortController().signal);
+  await cache.lookup("spec-0", { signal: new AbortController().signal });
   while (!cache.status().synced) await sleep(50);
   gc();
   const after = process.memoryUsage().heapUsed;

@@ -111,7 +111,10 @@ function subjectName(grant: UseGrantFound): string {
 async function confirm(grant: UseGrantFound, credSpec: string, authorizer: ReturnType<typeof useAuthorization>, namespace: string | undefined): Promise<string> {
   if (grant.subject.kind !== "ServiceAccount" || !grant.subject.namespace) return "-";
   const where = namespace ?? grant.namespace ?? grant.subject.namespace;
-  const decision = await authorizer.mayUse(serviceAccountPrincipal(grant.subject.namespace, grant.subject.name), where, credSpec, AbortSignal.timeout(reviewTimeoutMs));
+  const decision = await authorizer.mayUse(serviceAccountPrincipal(grant.subject.namespace, grant.subject.name), where, credSpec, {
+    signal: AbortSignal.timeout(reviewTimeoutMs),
+    namespace: where,
+  });
   return decision.allowed ? "allowed" : "denied";
 }
 
@@ -142,7 +145,7 @@ export async function explain(args: readonly string[], io: CredspecIo): Promise<
         credSpecs: { ...credSpecApi(connection, bounds), knownNames: knownNamesOf(await credSpecNames(connection)) },
         authorizer: useAuthorization(connection, bounds),
         settings,
-        signal: AbortSignal.timeout(3 * reviewTimeoutMs),
+        call: { signal: AbortSignal.timeout(3 * reviewTimeoutMs) },
       },
       {
         ...(values.namespace === undefined ? {} : { namespace: values.namespace }),

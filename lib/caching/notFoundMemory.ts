@@ -50,12 +50,12 @@ export function notFoundMemory(options: NotFoundMemoryOptions = {}): NotFoundMem
 /** Reads through `source`, answering "not found" from memory for `maxAgeMs` after the API server said so. */
 export function rememberingNotFound(source: CredSpecSource, memory: NotFoundMemory, maxAgeMs: () => number): CredSpecSource {
   return {
-    async lookup(name, signal) {
+    async lookup(name, call) {
       if (memory.recalls(name, maxAgeMs())) {
-        countRequest("cacheHits", signal);
+        countRequest("cacheHits", call.signal);
         return { kind: "notFound" };
       }
-      const found = await source.lookup(name, signal);
+      const found = await source.lookup(name, call);
       if (found.kind === "notFound") memory.remember(name);
       return found;
     },

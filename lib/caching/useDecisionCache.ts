@@ -1,4 +1,4 @@
-import { isSharedPrincipal, markAdmissionNamespace, markHeldByWaiters, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
+import { isSharedPrincipal, type PortCall, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { sharedFlight } from "./sharedFlight.js";
 
@@ -17,7 +17,7 @@ export interface UseDecisionCacheOptions {
    * Counts an admission as waiting on the API server while it waits for a review (its own or
    * one it joined); throws, refusing it at once, when too many already do.
    */
-  readonly hold?: (signal: AbortSignal, namespace: string) => () => void;
+  readonly hold?: (call: PortCall) => () => void;
 }
 
 export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCacheOptions): UseAuthorizer {
@@ -30,7 +30,8 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
   const reviews = sharedFlight<UseDecision>();
 
   return {
-    async mayUse(principal, namespace, credSpecName, signal) {
+    async mayUse(principal, namespace, credSpecName, call) {
+      const signal = call.signal;
       const key = cacheKey(principal, namespace, credSpecName);
       const known = answers.get(key);
       if (known && known.expires > now()) {
@@ -40,7 +41,8 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       if (known) answers.delete(key);
       countRequest("cacheMisses", signal);
       // Before a review is asked or joined: one refused leaves nothing behind.
-      const leave = options.hold?.(signal, namespace);
+      // Counted under the namespace the question is asked in, the one its key holds.
+      const leave = options.hold?.({ signal, namespace });
       // The review's calls count for the admission that asks it; those that join count a miss each.
       return reviews.join(
         key,
@@ -49,11 +51,8 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
           // Every admission that waits on the review holds the server itself (`hold`), so the
           // review's own calls are not counted again; they wait for a slot in their namespace's
           // turn, which every waiter shares (the namespace is part of the key).
-          if (options.hold) {
-            markHeldByWaiters(stop);
-            markAdmissionNamespace(stop, namespace);
-          }
-          return inner.mayUse(principal, namespace, credSpecName, stop).then((decision) => {
+          const review: PortCall = { signal: stop, namespace, ...(options.hold ? { sharedByWaiters: true } : {}) };
+          return inner.mayUse(principal, namespace, credSpecName, review).then((decision) => {
             // A review stopped because nobody waited any more answers nobody: keep nothing from it.
             if (stop.aborted) return decision;
             answers.set(key, { decision, expires: now() + (decision.allowed ? options.ttlMs : options.ttlMs / 5) });

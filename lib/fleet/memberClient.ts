@@ -163,16 +163,16 @@ export function memberClient(options: MemberClientOptions): MemberClient {
   return {
     name,
     credSpecs: {
-      lookup(credSpec, signal) {
-        const now = ready(signal);
-        return "then" in now ? now.then((p) => p.credSpecs.lookup(credSpec, signal)) : now.credSpecs.lookup(credSpec, signal);
+      lookup(credSpec, call) {
+        const now = ready(call.signal);
+        return "then" in now ? now.then((p) => p.credSpecs.lookup(credSpec, call)) : now.credSpecs.lookup(credSpec, call);
       },
       knownNames: () => ports?.credSpecs.knownNames?.(),
     },
     authorizer: {
-      mayUse(principal, namespace, credSpec, signal) {
-        const now = ready(signal);
-        return "then" in now ? now.then((p) => p.authorizer.mayUse(principal, namespace, credSpec, signal)) : now.authorizer.mayUse(principal, namespace, credSpec, signal);
+      mayUse(principal, namespace, credSpec, call) {
+        const now = ready(call.signal);
+        return "then" in now ? now.then((p) => p.authorizer.mayUse(principal, namespace, credSpec, call)) : now.authorizer.mayUse(principal, namespace, credSpec, call);
       },
     },
     start,

@@ -25,7 +25,7 @@ export async function authorizeCredSpecs(admission: PodAdmission, settings: read
   const use = await authorizeUse(admission, settings, deps);
   if ("refusal" in use) return use.refusal;
 
-  const lookups = await resolveCredSpecs(deps.credSpecs, names, deps.signal);
+  const lookups = await resolveCredSpecs(deps.credSpecs, names, deps.call);
   for (const setting of settings) {
     const name = setting.name;
     if (name === undefined) continue;

@@ -36,7 +36,7 @@ export async function expandCredSpecs(admission: Admission, deps: PolicyDependen
   const missing = settings.filter((s) => s.name !== undefined && s.contents === undefined);
   const names = namesOf(settings);
   const usable = await usableNames(admission, namesOf(missing), deps);
-  const lookups = await resolveCredSpecs(deps.credSpecs, usable, deps.signal);
+  const lookups = await resolveCredSpecs(deps.credSpecs, usable, deps.call);
   const patch: PatchOperation[] = [];
   let inlinedBytes = 0;
   for (const setting of missing) {

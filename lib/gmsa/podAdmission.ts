@@ -1,6 +1,6 @@
 import type { Binding } from "./binding.js";
 import type { Pod } from "./pod.js";
-import type { CredSpecSource, UseAuthorizer } from "./ports.js";
+import type { CredSpecSource, PortCall, UseAuthorizer } from "./ports.js";
 
 /** A pod admission as the policy sees it, decoded and checked by the envelope. */
 export interface PodAdmission {
@@ -60,6 +60,6 @@ export interface PolicyDependencies {
   readonly credSpecs: CredSpecSource;
   readonly authorizer: UseAuthorizer;
   readonly settings: PolicySettings;
-  /** Aborts when the admission's time budget is spent. */
-  readonly signal: AbortSignal;
+  /** The admission's deadline and namespace, handed to every port call it makes. */
+  readonly call: PortCall;
 }

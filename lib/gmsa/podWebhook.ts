@@ -6,7 +6,7 @@ import type { Verdict } from "../webhook/verdict.js";
 import { Binding } from "./binding.js";
 import { decodePodObject, type Pod } from "./pod.js";
 import type { Admission, BindingAdmission, PolicyDependencies, PolicySettings } from "./podAdmission.js";
-import { markAdmissionNamespace, type CredSpecSource, type UseAuthorizer } from "./ports.js";
+import type { CredSpecSource, UseAuthorizer } from "./ports.js";
 
 /** What the pod webhooks judge over: the two ports and the policy's settings. */
 export interface PodPorts {
@@ -32,8 +32,8 @@ export function podWebhook(judge: PodJudge): WebhookPolicy<PodPorts> {
       kind: "judge",
       judge: (ports, scope) => {
         // Every call this admission makes, through either port, counts under its namespace.
-        if (scope.namespace) markAdmissionNamespace(scope.signal, scope.namespace);
-        return judge(admission, { credSpecs: ports.credSpecs, authorizer: ports.authorizer, settings: ports.settings, signal: scope.signal });
+        const call = { signal: scope.signal, ...(scope.namespace ? { namespace: scope.namespace } : {}) };
+        return judge(admission, { credSpecs: ports.credSpecs, authorizer: ports.authorizer, settings: ports.settings, call });
       },
     };
   };

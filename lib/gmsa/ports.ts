@@ -3,11 +3,32 @@
  * lib/kube implements these; tests hand in fakes.
  */
 
+/**
+ * What travels with every call a port makes for an admission: the admission's deadline, and the
+ * namespace it is for. Whoever shares a cluster's API calls out fairly (the Kubernetes adapter)
+ * queues and bounds them by that namespace, whichever port a call comes through.
+ */
+export interface PortCall {
+  /** Aborts when the admission's time budget is spent. */
+  readonly signal: AbortSignal;
+  /** The admission's namespace; none for a call of no namespace (a cluster-scoped object). */
+  readonly namespace?: string;
+  /**
+   * Work that several admissions share (an access review asked once for all who ask it at the
+   * same time), each of which already counts as waiting on the API server by itself, for its own
+   * namespace, while it waits. The work's own calls are not counted again: counted, each would be
+   * one more admission, and one namespace's pods naming many specs while the server is slow
+   * would fill the bound on all namespaces together. They still wait for a slot in their
+   * namespace's turn.
+   */
+  readonly sharedByWaiters?: boolean;
+}
+
 export type CredSpecLookup = { readonly kind: "found"; readonly credspec: Readonly<Record<string, unknown>> } | { readonly kind: "notFound" } | { readonly kind: "noCredspec" };
 
 export interface CredSpecSource {
   /** Reads the named GMSACredentialSpec. Throws ClusterUnavailableError when the cluster cannot answer. */
-  lookup(name: string, signal: AbortSignal): Promise<CredSpecLookup>;
+  lookup(name: string, call: PortCall): Promise<CredSpecLookup>;
   /**
    * Every credential spec's name, when the source knows them without asking the API server (a
    * synced, current watch); undefined otherwise. Used only to suggest names on a denial.
@@ -29,7 +50,7 @@ export type UseDecision = { readonly allowed: true } | { readonly allowed: false
 
 export interface UseAuthorizer {
   /** May `principal` `use` the named credential spec for a pod in `namespace`? */
-  mayUse(principal: Principal, namespace: string, credSpecName: string, signal: AbortSignal): Promise<UseDecision>;
+  mayUse(principal: Principal, namespace: string, credSpecName: string, call: PortCall): Promise<UseDecision>;
 }
 
 /**
@@ -63,36 +84,4 @@ export function serviceAccountPrincipal(namespace: string, name: string): Princi
     groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
     serviceAccount: { namespace, name },
   };
-}
-
-/**
- * The namespace each admission is for, known by the signal it hands to the ports: the ports take
- * only a signal, and whoever shares a cluster's API calls out by namespace (the Kubernetes
- * adapter) reads it from here, whichever port a call comes through. Set once per admission.
- */
-const admissionNamespaces = new WeakMap<AbortSignal, string>();
-
-export function markAdmissionNamespace(signal: AbortSignal, namespace: string): void {
-  if (namespace !== "") admissionNamespaces.set(signal, namespace);
-}
-
-export function admissionNamespace(signal: AbortSignal): string | undefined {
-  return admissionNamespaces.get(signal);
-}
-
-/**
- * The signals of work that several admissions share (an access review asked once for all who
- * ask it at the same time), each of which is counted as waiting on the API server by itself, for
- * its own namespace, while it waits. The work's own calls are not counted again: counted, each
- * would be one more admission of no namespace, and one namespace's pods naming many specs while
- * the server is slow would fill the bound on all namespaces together.
- */
-const heldByWaiters = new WeakSet<AbortSignal>();
-
-export function markHeldByWaiters(signal: AbortSignal): void {
-  heldByWaiters.add(signal);
-}
-
-export function isHeldByWaiters(signal: AbortSignal): boolean {
-  return heldByWaiters.has(signal);
 }

@@ -116,7 +116,7 @@ function inBatches(names: readonly string[]): string[][] {
  * go through firstRefusal.
  */
 export async function refusedUse(names: readonly string[], principals: readonly UsePrincipal[], namespace: string, deps: PolicyDependencies): Promise<Map<string, UsePrincipal>> {
-  const decisions = await Promise.all(names.map((name) => Promise.all(principals.map((p) => deps.authorizer.mayUse(p.principal, namespace, name, deps.signal)))));
+  const decisions = await Promise.all(names.map((name) => Promise.all(principals.map((p) => deps.authorizer.mayUse(p.principal, namespace, name, deps.call)))));
   const refused = new Map<string, UsePrincipal>();
   names.forEach((name, i) => {
     const by = decisions[i]!.findIndex((d) => !d.allowed);

@@ -1,4 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
+import type { PortCall } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { ApiServerConnectionError, type ApiReply } from "./apiServerConnection.js";
@@ -37,22 +38,23 @@ const firstRetryDelayMs = 100;
  * or the server's Retry-After, but only while the admission's signal allows: the budget, not the
  * retry count, is what bounds an admission.
  */
-export async function callApi(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
+export async function callApi(description: string, admission: PortCall, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
   // Refused at once when too many admissions already wait on this server; counted until it settles, retries included.
-  const leave = bounds.slots?.hold(signal);
+  const leave = bounds.slots?.hold(admission);
   try {
-    return await callWithRetries(description, signal, bounds, call);
+    return await callWithRetries(description, admission, bounds, call);
   } finally {
     leave?.();
   }
 }
 
-async function callWithRetries(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
+async function callWithRetries(description: string, admission: PortCall, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
+  const signal = admission.signal;
   let reauthenticated = false;
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
-      const outcome = await callOnce(description, signal, bounds, call);
+      const outcome = await callOnce(description, admission, bounds, call);
       if (!outcome.ok && outcome.status === 401 && bounds.onUnauthorized && !reauthenticated) {
         reauthenticated = true;
         bounds.onUnauthorized();
@@ -97,11 +99,11 @@ function pause(ms: number, signal: AbortSignal, failure: ClusterUnavailableError
   });
 }
 
-async function callOnce(description: string, signal: AbortSignal, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
-  const release = await takeSlot(description, signal, bounds.slots);
+async function callOnce(description: string, admission: PortCall, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
+  const release = await takeSlot(description, admission, bounds.slots);
   let outcome: ApiOutcome;
   try {
-    outcome = await callInSlot(description, signal, bounds.timeoutMs, call);
+    outcome = await callInSlot(description, admission.signal, bounds.timeoutMs, call);
   } catch (error) {
     // One turn later, when the connection is back in the pool: the next call reuses it
     // instead of opening another.
@@ -116,10 +118,10 @@ async function callOnce(description: string, signal: AbortSignal, bounds: ApiCal
   return outcome;
 }
 
-async function takeSlot(description: string, signal: AbortSignal, slots: ApiSlots | undefined): Promise<() => void> {
+async function takeSlot(description: string, admission: PortCall, slots: ApiSlots | undefined): Promise<() => void> {
   if (!slots) return () => {};
   try {
-    return await slots.take(signal);
+    return await slots.take(admission);
   } catch {
     throw new ClusterUnavailableError(
       `the Kubernetes API server did not answer ${description} in time: all ${slots.limit} calls this instance makes at once were taken`,

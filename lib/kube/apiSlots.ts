@@ -1,4 +1,4 @@
-import { admissionNamespace, isHeldByWaiters } from "../gmsa/ports.js";
+import type { PortCall } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 
 /**
@@ -7,7 +7,7 @@ import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
  * wait counts against the admission's own budget, and a waiter whose admission gives up leaves
  * the queue at once, so a dead admission never holds or blocks a slot. Free slots go round the
  * namespaces in turn, and within each namespace round its lanes in turn: an admission's calls
- * (known by its signal), and each review several admissions share (by its own signal, marked with
+ * (known by its signal), and each review several admissions share (by its own signal, carrying
  * their namespace). So one namespace with many admissions and reviews cannot make another
  * namespace wait behind all of them, nor one admission's many calls another's. Within one
  * namespace a shared review takes a turn of its own, like an admission; and every namespace takes
@@ -22,8 +22,8 @@ import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
  * The bound is kept per namespace: once `limit + maxWaiting` admissions of one namespace hold
  * the server, a new one of that namespace is refused at once, while another team's admission
  * still waits its turn (a flood from one namespace, or a hung server, sheds that namespace's
- * excess without refusing everyone else). An admission's namespace is the one it was marked
- * with (lib/gmsa/ports.ts), whichever port its call comes through, or the one a caller names.
+ * excess without refusing everyone else). An admission's namespace is the one its call carries
+ * (PortCall, lib/gmsa/ports.ts), whichever port the call comes through.
  * All holds together are bounded at `globalFactor` times one namespace's share; past that only
  * a namespace holding nothing may still wait, up to twice as many in all, so that a few
  * namespaces each within their share cannot refuse every other team.
@@ -37,19 +37,19 @@ import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
  * burst of one namespace's admissions that the server answers promptly is not held to the half.
  */
 export interface ApiSlots {
-  /** Resolves with the slot's release once one is free; rejects with the signal's reason if it aborts first. */
-  take(signal: AbortSignal): Promise<() => void>;
+  /** Resolves with the slot's release once one is free; rejects with the signal's reason if the call's signal aborts first. */
+  take(call: PortCall): Promise<() => void>;
   readonly inUse: number;
   readonly waiting: number;
   readonly limit: number;
   readonly maxWaiting: number;
   /**
-   * Counts the admission (known by its signal) as waiting on the server until the returned
+   * Counts the admission (known by its call's signal) as waiting on the server until the returned
    * function is called; throws a ClusterUnavailableError ("backedUp") when it is new and as many
    * admissions of its namespace (or of all namespaces together) as may wait already do. An
-   * admission already counted may always go on.
+   * admission already counted may always go on; work its waiters share holds nothing more.
    */
-  hold(signal: AbortSignal, namespace?: string): () => void;
+  hold(call: PortCall): () => void;
   /** How many admissions wait on the server now. */
   readonly held: number;
 }
@@ -140,14 +140,15 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
   };
 
   return {
-    take(signal) {
+    take(call) {
+      const signal = call.signal;
       if (signal.aborted) return Promise.reject(signal.reason);
       if (inUse < limit) {
         inUse += 1;
         return Promise.resolve(releaser());
       }
       return new Promise((resolve, reject) => {
-        const namespace = admissionNamespace(signal);
+        const namespace = call.namespace || undefined;
         let lanes = queues.get(namespace);
         if (!lanes) {
           lanes = new Map();
@@ -181,12 +182,13 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
     },
     limit,
     maxWaiting,
-    hold(signal, named) {
+    hold(call) {
       // Work shared by admissions that each hold the server while they wait (lib/gmsa/ports.ts).
-      if (isHeldByWaiters(signal)) return () => {};
+      if (call.sharedByWaiters) return () => {};
+      const signal = call.signal;
       let holder = holders.get(signal);
       if (holder === undefined) {
-        const namespace = named ?? admissionNamespace(signal);
+        const namespace = call.namespace || undefined;
         const ofNamespace = namespace === undefined ? 0 : (byNamespace.get(namespace) ?? 0);
         const at = now();
         let slow = 0;

@@ -31,9 +31,9 @@ export function lookupFromObject(object: unknown): CredSpecLookup {
 /** Reads GMSACredentialSpecs straight from the API server: one GET per lookup. */
 export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOptions): CredSpecSource {
   return {
-    async lookup(name, signal) {
+    async lookup(name, call) {
       const path = `${credSpecPath}/${encodeURIComponent(name)}`;
-      const outcome = await callApi(`GET gmsacredentialspecs/${name}`, signal, bounds, (callSignal) =>
+      const outcome = await callApi(`GET gmsacredentialspecs/${name}`, call, bounds, (callSignal) =>
         connection.send({ method: "GET", path, signal: callSignal, timeoutMs: bounds.timeoutMs }),
       );
       if (outcome.ok) {

@@ -1,5 +1,5 @@
 import { notFoundMemory } from "../caching/notFoundMemory.js";
-import { type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
+import { type CredSpecLookup, type CredSpecSource, type PortCall } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import type { CacheStateEvent } from "../observability/cacheEvents.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
@@ -242,20 +242,20 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     );
   }
 
-  async function answer(name: string, signal: AbortSignal): Promise<CredSpecLookup> {
+  async function answer(name: string, call: PortCall): Promise<CredSpecLookup> {
     const known = synced ? entries.get(name) : undefined;
     if (known && !stale) {
-      countRequest("cacheHits", signal);
+      countRequest("cacheHits", call.signal);
       return known;
     }
     if (!known) {
       if (notFound.recalls(name, notFoundTtl())) {
-        countRequest("cacheHits", signal);
+        countRequest("cacheHits", call.signal);
         return { kind: "notFound" };
       }
-      countRequest("cacheMisses", signal);
+      countRequest("cacheMisses", call.signal);
       const sent = stores;
-      const read = await options.direct.lookup(name, signal);
+      const read = await options.direct.lookup(name, call);
       if (read.kind !== "notFound") return read;
       // The watch may have brought the spec while the GET was on its way: believe it, being newer.
       // Only then: what the cache held before the GET (a list whose watch never opened, say) is
@@ -265,13 +265,13 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
       notFound.remember(name);
       return read;
     }
-    countRequest("cacheMisses", signal);
+    countRequest("cacheMisses", call.signal);
     // A stale cache may hold specs deleted or changed since: ask first, fall back to what it
     // knows only when the API server cannot answer.
     try {
-      return await options.direct.lookup(name, signal);
+      return await options.direct.lookup(name, call);
     } catch (error) {
-      if (!(error instanceof ClusterUnavailableError) || signal.aborted) throw error;
+      if (!(error instanceof ClusterUnavailableError) || call.signal.aborted) throw error;
       servedStale();
       return known;
     }
@@ -291,11 +291,11 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
   }
 
   return {
-    async lookup(name, signal) {
-      if (watcher || starting || stopped || overflow) return answer(name, signal);
+    async lookup(name, call) {
+      if (watcher || starting || stopped || overflow) return answer(name, call);
       starting = true;
       try {
-        return await answer(name, signal);
+        return await answer(name, call);
       } finally {
         startSoon();
       }

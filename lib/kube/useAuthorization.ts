@@ -18,7 +18,7 @@ const ReviewAnswer = t.partial({
 
 export function useAuthorization(connection: ApiServerConnection, bounds: ApiCallOptions): UseAuthorizer {
   return {
-    async mayUse(principal, namespace, credSpecName, signal) {
+    async mayUse(principal, namespace, credSpecName, call) {
       const resourceAttributes = {
         namespace,
         verb: "use",
@@ -39,7 +39,7 @@ export function useAuthorization(connection: ApiServerConnection, bounds: ApiCal
         ? `/apis/authorization.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/localsubjectaccessreviews`
         : "/apis/authorization.k8s.io/v1/subjectaccessreviews";
       const body = { apiVersion: "authorization.k8s.io/v1", kind, spec };
-      const outcome = await callApi(`a ${kind} for ${describe(principal)}`, signal, bounds, (callSignal) =>
+      const outcome = await callApi(`a ${kind} for ${describe(principal)}`, call, bounds, (callSignal) =>
         connection.send({ method: "POST", path, body, signal: callSignal, timeoutMs: bounds.timeoutMs }),
       );
       if (!outcome.ok) {

@@ -4,7 +4,7 @@ import * as assert from "uvu/assert";
 import { KubeConfig } from "@kubernetes/client-node";
 import { useDecisionCache } from "../../lib/caching/useDecisionCache.js";
 import type { PolicyDependencies } from "../../lib/gmsa/podAdmission.js";
-import { markAdmissionNamespace, serviceAccountPrincipal } from "../../lib/gmsa/ports.js";
+import { serviceAccountPrincipal } from "../../lib/gmsa/ports.js";
 import { firstRefusal, type UsePrincipal } from "../../lib/gmsa/usePrincipals.js";
 import { apiSlots } from "../../lib/kube/apiSlots.js";
 import { useAuthorization } from "../../lib/kube/useAuthorization.js";
@@ -88,10 +88,10 @@ Bypass("NSB-2: namespaces each within their share cannot refuse a namespace that
   const slots = apiSlots(2, 2);
   const held: Array<() => void> = [];
   // Four namespaces an attacker can create pods in, each at its share (2 + 2).
-  for (const namespace of ["a1", "a2", "a3", "a4"]) for (let i = 0; i < 4; i++) held.push(slots.hold(new AbortController().signal, namespace));
+  for (const namespace of ["a1", "a2", "a3", "a4"]) for (let i = 0; i < 4; i++) held.push(slots.hold({ signal: new AbortController().signal, namespace }));
   let refused: string | undefined;
   try {
-    held.push(slots.hold(new AbortController().signal, "victim"));
+    held.push(slots.hold({ signal: new AbortController().signal, namespace: "victim" }));
   } catch (error) {
     refused = error instanceof Error ? error.message : String(error);
   }
@@ -110,13 +110,9 @@ Bypass("NSB-3: one namespace within its share, its pods naming many specs while 
   const slots = apiSlots(1, 1);
   const authorizer = useDecisionCache(useAuthorization(apiServerConnection(config), { timeoutMs: 5000, slots }), {
     ttlMs: 5000,
-    hold: (signal, namespace) => slots.hold(signal, namespace),
+    hold: (call) => slots.hold(call),
   });
-  const admission = (namespace: string) => {
-    const controller = new AbortController();
-    markAdmissionNamespace(controller.signal, namespace);
-    return controller.signal;
-  };
+  const admission = (namespace: string) => ({ signal: new AbortController().signal, namespace });
   const outcome = (p: Promise<unknown>) =>
     p.then(
       () => "answered",
@@ -124,8 +120,8 @@ Bypass("NSB-3: one namespace within its share, its pods naming many specs while 
     );
   try {
     // Two admissions of team-a, its share, each naming four specs: eight reviews under way.
-    const teamA = [admission("team-a"), admission("team-a")].flatMap((signal, a) =>
-      ["one", "two", "three", "four"].map((name) => outcome(authorizer.mayUse(serviceAccountPrincipal("team-a", "default"), "team-a", `${name}-${a}`, signal))),
+    const teamA = [admission("team-a"), admission("team-a")].flatMap((call, a) =>
+      ["one", "two", "three", "four"].map((name) => outcome(authorizer.mayUse(serviceAccountPrincipal("team-a", "default"), "team-a", `${name}-${a}`, call))),
     );
     // A third admission of team-a is past its share and refused at once.
     const third = await outcome(authorizer.mayUse(serviceAccountPrincipal("team-a", "default"), "team-a", "five", admission("team-a")));
@@ -152,14 +148,13 @@ Bypass("NSB-4: one namespace within its share, its pods naming many specs while 
   const budgetMs = 1500;
   const authorizer = useDecisionCache(useAuthorization(apiServerConnection(config), { timeoutMs: budgetMs, slots }), {
     ttlMs: 5000,
-    hold: (signal, namespace) => slots.hold(signal, namespace),
+    hold: (call) => slots.hold(call),
   });
-  // An admission as the policy sees it: its namespace marked on its signal, its budget on a timer.
+  // An admission as the policy sees it: its namespace carried by its calls, its budget on a timer.
   const admission = (namespace: string): PolicyDependencies => {
     const controller = new AbortController();
-    markAdmissionNamespace(controller.signal, namespace);
     setTimeout(() => controller.abort(new Error(`the admission's budget of ${budgetMs} ms is spent`)), budgetMs).unref();
-    return { authorizer, signal: controller.signal } as unknown as PolicyDependencies;
+    return { authorizer, call: { signal: controller.signal, namespace } } as unknown as PolicyDependencies;
   };
   const serviceAccount = (namespace: string): UsePrincipal[] => [
     {

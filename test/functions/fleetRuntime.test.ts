@@ -75,7 +75,7 @@ Runtime("an unknown context keeps that member out of service, naming it and the 
   assert.equal(right.ok ? 0 : right.status, 503);
   const beta = runtime.router.route({ kind: "path", cluster: "beta", secret: betaSecret }, "mutate");
   assert.ok(beta.ok);
-  if (beta.ok) await beta.member.credSpecs.lookup("x", new AbortController().signal);
+  if (beta.ok) await beta.member.credSpecs.lookup("x", { signal: new AbortController().signal });
   assert.is(starts, 1, "beta alone started");
   await runtime.stop();
 });
@@ -158,7 +158,7 @@ Runtime("a fleet starts no member's client at start-up; an admission's first cal
   assert.ok(route.ok);
   if (route.ok) {
     assert.is(route.member.name, "beta");
-    await route.member.credSpecs.lookup("x", new AbortController().signal);
+    await route.member.credSpecs.lookup("x", { signal: new AbortController().signal });
   }
   assert.is(starts, 1);
   assert.equal(

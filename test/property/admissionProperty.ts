@@ -78,9 +78,9 @@ function portsOf(world: World): { credSpecs: CredSpecSource; authorizer: UseAuth
     }
   };
   return {
-    credSpecs: { lookup: (name, signal) => answer(world.specs[name], name, signal) },
+    credSpecs: { lookup: (name, call) => answer(world.specs[name], name, call.signal) },
     authorizer: {
-      mayUse: (principal, _namespace, name, signal) => decide(principal.serviceAccount ? world.serviceAccountUse[name] : world.userUse[name], signal),
+      mayUse: (principal, _namespace, name, call) => decide(principal.serviceAccount ? world.serviceAccountUse[name] : world.userUse[name], call.signal),
     },
   };
 }

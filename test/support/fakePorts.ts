@@ -24,7 +24,7 @@ export function fakePorts(
   return {
     lookups,
     reviews,
-    signal: new AbortController().signal,
+    call: { signal: new AbortController().signal, namespace: "apps" },
     settings: { randomHostname: false, authorizeRequestingUser: false, maxCredSpecsPerPod: 16, maxPlacesPerPod: 64, ...overrides.settings },
     credSpecs: {
       async lookup(name) {

@@ -49,9 +49,9 @@ Memory("rememberingNotFound keeps only 'not found', never a found spec or a fail
     () => 60_000,
   );
   for (let i = 0; i < 3; i++) {
-    assert.equal(await source.lookup("missing", signal), { kind: "notFound" });
-    assert.is((await source.lookup("present", signal)).kind, "found");
-    await source.lookup("broken", signal).then(
+    assert.equal(await source.lookup("missing", { signal }), { kind: "notFound" });
+    assert.is((await source.lookup("present", { signal })).kind, "found");
+    await source.lookup("broken", { signal }).then(
       () => assert.unreachable("fails"),
       (error: Error) => assert.is(error.message, "unreachable"),
     );

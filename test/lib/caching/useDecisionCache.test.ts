@@ -33,48 +33,48 @@ Cache.before.each((context) => {
 });
 
 Cache("reuses a grant within its TTL and asks again after it", async (context) => {
-  await context.cached.mayUse(web, "apps", "spec", signal);
+  await context.cached.mayUse(web, "apps", "spec", { signal });
   context.clock = 4999;
-  await context.cached.mayUse(web, "apps", "spec", signal);
+  await context.cached.mayUse(web, "apps", "spec", { signal });
   assert.is(context.asked, 1);
   context.clock = 5000;
-  await context.cached.mayUse(web, "apps", "spec", signal);
+  await context.cached.mayUse(web, "apps", "spec", { signal });
   assert.is(context.asked, 2);
 });
 
 Cache("keeps a denial for a fifth of the TTL only", async (context) => {
   context.answer = { allowed: false };
-  await context.cached.mayUse(web, "apps", "spec", signal);
+  await context.cached.mayUse(web, "apps", "spec", { signal });
   context.clock = 999;
-  assert.is((await context.cached.mayUse(web, "apps", "spec", signal)).allowed, false);
+  assert.is((await context.cached.mayUse(web, "apps", "spec", { signal })).allowed, false);
   context.answer = { allowed: true };
   context.clock = 1000;
-  assert.is((await context.cached.mayUse(web, "apps", "spec", signal)).allowed, true);
+  assert.is((await context.cached.mayUse(web, "apps", "spec", { signal })).allowed, true);
   assert.is(context.asked, 2);
 });
 
 Cache("tells principals, namespaces and specs apart", async (context) => {
   const other: Principal = serviceAccountPrincipal("apps", "other");
-  await context.cached.mayUse(web, "apps", "spec", signal);
-  await context.cached.mayUse(other, "apps", "spec", signal);
-  await context.cached.mayUse(web, "apps", "spec-2", signal);
-  await context.cached.mayUse({ ...web, groups: [...web.groups, "extra"] }, "apps", "spec", signal);
-  await context.cached.mayUse({ user: "alice", groups: [] }, "other-ns", "spec", signal);
+  await context.cached.mayUse(web, "apps", "spec", { signal });
+  await context.cached.mayUse(other, "apps", "spec", { signal });
+  await context.cached.mayUse(web, "apps", "spec-2", { signal });
+  await context.cached.mayUse({ ...web, groups: [...web.groups, "extra"] }, "apps", "spec", { signal });
+  await context.cached.mayUse({ user: "alice", groups: [] }, "other-ns", "spec", { signal });
   assert.is(context.asked, 5);
 });
 
 Cache("a principal the policy shares is keyed once; any other as it reads now, even frozen", async (context) => {
   const groups = ["system:authenticated"];
   const mutable: Principal = { user: "alice", groups };
-  await context.cached.mayUse(mutable, "apps", "spec", signal);
+  await context.cached.mayUse(mutable, "apps", "spec", { signal });
   groups.push("payroll-admins");
-  await context.cached.mayUse(mutable, "apps", "spec", signal);
+  await context.cached.mayUse(mutable, "apps", "spec", { signal });
   assert.is(context.asked, 2, "a principal whose groups changed was answered from the cache");
   const shared = sharedPrincipal({ user: "bob", groups: ["system:authenticated"] });
-  await context.cached.mayUse(shared, "apps", "spec", signal);
-  await context.cached.mayUse(shared, "apps", "spec", signal);
+  await context.cached.mayUse(shared, "apps", "spec", { signal });
+  await context.cached.mayUse(shared, "apps", "spec", { signal });
   // An equal principal made afresh shares its answer: the key is what the principal says.
-  await context.cached.mayUse({ user: "bob", groups: ["system:authenticated"] }, "apps", "spec", signal);
+  await context.cached.mayUse({ user: "bob", groups: ["system:authenticated"] }, "apps", "spec", { signal });
   assert.is(context.asked, 3);
   // Frozen, but not made by sharedPrincipal: a getter can still change what it says.
   let who = "carol";
@@ -84,9 +84,9 @@ Cache("a principal the policy shares is keyed once; any other as it reads now, e
     },
     groups: Object.freeze(["system:authenticated"]),
   });
-  await context.cached.mayUse(frozen, "apps", "spec", signal);
+  await context.cached.mayUse(frozen, "apps", "spec", { signal });
   who = "mallory";
-  await context.cached.mayUse(frozen, "apps", "spec", signal);
+  await context.cached.mayUse(frozen, "apps", "spec", { signal });
   assert.is(context.asked, 5, "a frozen principal that changed was answered from the cache");
 });
 
@@ -96,22 +96,22 @@ Cache("a shared principal is a frozen copy: changing what it was made from chang
   const made: Principal = { user: "dave", uid: "u-7", groups, extra };
   const shared = sharedPrincipal(made);
   assert.ok(Object.isFrozen(shared) && Object.isFrozen(shared.groups) && Object.isFrozen(shared.extra) && Object.isFrozen(shared.extra!["example.com/team"]));
-  await context.cached.mayUse(shared, "apps", "spec", signal);
+  await context.cached.mayUse(shared, "apps", "spec", { signal });
   groups.push("system:masters");
   extra["example.com/team"]!.push("admins");
   assert.equal([...shared.groups], ["system:authenticated"]);
   assert.equal([...shared.extra!["example.com/team"]!], ["payroll"]);
-  await context.cached.mayUse(shared, "apps", "spec", signal);
+  await context.cached.mayUse(shared, "apps", "spec", { signal });
   assert.is(context.asked, 1);
   // What it was made from now says something else, and is asked about on its own.
-  await context.cached.mayUse(made, "apps", "spec", signal);
+  await context.cached.mayUse(made, "apps", "spec", { signal });
   assert.is(context.asked, 2);
 });
 
 Cache("concurrent identical questions share one review", async (context) => {
   let open!: () => void;
   context.gate = new Promise((resolve) => (open = resolve));
-  const answers = Promise.all(Array.from({ length: 10 }, () => context.cached.mayUse(web, "apps", "spec", signal)));
+  const answers = Promise.all(Array.from({ length: 10 }, () => context.cached.mayUse(web, "apps", "spec", { signal })));
   open();
   assert.is((await answers).length, 10);
   assert.is(context.asked, 1);
@@ -130,13 +130,13 @@ Cache("does not keep failures", async (context) => {
     { ttlMs: 5000, now: () => context.clock },
   );
   try {
-    await cached.mayUse(web, "apps", "spec", signal);
+    await cached.mayUse(web, "apps", "spec", { signal });
     assert.unreachable();
   } catch (error) {
     assert.match((error as Error).message, /unreachable/);
   }
   fail = false;
-  assert.is((await cached.mayUse(web, "apps", "spec", signal)).allowed, true);
+  assert.is((await cached.mayUse(web, "apps", "spec", { signal })).allowed, true);
   assert.is(context.asked, 2);
 });
 
@@ -150,10 +150,10 @@ function budget(ms: number): AbortSignal {
 /** An authorizer that waits until its signal aborts, and says whether it saw the abort. */
 function stallingAuthorizer(context: Context, seen: { aborted: number }): UseAuthorizer {
   return {
-    mayUse: (_principal, _namespace, _name, reviewSignal) => {
+    mayUse: (_principal, _namespace, _name, review) => {
       context.asked++;
       return new Promise((_, reject) =>
-        reviewSignal.addEventListener("abort", () => {
+        review.signal.addEventListener("abort", () => {
           seen.aborted++;
           reject(new Error("review stopped"));
         }),
@@ -168,7 +168,7 @@ Cache("a shared review is stopped when the last admission waiting on it gives up
   const first = new AbortController();
   const second = new AbortController();
   const waits = [first, second].map((c) =>
-    cached.mayUse(web, "apps", "spec", c.signal).then(
+    cached.mayUse(web, "apps", "spec", { signal: c.signal }).then(
       () => "answered",
       () => "gave up",
     ),
@@ -188,13 +188,13 @@ Cache("after a stalled review is given up, the next admission asks afresh", asyn
   const stalling = stallingAuthorizer(context, seen);
   const cached = useDecisionCache({ mayUse: (p, n, c, s) => (stall ? stalling.mayUse(p, n, c, s) : (context.asked++, Promise.resolve({ allowed: true }))) }, { ttlMs: 5000 });
   try {
-    await cached.mayUse(web, "apps", "spec", budget(30));
+    await cached.mayUse(web, "apps", "spec", { signal: budget(30) });
     assert.unreachable("gave up");
   } catch (error) {
     assert.is((error as Error).name, "TimeoutError");
   }
   stall = false;
-  assert.equal(await cached.mayUse(web, "apps", "spec", budget(500)), { allowed: true });
+  assert.equal(await cached.mayUse(web, "apps", "spec", { signal: budget(500) }), { allowed: true });
   assert.is(context.asked, 2);
 });
 
@@ -202,8 +202,8 @@ Cache("an admission that joins a shared review keeps it alive, and gets its answ
   let open!: () => void;
   context.gate = new Promise((resolve) => (open = resolve));
   const early = new AbortController();
-  const first = context.cached.mayUse(web, "apps", "spec", early.signal).catch(() => "gave up");
-  const second = context.cached.mayUse(web, "apps", "spec", signal);
+  const first = context.cached.mayUse(web, "apps", "spec", { signal: early.signal }).catch(() => "gave up");
+  const second = context.cached.mayUse(web, "apps", "spec", { signal });
   early.abort(new Error("budget spent"));
   open();
   assert.is(await first, "gave up");
@@ -217,13 +217,13 @@ Cache("admissions joining a review count as waiting on the API server: past the 
   const slots = apiSlots(1, 1);
   const cached = useDecisionCache(
     { mayUse: async () => (context.asked++, await context.gate, context.answer) },
-    { ttlMs: 5000, now: () => context.clock, hold: (s, namespace) => slots.hold(s, namespace) },
+    { ttlMs: 5000, now: () => context.clock, hold: (call) => slots.hold(call) },
   );
   const [a, b, c] = [0, 1, 2].map(() => new AbortController().signal);
-  const first = cached.mayUse(web, "apps", "spec", a!);
-  const second = cached.mayUse(web, "apps", "spec", b!);
+  const first = cached.mayUse(web, "apps", "spec", { signal: a! });
+  const second = cached.mayUse(web, "apps", "spec", { signal: b! });
   try {
-    await cached.mayUse(web, "apps", "spec", c!);
+    await cached.mayUse(web, "apps", "spec", { signal: c! });
     assert.unreachable("a third admission joined the stalled review");
   } catch (error) {
     assert.match(String(error), /backed up/);
@@ -237,20 +237,20 @@ Cache("admissions joining a review count as waiting on the API server: past the 
 Cache("a review its waiters hold the server for holds nothing more itself; without a hold to take, it is counted as any call", async (context) => {
   const slots = apiSlots(1, 1);
   let heldDuringReview = -1;
-  // The review's own call, as callApi makes it: a hold under the signal it is given.
+  // The review's own call, as callApi makes it: a hold of the call it is given.
   const inner: UseAuthorizer = {
-    mayUse: async (_principal, _namespace, _name, reviewSignal) => {
-      const leave = slots.hold(reviewSignal);
+    mayUse: async (_principal, _namespace, _name, review) => {
+      const leave = slots.hold(review);
       heldDuringReview = slots.held;
       leave();
       return context.answer;
     },
   };
-  const held = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock, hold: (s, namespace) => slots.hold(s, namespace) });
-  await held.mayUse(web, "apps", "spec", new AbortController().signal);
+  const held = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock, hold: (call) => slots.hold(call) });
+  await held.mayUse(web, "apps", "spec", { signal: new AbortController().signal });
   assert.is(heldDuringReview, 1, "the waiting admission, and not the review again");
   const unheld = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock });
-  await unheld.mayUse(web, "apps", "other", new AbortController().signal);
+  await unheld.mayUse(web, "apps", "other", { signal: new AbortController().signal });
   assert.is(heldDuringReview, 1, "no waiter holds: the review's call is counted");
   assert.is(slots.held, 0);
 });
@@ -258,8 +258,8 @@ Cache("a review its waiters hold the server for holds nothing more itself; witho
 Cache("a TTL of 0 asks every time", async (context) => {
   const inner: UseAuthorizer = { mayUse: async () => (context.asked++, { allowed: true }) };
   const cached = useDecisionCache(inner, { ttlMs: 0 });
-  await cached.mayUse(web, "apps", "spec", signal);
-  await cached.mayUse(web, "apps", "spec", signal);
+  await cached.mayUse(web, "apps", "spec", { signal });
+  await cached.mayUse(web, "apps", "spec", { signal });
   assert.is(context.asked, 2);
 });
 
@@ -273,8 +273,8 @@ Counting("the admission that asks a review counts its API call; one that joins i
   const gate = new Promise<void>((resolve) => (release = resolve));
   // Stands for the Kubernetes adapter: it counts its call under the signal it is handed.
   const inner: UseAuthorizer = {
-    mayUse: async (_principal, _namespace, _name, signal) => {
-      countRequest("apiCalls", signal);
+    mayUse: async (_principal, _namespace, _name, review) => {
+      countRequest("apiCalls", review.signal);
       await gate;
       return { allowed: true };
     },
@@ -283,11 +283,11 @@ Counting("the admission that asks a review counts its API call; one that joins i
   const first = new AbortController().signal;
   const second = new AbortController().signal;
   const third = new AbortController().signal;
-  const asking = withRequestCounters(first, () => cached.mayUse(web, "apps", "spec", first));
-  const joining = withRequestCounters(second, () => cached.mayUse(web, "apps", "spec", second));
+  const asking = withRequestCounters(first, () => cached.mayUse(web, "apps", "spec", { signal: first }));
+  const joining = withRequestCounters(second, () => cached.mayUse(web, "apps", "spec", { signal: second }));
   release();
   const [asked, joined] = await Promise.all([asking, joining]);
-  const hit = await withRequestCounters(third, () => cached.mayUse(web, "apps", "spec", third));
+  const hit = await withRequestCounters(third, () => cached.mayUse(web, "apps", "spec", { signal: third }));
   assert.equal(asked.counters, { apiCalls: 1, apiErrors: 0, cacheHits: 0, cacheMisses: 1 });
   assert.equal(joined.counters, { apiCalls: 0, apiErrors: 0, cacheHits: 0, cacheMisses: 1 });
   assert.equal(hit.counters, { apiCalls: 0, apiErrors: 0, cacheHits: 1, cacheMisses: 0 });

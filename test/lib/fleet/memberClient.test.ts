@@ -106,7 +106,7 @@ Member("nothing starts until a port is used; the first lookup starts the client"
   const client = member(context);
   assert.is(client.status().state, "idle");
   assert.is(context.starts.made.length, 0);
-  assert.equal(await client.credSpecs.lookup("a", never), { kind: "found", credspec: { made: 0 } });
+  assert.equal(await client.credSpecs.lookup("a", { signal: never }), { kind: "found", credspec: { made: 0 } });
   assert.is(client.status().state, "started");
   assert.equal(client.credSpecs.knownNames?.(), ["a"]);
 });
@@ -114,7 +114,11 @@ Member("nothing starts until a port is used; the first lookup starts the client"
 Member("concurrent first admissions share one start", async (context) => {
   const client = member(context);
   const open = context.starts.hold();
-  const calls = [client.credSpecs.lookup("a", never), client.authorizer.mayUse(principal, "apps", "a", never), client.credSpecs.lookup("b", never)];
+  const calls = [
+    client.credSpecs.lookup("a", { signal: never }),
+    client.authorizer.mayUse(principal, "apps", "a", { signal: never }),
+    client.credSpecs.lookup("b", { signal: never }),
+  ];
   assert.is(client.status().state, "starting");
   open();
   await Promise.all(calls);
@@ -126,7 +130,7 @@ Member("a failed start fails the call as the cluster being unavailable, and is n
   const client = member(context);
   context.starts.failWith(new Error("ARM answered 403"));
   try {
-    await client.credSpecs.lookup("a", never);
+    await client.credSpecs.lookup("a", { signal: never });
     assert.unreachable("the lookup failed");
   } catch (error) {
     assert.instance(error, ClusterUnavailableError);
@@ -135,7 +139,7 @@ Member("a failed start fails the call as the cluster being unavailable, and is n
   }
   assert.is(client.status().state, "idle");
   context.starts.failWith(undefined);
-  assert.is((await client.credSpecs.lookup("a", never)).kind, "found");
+  assert.is((await client.credSpecs.lookup("a", { signal: never })).kind, "found");
   assert.is(client.status().starts, 2);
 });
 
@@ -143,7 +147,7 @@ Member("a start slower than the admission fails that admission closed, and goes 
   const client = member(context);
   const open = context.starts.hold();
   const budget = new AbortController();
-  const first = client.credSpecs.lookup("a", budget.signal);
+  const first = client.credSpecs.lookup("a", { signal: budget.signal });
   budget.abort();
   try {
     await first;
@@ -152,7 +156,7 @@ Member("a start slower than the admission fails that admission closed, and goes 
     assert.instance(error, ClusterUnavailableError);
     assert.is((error as ClusterUnavailableError).failure, "timeout");
   }
-  const second = client.credSpecs.lookup("a", never);
+  const second = client.credSpecs.lookup("a", { signal: never });
   open();
   assert.is((await second).kind, "found");
   assert.is(context.starts.made.length, 1);
@@ -161,7 +165,7 @@ Member("a start slower than the admission fails that admission closed, and goes 
 Member("after the idle timeout without admissions the client is stopped, and the next admission starts a new one", async (context) => {
   const client = member(context);
   client.enter();
-  await client.credSpecs.lookup("a", never);
+  await client.credSpecs.lookup("a", { signal: never });
   client.leave();
   context.time.advance(59_999);
   assert.is(client.status().state, "started");
@@ -170,13 +174,13 @@ Member("after the idle timeout without admissions the client is stopped, and the
   assert.ok(context.starts.made[0]!.stopped, "the first client was stopped");
   assert.is(client.status().credSpecCache, undefined, "no cache is reported for a stopped client");
   assert.match(context.logs.join("\n"), /cluster "alpha": no admission for 60 s, its watch is stopped/);
-  assert.equal(await client.credSpecs.lookup("a", never), { kind: "found", credspec: { made: 1 } });
+  assert.equal(await client.credSpecs.lookup("a", { signal: never }), { kind: "found", credspec: { made: 1 } });
   assert.is(client.status().starts, 2);
 });
 
 Member("each admission puts the idle timeout off", async (context) => {
   const client = member(context);
-  await client.credSpecs.lookup("a", never);
+  await client.credSpecs.lookup("a", { signal: never });
   for (let i = 0; i < 5; i++) {
     context.time.advance(40_000);
     client.enter();
@@ -190,7 +194,7 @@ Member("each admission puts the idle timeout off", async (context) => {
 Member("a client is not stopped while an admission for it runs, however long it takes", async (context) => {
   const client = member(context);
   client.enter();
-  await client.credSpecs.lookup("a", never);
+  await client.credSpecs.lookup("a", { signal: never });
   context.time.advance(200_000);
   assert.is(client.status().state, "started");
   client.leave();
@@ -201,7 +205,7 @@ Member("a client is not stopped while an admission for it runs, however long it 
 Member("without an idle timeout (a single cluster) no timer is ever set", async (context) => {
   const { idleMs: _unset, ...options } = { idleMs: undefined };
   const client = memberClient({ name: "default", start: context.starts.start, now: context.time.now, timers: context.time.timers, log: () => {}, ...options });
-  await client.credSpecs.lookup("a", never);
+  await client.credSpecs.lookup("a", { signal: never });
   assert.is(context.time.pending(), 0);
   context.time.advance(10 * 86_400_000);
   assert.is(client.status().state, "started");
@@ -219,7 +223,7 @@ Member("the status counts admissions and says when the last one finished", async
 Member("stopped for good while starting, the client that comes up is stopped too", async (context) => {
   const client = member(context);
   const open = context.starts.hold();
-  const call = client.credSpecs.lookup("a", never);
+  const call = client.credSpecs.lookup("a", { signal: never });
   await client.stop();
   open();
   try {
@@ -252,7 +256,7 @@ Member("a start that never settles is given up after its timeout: the next admis
     context.logs.join("\n"),
   );
   release();
-  assert.equal(await client.credSpecs.lookup("a", never), { kind: "found", credspec: { made: 1 } });
+  assert.equal(await client.credSpecs.lookup("a", { signal: never }), { kind: "found", credspec: { made: 1 } });
   assert.is(client.status().starts, 2);
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(

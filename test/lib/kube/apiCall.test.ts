@@ -12,7 +12,7 @@ async function countersOf(call: ApiSend): Promise<{ apiCalls: number; apiErrors:
   const signal = AbortSignal.timeout(5_000);
   const { counters } = await withRequestCounters(signal, async () => {
     try {
-      await callApi("a test call", signal, { timeoutMs: 1_000 }, call);
+      await callApi("a test call", { signal }, { timeoutMs: 1_000 }, call);
     } catch {
       // A failure ends as ClusterUnavailableError; only the counters matter here.
     }
@@ -40,7 +40,7 @@ for (const code of [403, 404, 409, 422]) {
 
 Counting("a 401 is retried once with fresh credentials; neither answer is an API error", async () => {
   const signal = AbortSignal.timeout(5_000);
-  const { counters } = await withRequestCounters(signal, () => callApi("a test call", signal, { timeoutMs: 1_000, onUnauthorized: () => {} }, answered(401)));
+  const { counters } = await withRequestCounters(signal, () => callApi("a test call", { signal }, { timeoutMs: 1_000, onUnauthorized: () => {} }, answered(401)));
   assert.equal({ apiCalls: counters.apiCalls, apiErrors: counters.apiErrors }, { apiCalls: 2, apiErrors: 0 });
 });
 
@@ -67,7 +67,7 @@ Counting("a call that outlives its timeout is an API error", async () => {
   const { counters } = await withRequestCounters(signal, async () => {
     try {
       // Gives up only after the call's 20 ms are over, as a client aborted by its signal does.
-      await callApi("a test call", signal, { timeoutMs: 20 }, () => new Promise((_, reject) => setTimeout(() => reject(new Error("aborted")), 60)));
+      await callApi("a test call", { signal }, { timeoutMs: 20 }, () => new Promise((_, reject) => setTimeout(() => reject(new Error("aborted")), 60)));
     } catch {
       // ends as a timeout
     }

@@ -67,7 +67,7 @@ Connections.after.each(async (context) => {
 
 Connections("40 lookups of unknown names, one after another, cost a TLS handshake or two, not 40", async (context) => {
   const ports = await open(context);
-  for (let i = 0; i < 40; i++) assert.equal(await ports.credSpecs.lookup(`unknown-${i}`, noDeadline), { kind: "notFound" });
+  for (let i = 0; i < 40; i++) assert.equal(await ports.credSpecs.lookup(`unknown-${i}`, { signal: noDeadline }), { kind: "notFound" });
   assert.is(context.api.calls.length, 40);
   assert.ok(context.api.connections.count <= 2, `${context.api.connections.count} handshakes for 40 calls`);
 });
@@ -76,8 +76,8 @@ Connections("credential spec reads and access reviews share the same connections
   context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
   const ports = await open(context);
   for (let i = 0; i < 10; i++) {
-    assert.is((await ports.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
-    assert.equal(await ports.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: false, reason: undefined });
+    assert.is((await ports.credSpecs.lookup("webapp1-credspec", { signal: noDeadline })).kind, "found");
+    assert.equal(await ports.authorizer.mayUse(web, "apps", "webapp1-credspec", { signal: noDeadline }), { allowed: false, reason: undefined });
   }
   assert.is(context.api.calls.length, 20);
   assert.ok(context.api.connections.count <= 2, `${context.api.connections.count} handshakes for 20 calls`);
@@ -87,18 +87,18 @@ Connections("a call made as soon as the one before it is answered goes out on th
   // The first admission of a cold instance: its review, then its read, then another read.
   context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
   const ports = await open(context);
-  assert.equal(await ports.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: false, reason: undefined });
-  assert.is((await ports.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
-  assert.equal(await ports.credSpecs.lookup("unknown", noDeadline), { kind: "notFound" });
+  assert.equal(await ports.authorizer.mayUse(web, "apps", "webapp1-credspec", { signal: noDeadline }), { allowed: false, reason: undefined });
+  assert.is((await ports.credSpecs.lookup("webapp1-credspec", { signal: noDeadline })).kind, "found");
+  assert.equal(await ports.credSpecs.lookup("unknown", { signal: noDeadline }), { kind: "notFound" });
   assert.is(context.api.calls.length, 3);
   assert.is(context.api.connections.count, 1);
 });
 
 Connections("the informer's list and watch ride the same pool", async (context) => {
   const ports = await open(context, { GMSA_CREDSPEC_CACHE: "true" });
-  await ports.credSpecs.lookup("first", noDeadline);
+  await ports.credSpecs.lookup("first", { signal: noDeadline });
   await until(() => ports.cacheStatus()?.synced === true, "the cache syncs");
-  for (let i = 0; i < 10; i++) await ports.authorizer.mayUse(web, "apps", `spec-${i}`, noDeadline);
+  for (let i = 0; i < 10; i++) await ports.authorizer.mayUse(web, "apps", `spec-${i}`, { signal: noDeadline });
   // The watch holds one connection open; everything else reuses the others.
   assert.ok(context.api.connections.count <= 3, `${context.api.connections.count} handshakes for a list, a watch, a GET and 10 reviews`);
 });
@@ -111,14 +111,14 @@ Connections("an Entra token that is renewed is sent on the same connection", asy
   const config = await entraApiAccess({ credential, server: context.api.url, caPem: context.api.caPem });
   const ports = portsFor(config, settings(context.api), () => {});
   context.ports.push(ports);
-  await ports.credSpecs.lookup("a", noDeadline);
+  await ports.credSpecs.lookup("a", { signal: noDeadline });
   config.invalidateToken();
-  await ports.credSpecs.lookup("b", noDeadline);
+  await ports.credSpecs.lookup("b", { signal: noDeadline });
   assert.equal(
     context.api.calls.map((c) => c.authorization),
     ["Bearer first-token", "Bearer second-token"],
   );
-  await ports.credSpecs.lookup("c", noDeadline);
+  await ports.credSpecs.lookup("c", { signal: noDeadline });
   assert.is(context.api.calls[2]?.authorization, "Bearer second-token");
   assert.ok(context.api.connections.count <= 2, `${context.api.connections.count} handshakes for 3 calls`);
 });
@@ -143,7 +143,7 @@ Concurrency("a burst of 200 distinct names never has more than the cap in flight
   context.api.state.delayMs = 20;
   const ports = await open(context, { GMSA_API_CONCURRENCY: "4" });
   const started = Date.now();
-  const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => ports.credSpecs.lookup(`burst-${i}`, noDeadline)));
+  const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => ports.credSpecs.lookup(`burst-${i}`, { signal: noDeadline })));
   console.log(`  200 unknown names, cap 4, 20 ms each: ${Date.now() - started} ms, ${context.api.connections.count} handshakes`);
   assert.ok(answers.every((a) => a.kind === "notFound"));
   assert.is(context.api.load.most, 4);
@@ -153,11 +153,11 @@ Concurrency("a burst of 200 distinct names never has more than the cap in flight
 Concurrency("a waiter whose admission gives up leaves the queue without calling the API server", async (context) => {
   context.api.state.delayMs = 300;
   const ports = await open(context, { GMSA_API_CONCURRENCY: "1" });
-  const first = ports.credSpecs.lookup("slow", noDeadline);
+  const first = ports.credSpecs.lookup("slow", { signal: noDeadline });
   first.catch(() => {}); // awaited below; a failing assertion must not leave it unhandled
   const started = Date.now();
   try {
-    await ports.credSpecs.lookup("queued", AbortSignal.timeout(50));
+    await ports.credSpecs.lookup("queued", { signal: AbortSignal.timeout(50) });
     assert.unreachable("the queued lookup gave up");
   } catch (error) {
     assert.instance(error, ClusterUnavailableError);
@@ -168,7 +168,7 @@ Concurrency("a waiter whose admission gives up leaves the queue without calling 
   await first;
   // The next call finds the slot free at once.
   context.api.state.delayMs = 0;
-  await ports.credSpecs.lookup("next", AbortSignal.timeout(500));
+  await ports.credSpecs.lookup("next", { signal: AbortSignal.timeout(500) });
   assert.equal(
     context.api.calls.map((c) => c.path.split("/").pop()),
     ["slow", "next"],
@@ -180,10 +180,10 @@ Concurrency("a legitimate admission is answered quickly while another waits on 6
   context.api.state.credSpecs.set("webapp1-credspec", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
   const ports = await open(context, { GMSA_API_CONCURRENCY: "2" });
   const bigAdmission = AbortSignal.timeout(4000);
-  const big = Promise.all(Array.from({ length: 60 }, (_, i) => ports.credSpecs.lookup(`many-${i}`, bigAdmission)));
+  const big = Promise.all(Array.from({ length: 60 }, (_, i) => ports.credSpecs.lookup(`many-${i}`, { signal: bigAdmission })));
   await new Promise((resolve) => setTimeout(resolve, 5));
   const started = Date.now();
-  const legitimate = await ports.credSpecs.lookup("webapp1-credspec", AbortSignal.timeout(300));
+  const legitimate = await ports.credSpecs.lookup("webapp1-credspec", { signal: AbortSignal.timeout(300) });
   const elapsed = Date.now() - started;
   assert.is(legitimate.kind, "found");
   assert.ok(elapsed < 150, `answered after ${elapsed} ms`);
@@ -208,32 +208,32 @@ NotFound.after.each(async (context) => {
 
 NotFound("without the cache, the same unknown name costs one GET per second at most", async (context) => {
   const ports = await open(context);
-  for (let i = 0; i < 20; i++) assert.equal(await ports.credSpecs.lookup("missing", noDeadline), { kind: "notFound" });
+  for (let i = 0; i < 20; i++) assert.equal(await ports.credSpecs.lookup("missing", { signal: noDeadline }), { kind: "notFound" });
   assert.is(getsOf(context.api, "missing"), 1);
   // Nothing tells this instance when the spec appears: it asks again within a second.
   context.api.state.credSpecs.set("missing", credSpecFixture("webapp1-credspec") as unknown as Record<string, unknown>);
   await new Promise((resolve) => setTimeout(resolve, 1050));
-  assert.is((await ports.credSpecs.lookup("missing", noDeadline)).kind, "found");
+  assert.is((await ports.credSpecs.lookup("missing", { signal: noDeadline })).kind, "found");
   assert.is(getsOf(context.api, "missing"), 2);
 });
 
 NotFound("with the cache, an unknown name is not asked again while the watch is up", async (context) => {
   const ports = await open(context, { GMSA_CREDSPEC_CACHE: "true" });
-  await ports.credSpecs.lookup("warm-up", noDeadline);
+  await ports.credSpecs.lookup("warm-up", { signal: noDeadline });
   await until(() => ports.cacheStatus()?.synced === true, "the cache syncs");
-  for (let i = 0; i < 20; i++) assert.equal(await ports.credSpecs.lookup("later", noDeadline), { kind: "notFound" });
+  for (let i = 0; i < 20; i++) assert.equal(await ports.credSpecs.lookup("later", { signal: noDeadline }), { kind: "notFound" });
   assert.is(getsOf(context.api, "later"), 1);
   assert.is(ports.cacheStatus()?.notFound, 2);
 });
 
 NotFound("a spec created after it was called unknown is accepted as soon as the watch brings it", async (context) => {
   const ports = await open(context, { GMSA_CREDSPEC_CACHE: "true" });
-  await ports.credSpecs.lookup("warm-up", noDeadline);
+  await ports.credSpecs.lookup("warm-up", { signal: noDeadline });
   await until(() => ports.cacheStatus()?.synced === true, "the cache syncs");
-  assert.equal(await ports.credSpecs.lookup("later", noDeadline), { kind: "notFound" });
+  assert.equal(await ports.credSpecs.lookup("later", { signal: noDeadline }), { kind: "notFound" });
   context.api.addCredSpec("later", { credspec: credSpecFixture("webapp1-credspec").credspec });
   await until(() => ports.cacheStatus()?.size === 1, "the watch brings the spec");
-  const found = await ports.credSpecs.lookup("later", noDeadline);
+  const found = await ports.credSpecs.lookup("later", { signal: noDeadline });
   assert.is(found.kind, "found");
   assert.is(ports.cacheStatus()?.notFound, 1, "the name was forgotten when the spec appeared");
   assert.is(getsOf(context.api, "later"), 1);
@@ -261,8 +261,8 @@ PlainHttp("on loopback, as kubectl proxy serves it, reads, reviews and the watch
   const runtime = await createAdmissionRuntime(settings(context.api, { GMSA_CREDSPEC_CACHE: "true" }));
   const cluster = await runtime.members.get("default")!.start();
   context.ports.push(cluster);
-  assert.is((await cluster.credSpecs.lookup("webapp1-credspec", noDeadline)).kind, "found");
-  assert.equal(await cluster.authorizer.mayUse(web, "apps", "webapp1-credspec", noDeadline), { allowed: true });
+  assert.is((await cluster.credSpecs.lookup("webapp1-credspec", { signal: noDeadline })).kind, "found");
+  assert.equal(await cluster.authorizer.mayUse(web, "apps", "webapp1-credspec", { signal: noDeadline }), { allowed: true });
   await until(() => cluster.cacheStatus()?.synced === true, "the watch over plain HTTP syncs");
   assert.ok(context.api.connections.count <= 3, `${context.api.connections.count} connections`);
 });
@@ -367,7 +367,7 @@ Kept("an idle stop frees the watch and caches but keeps the Entra access: the re
   const lists = () => context.api.calls.filter((c) => c.path === "/apis/windows.k8s.io/v1/gmsacredentialspecs" && !c.search.includes("watch=true")).length;
   const aksTokens = () => credential.calls.filter((c) => String(c.scopes).includes(aksServerScope)).length;
   try {
-    assert.is((await member.credSpecs.lookup("webapp1", noDeadline)).kind, "found");
+    assert.is((await member.credSpecs.lookup("webapp1", { signal: noDeadline })).kind, "found");
     await until(() => member.status().credSpecCache?.synced === true, "the first cache synced");
     assert.equal(arm.sent, ["GET aks-one", "POST listClusterUserCredential"]);
     assert.is(aksTokens(), 1);
@@ -378,7 +378,7 @@ Kept("an idle stop frees the watch and caches but keeps the Entra access: the re
     await until(() => context.api.calls.length > 0 && watchersClosed(context.api), "the watch closed");
     arm.down = true;
 
-    assert.is((await member.credSpecs.lookup("webapp1", noDeadline)).kind, "found");
+    assert.is((await member.credSpecs.lookup("webapp1", { signal: noDeadline })).kind, "found");
     await until(() => member.status().credSpecCache?.synced === true, "the new cache synced");
     assert.is(member.status().starts, 2);
     assert.equal(arm.sent, ["GET aks-one", "POST listClusterUserCredential"], "the restart asked ARM again");

@@ -18,19 +18,18 @@ const noDeadline = new AbortController().signal;
 const Get = suite("credSpecApi");
 
 Get("the spec asked for is found; a 404 is not found", async () => {
-  const found = await credSpecApi(answering({ body: { kind: "GMSACredentialSpec", metadata: { name: "web" }, credspec: { a: 1 } } }), { timeoutMs: 1000 }).lookup(
-    "web",
-    noDeadline,
-  );
+  const found = await credSpecApi(answering({ body: { kind: "GMSACredentialSpec", metadata: { name: "web" }, credspec: { a: 1 } } }), { timeoutMs: 1000 }).lookup("web", {
+    signal: noDeadline,
+  });
   assert.equal(found, { kind: "found", credspec: { a: 1 } });
-  const missing = await credSpecApi(answering({ status: 404, body: { kind: "Status", code: 404 } }), { timeoutMs: 1000 }).lookup("web", noDeadline);
+  const missing = await credSpecApi(answering({ status: 404, body: { kind: "Status", code: 404 } }), { timeoutMs: 1000 }).lookup("web", { signal: noDeadline });
   assert.equal(missing, { kind: "notFound" });
 });
 
 Get("a 2xx that is not that spec (a proxy's page, an empty body, another object) is the path failing, not a spec without contents", async () => {
   for (const body of ["<html>sign in</html>", undefined, { kind: "GMSACredentialSpec", metadata: { name: "other" }, credspec: {} }, [1, 2]]) {
     const outcome = await credSpecApi(answering({ body }), { timeoutMs: 1000 })
-      .lookup("web", noDeadline)
+      .lookup("web", { signal: noDeadline })
       .then(
         (lookup) => lookup.kind,
         (error: unknown) => error,

@@ -66,7 +66,7 @@ withFakeApi(Bounds);
 Bounds("within its bounds it lists in pages and holds every spec", async (context) => {
   context.api.state.credSpecs = specs(25);
   const cache = open(context, { maxSpecs: 25, pageSize: 10 });
-  await cache.lookup("spec-0", noDeadline);
+  await cache.lookup("spec-0", { signal: noDeadline });
   await until(() => cache.status().synced, "synced");
   assert.equal(cache.status(), { started: true, synced: true, stale: false, size: 25, notFound: 0, overflow: false });
   assert.equal(
@@ -78,7 +78,7 @@ Bounds("within its bounds it lists in pages and holds every spec", async (contex
 Bounds("more specs than it may hold: refused a page past the bound, the cache stops and lookups read the API server", async (context) => {
   context.api.state.credSpecs = specs(100);
   const cache = open(context, { maxSpecs: 15, pageSize: 10 });
-  await cache.lookup("spec-0", noDeadline);
+  await cache.lookup("spec-0", { signal: noDeadline });
   await until(() => cache.status().overflow, "overflow");
   // Two pages of ten were enough to know: the rest of the list was never asked for.
   assert.is(listsOf(context.api).length, 2);
@@ -89,11 +89,11 @@ Bounds("more specs than it may hold: refused a page past the bound, the cache st
   );
   // Still correct, one GET per lookup, and a miss is remembered briefly as without a cache.
   const gets = () => context.api.calls.filter((c) => c.path === "/apis/windows.k8s.io/v1/gmsacredentialspecs/spec-42").length;
-  assert.is((await cache.lookup("spec-42", noDeadline)).kind, "found");
-  assert.is((await cache.lookup("spec-42", noDeadline)).kind, "found");
+  assert.is((await cache.lookup("spec-42", { signal: noDeadline })).kind, "found");
+  assert.is((await cache.lookup("spec-42", { signal: noDeadline })).kind, "found");
   assert.is(gets(), 2);
-  assert.is((await cache.lookup("absent", noDeadline)).kind, "notFound");
-  assert.is((await cache.lookup("absent", noDeadline)).kind, "notFound");
+  assert.is((await cache.lookup("absent", { signal: noDeadline })).kind, "notFound");
+  assert.is((await cache.lookup("absent", { signal: noDeadline })).kind, "notFound");
   assert.is(context.api.calls.filter((c) => c.path.endsWith("/gmsacredentialspecs/absent")).length, 1);
   // It does not come back: no list or watch after the overflow.
   await new Promise((resolve) => setTimeout(resolve, 100));
@@ -104,26 +104,26 @@ Bounds("more specs than it may hold: refused a page past the bound, the cache st
 Bounds("specs larger in all than it may hold stop it the same way", async (context) => {
   context.api.state.credSpecs = specs(8, 10_000);
   const cache = open(context, { maxBytes: 50_000, pageSize: 3 });
-  await cache.lookup("spec-0", noDeadline);
+  await cache.lookup("spec-0", { signal: noDeadline });
   await until(() => cache.status().overflow, "overflow");
   assert.is(listsOf(context.api).length, 2, "refused on the page that passed 50 000 bytes");
   assert.ok(
     context.logs.some((l) => l.includes("take more than 50000 bytes as JSON")),
     context.logs.join("\n"),
   );
-  assert.is((await cache.lookup("spec-7", noDeadline)).kind, "found");
+  assert.is((await cache.lookup("spec-7", { signal: noDeadline })).kind, "found");
 });
 
 Bounds("a spec that arrives through the watch past a bound stops it too", async (context) => {
   context.api.state.credSpecs = specs(3);
   const cache = open(context, { maxSpecs: 3 });
-  await cache.lookup("spec-0", noDeadline);
+  await cache.lookup("spec-0", { signal: noDeadline });
   await until(() => cache.status().synced, "synced");
   assert.is(cache.status().size, 3);
   context.api.addCredSpec("spec-3", specs(4).get("spec-3")!);
   await until(() => cache.status().overflow, "overflow");
   assert.is(cache.status().size, 0);
-  assert.is((await cache.lookup("spec-3", noDeadline)).kind, "found");
+  assert.is((await cache.lookup("spec-3", { signal: noDeadline })).kind, "found");
 });
 
 Bounds.run();
@@ -138,7 +138,7 @@ const readsOf = (api: FakeApiServer, name: string) => api.calls.filter((c) => c.
 Start("the first lookup reads its spec with no list on the way; the list follows once it is answered", async (context) => {
   context.api.state.credSpecs = specs(25);
   const cache = open(context, { pageSize: 10 });
-  assert.is((await cache.lookup("spec-3", noDeadline)).kind, "found");
+  assert.is((await cache.lookup("spec-3", { signal: noDeadline })).kind, "found");
   assert.is(readsOf(context.api, "spec-3"), 1);
   assert.equal(listsOf(context.api), []);
   assert.is(cache.status().started, false);
@@ -148,14 +148,14 @@ Start("the first lookup reads its spec with no list on the way; the list follows
     [null, "10", "20"],
   );
   // From the cache now: no further read.
-  assert.is((await cache.lookup("spec-3", noDeadline)).kind, "found");
+  assert.is((await cache.lookup("spec-3", { signal: noDeadline })).kind, "found");
   assert.is(readsOf(context.api, "spec-3"), 1);
 });
 
 Start("lookups that arrive together start one list", async (context) => {
   context.api.state.credSpecs = specs(25);
   const cache = open(context, { pageSize: 10 });
-  const found = await Promise.all(["spec-1", "spec-2", "spec-3", "spec-404"].map((name) => cache.lookup(name, noDeadline)));
+  const found = await Promise.all(["spec-1", "spec-2", "spec-3", "spec-404"].map((name) => cache.lookup(name, { signal: noDeadline })));
   assert.equal(
     found.map((f) => f.kind),
     ["found", "found", "found", "notFound"],
@@ -174,7 +174,7 @@ Start("a first read that fails still starts the list", async (context) => {
   context.api.state.failWith = 503;
   context.api.state.failPath = /\/gmsacredentialspecs\/spec-1$/;
   const cache = open(context, { pageSize: 10 });
-  const read = await cache.lookup("spec-1", noDeadline).then(
+  const read = await cache.lookup("spec-1", { signal: noDeadline }).then(
     () => "answered",
     (error: unknown) => (error instanceof Error ? error.message : String(error)),
   );
@@ -188,7 +188,7 @@ Start("a cache stopped while its first read is on the way never lists", async (c
   context.api.state.delayMs = 100;
   context.api.state.delayPath = /\/gmsacredentialspecs\/spec-1$/;
   const cache = open(context, { pageSize: 10 });
-  const read = cache.lookup("spec-1", noDeadline);
+  const read = cache.lookup("spec-1", { signal: noDeadline });
   await new Promise((resolve) => setTimeout(resolve, 20));
   await cache.stop();
   assert.is((await read).kind, "found");
@@ -203,12 +203,12 @@ Start("a first read given up by its admission still starts the list; lookups mea
   context.api.state.delayPath = /\/gmsacredentialspecs\/spec-1$/;
   const cache = open(context, { pageSize: 10 });
   const deadline = new AbortController();
-  const first = cache.lookup("spec-1", deadline.signal).then(
+  const first = cache.lookup("spec-1", { signal: deadline.signal }).then(
     () => "answered",
     () => "given up",
   );
   // Before the first read settles: not started, and another lookup is answered by a read of its own.
-  assert.is((await cache.lookup("spec-2", noDeadline)).kind, "found");
+  assert.is((await cache.lookup("spec-2", { signal: noDeadline })).kind, "found");
   assert.is(cache.status().started, false);
   deadline.abort(new Error("admission budget spent"));
   assert.is(await first, "given up");
@@ -219,7 +219,7 @@ Start("a first read given up by its admission still starts the list; lookups mea
 Start("a cache stopped before its list began never lists", async (context) => {
   context.api.state.credSpecs = specs(5);
   const cache = open(context, { pageSize: 10 });
-  await cache.lookup("spec-1", noDeadline);
+  await cache.lookup("spec-1", { signal: noDeadline });
   await cache.stop();
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(listsOf(context.api), []);
@@ -242,10 +242,10 @@ Start("a list whose watch never opens is not believed over the API server: a spe
   // The API server's own answer for the name: deleted since the list.
   const cache = credSpecCache(connection, { direct: { lookup: async () => ({ kind: "notFound" }) }, log: (_level, line) => logs.push(line), minBackoffMs: 60_000 });
   try {
-    assert.is((await cache.lookup("deleted-spec", noDeadline)).kind, "notFound");
+    assert.is((await cache.lookup("deleted-spec", { signal: noDeadline })).kind, "notFound");
     await until(() => logs.some((line) => line.includes("watch failed")), "the refused watch");
     assert.is(cache.status().synced, false);
-    assert.is((await cache.lookup("deleted-spec", noDeadline)).kind, "notFound", "the stale list was believed over the API server");
+    assert.is((await cache.lookup("deleted-spec", { signal: noDeadline })).kind, "notFound", "the stale list was believed over the API server");
   } finally {
     await cache.stop();
   }
@@ -261,7 +261,7 @@ States("synced, the watch failing, answers served stale (counted, at most once a
   const events: CacheStateEvent[] = [];
   let clock = 1_000_000;
   const cache = open(context, { onState: (event) => events.push(event), now: () => clock, minBackoffMs: 50, maxBackoffMs: 50, staleReportMs: 60_000 });
-  await cache.lookup("spec-0", noDeadline);
+  await cache.lookup("spec-0", { signal: noDeadline });
   await until(() => events.some((e) => e.state === "synced"), "synced");
   assert.equal(events[0], { state: "synced", specs: 3, reason: "3 specs" });
   context.api.state.failWith = 500;
@@ -269,13 +269,13 @@ States("synced, the watch failing, answers served stale (counted, at most once a
   await until(() => events.some((e) => e.state === "watchFailed"), "the watch failed");
   assert.is(events.find((e) => e.state === "watchFailed")!.specs, 3);
   // The API server answers 500: the specs known before are served, and said so once, then counted.
-  for (let i = 0; i < 5; i++) assert.is((await cache.lookup("spec-1", noDeadline)).kind, "found");
+  for (let i = 0; i < 5; i++) assert.is((await cache.lookup("spec-1", { signal: noDeadline })).kind, "found");
   assert.equal(
     events.filter((e) => e.state === "staleServed").map((e) => e.specs),
     [1],
   );
   clock += 60_000;
-  await cache.lookup("spec-1", noDeadline);
+  await cache.lookup("spec-1", { signal: noDeadline });
   assert.equal(
     events.filter((e) => e.state === "staleServed").map((e) => e.specs),
     [1, 5],

@@ -570,7 +570,7 @@ Cluster("the product's ports renew a refused token once and answer", async (cont
   const kc = await entraApiAccess({ credential, server: cp.server, caPem: cp.caPem });
   const settings = readAdmissionSettings({ GMSA_API_SERVER_URL: cp.server, GMSA_CREDSPEC_CACHE: "false", GMSA_AUTH_CACHE_TTL_SECONDS: "0" });
   const ports = portsFor(kc, settings, () => {});
-  const lookup = await ports.credSpecs.lookup("webapp1", new AbortController().signal);
+  const lookup = await ports.credSpecs.lookup("webapp1", { signal: new AbortController().signal });
   assert.is(lookup.kind, "found");
   assert.is(credential.calls.filter((c) => String(c.scopes).includes(aksServerScope)).length, 2, "one refused token, one renewed");
   await ports.stop();
