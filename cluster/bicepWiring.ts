@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { bicepKey, placeholder, placeholderPattern, bicepValue, isRecord, mergedValue, quote } from "./bicepValues.js";
+import { bicepKey, placeholder, bicepValue, isRecord, mergedValue, quote } from "./bicepValues.js";
 import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "./manifests.js";
 import { memberPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
 import { relayClusterSecretFile, relayClusterSecretKey, relayDefaultImage, relayDefaultNamespace, relayFunctionKeySecretName, relayName } from "./relay.js";

@@ -1,4 +1,3 @@
-import { webhookConfigurationName } from "../lib/canary/webhookCa.js";
 import { gmsaMatchConditions } from "./matchConditions.js";
 
 /** Where the API server sends AdmissionReviews: the function's URL, or the relay's service. */

@@ -1,7 +1,6 @@
 import * as t from "io-ts";
 import { checkTokenHost } from "../kube/aksApiServerHost.js";
-import { parseAksResourceId } from "../kube/aksResourceId.js";
-import { apiServerUrl, caBundlePem } from "../kube/apiServerEndpoint.js";
+import { apiServerUrl } from "../kube/apiServerEndpoint.js";
 import type { ClusterAccessSettings, ClusterClientSettings } from "../kube/clusterAccess.js";
 import { booleanSetting, decodeWith, emptyAsUnset, integerSetting, oneOf, SettingsError, withDefault } from "./environment.js";
 

@@ -1,10 +1,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { webhooks } from "../../lib/app/webhooks.js";
-import { podWebhook } from "../../lib/gmsa/podWebhook.js";
 import { createFleetRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../lib/app/runtime.js";
 import { serveAdmission } from "../../lib/app/serveAdmission.js";
-import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
 import { readFleetSettings } from "../../lib/settings/fleet.js";
 import { gmsa, pod, review } from "../support/reviews.js";
 

@@ -2,13 +2,11 @@ import { HttpRequest, InvocationContext, type HttpRequestInit } from "@azure/fun
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { webhooks } from "../../lib/app/webhooks.js";
-import { podWebhook } from "../../lib/gmsa/podWebhook.js";
 import { maxBodyBytes } from "../../lib/admission/httpExchange.js";
 import { readAdmissionSettings } from "../../lib/settings/admission.js";
 import { readBodyUpTo } from "../../functions/requestBody.js";
 import { createAdmissionRuntime, stopAdmissionRuntime, useAdmissionRuntime } from "../../lib/app/runtime.js";
 import { serveWebhook } from "../../functions/webhook.js";
-import { expandCredSpecs } from "../../lib/gmsa/expandCredSpecs.js";
 
 const chunkBytes = 64 * 1024;
 

@@ -27,6 +27,8 @@ export interface FakeApiState {
   delayMs?: number;
   /** Only requests whose path and query match wait (default: every request). */
   delayPath?: RegExp;
+  /** The bearer tokens it accepts; any other is answered 401, as an API server does. Default: any. */
+  acceptTokens?: Set<string>;
 }
 
 export interface FakeApiCall {
@@ -132,6 +134,9 @@ async function answer(req: IncomingMessage, res: ServerResponse, { state, calls,
   calls.push({ method: req.method ?? "GET", path, search: url.search.slice(1), body, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
   if (state.delayMs && (!state.delayPath || state.delayPath.test(req.url ?? ""))) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
   if (res.destroyed) return;
+  if (state.acceptTokens && !state.acceptTokens.has((req.headers.authorization ?? "").replace(/^Bearer /, ""))) {
+    return send(res, 401, status(401, "Unauthorized", "Unauthorized"));
+  }
   if (state.failWith && (state.failTimes === undefined || state.failTimes > 0) && (!state.failPath || state.failPath.test(path))) {
     if (state.failTimes !== undefined) state.failTimes -= 1;
     if (state.retryAfter !== undefined) res.setHeader("retry-after", String(state.retryAfter));

@@ -308,8 +308,6 @@ async function credSpecNames(connection: ApiServerConnection): Promise<string[]>
   return list.items.map((item) => item.metadata?.name ?? "").sort();
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 Cluster("requests carry the token; once it expires the credential is asked again and the next token is used", async (context) => {
   const cp = cluster(context);
   // The cache's clock is moved by hand, so "expired" does not depend on how fast this machine is.

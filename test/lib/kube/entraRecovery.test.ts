@@ -1,10 +1,8 @@
 import * as http from "node:http";
-import * as https from "node:https";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { podWebhook } from "../../../lib/gmsa/podWebhook.js";
-import { createCertificateAuthority, issueCertificate } from "../../../controlplane/pki.js";
 import { handleReview } from "../../../lib/admission/handleReview.js";
 import { expandCredSpecs } from "../../../lib/gmsa/expandCredSpecs.js";
 import { portsFor } from "../../../lib/kube/clusterClient.js";
@@ -14,6 +12,7 @@ import { managedIdentityCredential } from "../../../lib/kube/refreshableCredenti
 import { readAdmissionSettings } from "../../../lib/settings/admission.js";
 import { cachingCredential, fakeCredential } from "../../support/fakeCredential.js";
 import { fakePorts } from "../../support/fakePorts.js";
+import { startFakeApiServer, type FakeApiServer } from "../../support/fakeApiServer.js";
 import { gmsa, pod, review } from "../../support/reviews.js";
 import type { TokenCredential } from "@azure/core-auth";
 
@@ -27,55 +26,20 @@ const hour = 3_600_000;
 const credSpecName = "webapp1-credspec";
 
 /** An API server that serves one credential spec to the bearer tokens it accepts, and 401 to the rest. */
-interface TokenCheckingServer {
-  readonly url: string;
-  readonly caPem: string;
-  readonly accepted: Set<string>;
-  readonly presented: string[];
-  close(): Promise<void>;
+async function startTokenCheckingServer(accepted: readonly string[]): Promise<FakeApiServer> {
+  const server = await startFakeApiServer();
+  server.state.acceptTokens = new Set(accepted);
+  server.addCredSpec(credSpecName, {
+    apiVersion: "windows.k8s.io/v1",
+    kind: "GMSACredentialSpec",
+    credspec: { CmsPlugins: ["ActiveDirectory"], ActiveDirectoryConfig: { GroupManagedServiceAccounts: [{ Name: "WebApp1", Scope: "CONTOSO" }] } },
+  });
+  return server;
 }
 
-async function startTokenCheckingServer(accepted: readonly string[]): Promise<TokenCheckingServer> {
-  const ca = await createCertificateAuthority("token-checking-api-server");
-  const serving = await issueCertificate(ca, { commonName: "127.0.0.1", ipAddresses: ["127.0.0.1"], usage: "server" });
-  const presented: string[] = [];
-  const acceptedTokens = new Set(accepted);
-  const server = https.createServer({ cert: serving.certPem, key: serving.keyPem }, (request, response) => {
-    const token = (request.headers.authorization ?? "").replace(/^Bearer /, "");
-    presented.push(token);
-    response.setHeader("content-type", "application/json");
-    if (!acceptedTokens.has(token)) {
-      response.writeHead(401);
-      response.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", code: 401, reason: "Unauthorized", message: "Unauthorized" }));
-      return;
-    }
-    if (request.method === "GET" && request.url === `/apis/windows.k8s.io/v1/gmsacredentialspecs/${credSpecName}`) {
-      response.writeHead(200);
-      response.end(
-        JSON.stringify({
-          apiVersion: "windows.k8s.io/v1",
-          kind: "GMSACredentialSpec",
-          metadata: { name: credSpecName },
-          credspec: { CmsPlugins: ["ActiveDirectory"], ActiveDirectoryConfig: { GroupManagedServiceAccounts: [{ Name: "WebApp1", Scope: "CONTOSO" }] } },
-        }),
-      );
-      return;
-    }
-    response.writeHead(404);
-    response.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", code: 404, reason: "NotFound", message: "not found" }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    caPem: ca.certPem,
-    accepted: acceptedTokens,
-    presented,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+/** The bearer tokens presented to the server, in order. */
+function presented(server: FakeApiServer): string[] {
+  return server.calls.map((call) => (call.authorization ?? "").replace(/^Bearer /, ""));
 }
 
 interface Admitter {
@@ -83,11 +47,7 @@ interface Admitter {
   admit(): Promise<{ code: number; patched: boolean; elapsedMs: number }>;
 }
 
-async function admitterFor(
-  server: TokenCheckingServer,
-  credential: TokenCredential,
-  options: { tokenTimeoutMs?: number; prefetchToken?: boolean; budgetMs: number },
-): Promise<Admitter> {
+async function admitterFor(server: FakeApiServer, credential: TokenCredential, options: { tokenTimeoutMs?: number; prefetchToken?: boolean; budgetMs: number }): Promise<Admitter> {
   const kc = await entraApiAccess({
     credential,
     server: server.url,
@@ -141,7 +101,7 @@ Recovery("a hung identity endpoint: admissions fail within budget, the next need
     assert.is(credential.calls.length, 2, "a new call to the credential");
     assert.is(later.code, 200);
     assert.ok(later.patched, "the credential spec was inlined");
-    assert.equal(server.presented, ["good-token"]);
+    assert.equal(presented(server), ["good-token"]);
   } finally {
     await server.close();
   }
@@ -156,7 +116,7 @@ Recovery("a refused token: the retry presents a new token, not the credential's 
     ]);
     const admitter = await admitterFor(server, credential, { budgetMs: 3000 });
     const answer = await admitter.admit();
-    assert.equal(server.presented, ["refused-token", "fresh-token"]);
+    assert.equal(presented(server), ["refused-token", "fresh-token"]);
     assert.is(answer.code, 200);
     assert.ok(answer.patched);
     assert.equal(
