@@ -1,5 +1,5 @@
 import { app, type InvocationContext, type Timer } from "@azure/functions";
-import { auditLineIsWarning, runAudit } from "../lib/app/audit.js";
+import { auditDue, auditLineIsWarning, runAudit } from "../lib/app/audit.js";
 import { runCanary } from "../lib/app/canary.js";
 import { admissionRuntime } from "../lib/app/runtime.js";
 import { readPolicySettings } from "../lib/settings/admission.js";
@@ -9,7 +9,7 @@ import { webhookAuthLevel } from "./webhook.js";
 /**
  * The canary timer: every GMSA_CANARY_SCHEDULE (five minutes by default), a dry-run GMSA pod through
  * each cluster's real path, one gmsa.canary line per cluster (a warning when the path fails); with
- * GMSA_AUDIT, each cluster's credential spec audit after it.
+ * GMSA_AUDIT, each cluster's credential spec audit after it, every GMSA_AUDIT_INTERVAL_MINUTES.
  */
 export async function canary(_timer: Timer, context: InvocationContext): Promise<void> {
   const runtime = await admissionRuntime();
@@ -19,7 +19,8 @@ export async function canary(_timer: Timer, context: InvocationContext): Promise
     else context.warn(text);
   }
   // GMSA_AUDIT: the same timer audits each cluster's credential spec health (lib/app/audit.ts).
-  if (settings.audit) {
+  if (settings.audit && auditDue(lastAuditAt, Date.now(), settings.auditIntervalMinutes)) {
+    lastAuditAt = Date.now();
     for (const line of await runAudit(runtime, { randomHostname: readPolicySettings().randomHostname })) {
       if (auditLineIsWarning(line)) context.warn(JSON.stringify(line));
       else context.info(JSON.stringify(line));
@@ -31,4 +32,5 @@ export async function canary(_timer: Timer, context: InvocationContext): Promise
 // registers, so that an app with a bad one registers no function at all.
 webhookAuthLevel();
 const settings = readCanarySettings();
+let lastAuditAt: number | undefined;
 if (settings.enabled) app.timer("canary", { schedule: settings.schedule, runOnStartup: false, handler: canary });

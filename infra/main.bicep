@@ -560,6 +560,7 @@ module admissionMonitoring 'modules/admission-monitoring.bicep' = {
     runbookUrl: runbookUrl
     workspaceId: monitoring.outputs.workspaceId
     apiServerLogs: apiServerLogs
+    auditEnabled: auditCredSpecs
   }
 }
 

@@ -37,6 +37,9 @@ param canaryHeartbeatMinutes int = 20
 @description('Days before the webhooks\' CA bundle (the relay\'s certificate, in relay wiring) expires below which a cluster\'s alert fires; wiring again renews it from 60 days before.')
 param caExpiryAlertDays int = 30
 
+@description('The app runs the credential spec audit (GMSA_AUDIT): deploy its alert on new error findings.')
+param auditEnabled bool = false
+
 @description('The app\'s Log Analytics workspace: with apiServerLogs, the clusters\' kube-apiserver logs arrive there (api-server-logs.bicep).')
 param workspaceId string
 
@@ -71,6 +74,7 @@ var field = admissionLog.fields
 var canaryLog = loadJsonContent('../../lib/observability/canary-log.json')
 var clusterEvents = loadJsonContent('../../lib/observability/cluster-events.json')
 var cacheEvents = loadJsonContent('../../lib/observability/cache-events.json')
+var auditLog = loadJsonContent('../../lib/observability/audit-log.json')
 var decisionDenied = 'denied'
 var decisionError = 'error'
 
@@ -170,6 +174,55 @@ var canaryStatus = join(
   '\n'
 )
 
+// The credential spec audit's lines (GMSA_AUDIT): one per finding and one summary per cluster and
+// run, every line of a run naming it. Findings of one object keep their kind from run to run, so
+// (Cluster, Kind, Object) is the same finding in two runs.
+var auditFindings = join(
+  [
+    'traces'
+    '| where message startswith "{"'
+    '| extend entry = parse_json(message)'
+    '| where tostring(entry["${auditLog.fields.event}"]) == "${auditLog.finding}"'
+    '| project timestamp, ItemCount = itemCount, Cluster = tostring(entry["${auditLog.fields.cluster}"]), Run = tostring(entry["${auditLog.fields.run}"]), Kind = tostring(entry["${auditLog.fields.kind}"]), Severity = tostring(entry["${auditLog.fields.severity}"]), Object = tostring(entry["${auditLog.fields.object}"]), Problem = tostring(entry["${auditLog.fields.problem}"]), Action = tostring(entry["${auditLog.fields.action}"])'
+  ],
+  '\n'
+)
+var auditSummaries = join(
+  [
+    'traces'
+    '| where message startswith "{"'
+    '| extend entry = parse_json(message)'
+    '| where tostring(entry["${auditLog.fields.event}"]) == "${auditLog.summary}"'
+    '| project timestamp, ItemCount = itemCount, Cluster = tostring(entry["${auditLog.fields.cluster}"]), Run = tostring(entry["${auditLog.fields.run}"]), Outcome = tostring(entry["${auditLog.fields.outcome}"]), Errors = toint(entry["${auditLog.fields.errors}"]), Warnings = toint(entry["${auditLog.fields.warnings}"]), ApiCalls = toint(entry["${auditLog.fields.apiCalls}"]), LatencyMs = todouble(entry["${auditLog.fields.latencyMs}"]), Reason = tostring(entry["${auditLog.fields.reason}"])'
+  ],
+  '\n'
+)
+// Each cluster's latest audited run (Rank 1) and the one before it (Rank 2).
+var auditRuns = join(
+  [
+    'let runs = ${auditSummaries}'
+    '    | where Outcome == "${auditLog.audited}"'
+    '    | summarize At = max(timestamp) by Cluster, Run'
+    '    | sort by Cluster asc, At desc'
+    '    | extend Rank = row_number(1, prev(Cluster) != Cluster)'
+    '    | where Rank <= 2'
+    '    | project Cluster, Run, Rank;'
+  ],
+  '\n'
+)
+// One row per finding of those two runs: whether it is new, gone, or repeated. ItemCount stays the
+// rows of the latest run it stands for.
+var auditChanges = join(
+  [
+    auditRuns
+    auditFindings
+    '| join kind=inner (runs) on Cluster, Run'
+    '| summarize InPrevious = sumif(ItemCount, Rank == 2), Severity = take_any(Severity), Problem = take_any(Problem), Action = take_any(Action), ItemCount = sumif(ItemCount, Rank == 1) by Cluster, Kind, Object'
+    '| extend Change = case(InPrevious == 0, "new", ItemCount == 0, "gone", "repeated")'
+  ],
+  '\n'
+)
+
 // The workbook's cluster filter: every query of a chart keeps the chosen clusters ('*' is all).
 var chosen = '| where "*" in ({Cluster}) or Cluster in ({Cluster})'
 var admissionsChosen = '${admissions}\n${chosen}'
@@ -231,6 +284,12 @@ var cacheStateQuery = '${cacheLines}\n${chosen}\n| summarize arg_max(timestamp, 
 var clusterChoicesQuery = '${canaryClusterTable}\n| union (${admissions} | distinct Cluster)\n| distinct Cluster\n| order by Cluster asc'
 var correlationQuery = 'traces\n| where isnotempty("{CorrelationId}") and message has "{CorrelationId}"\n| project timestamp, Instance = cloud_RoleInstance, severityLevel, message\n| order by timestamp desc\n| take 50'
 
+// The credential spec health tab: each cluster's latest audit, its findings by kind, and what
+// changed since the run before, down to each object and what to do about it.
+var auditHealthQuery = '${auditSummaries}\n${chosen}\n| summarize arg_max(timestamp, Outcome, Errors, Warnings, ApiCalls, LatencyMs, Reason) by Cluster\n| project Cluster, LastAudit = timestamp, Outcome, Errors, Warnings, ApiCalls, LatencyMs, Reason\n| order by Errors desc, Cluster asc'
+var auditFindingsByKindQuery = '${auditRuns}\n${auditFindings}\n| join kind=inner (runs | where Rank == 1) on Cluster, Run\n${chosen}\n| summarize Findings = sum(ItemCount) by Cluster, Kind, Severity\n| order by Cluster asc, Findings desc'
+var auditChangesQuery = '${auditChanges}\n${chosen}\n| project Change, Cluster, Severity, Kind, Object, Problem, Action\n| order by Change desc, Cluster asc, Severity asc, Kind asc, Object asc'
+
 // Each alert query returns one row per cluster whose condition holds; the rules split by the
 // Cluster column (a dimension), so each such cluster fires, and resolves, on its own.
 // Only admissions that failed: a call that failed once and then succeeded on a retry leaves an
@@ -250,6 +309,10 @@ var canaryFleetAlertQuery = '${canaryStatus}\nperCluster\n| where Ready == 0 and
 // The webhooks' CA bundle close to expiry, per cluster, as the canary last read it: past expiry the
 // API server can no longer call the webhooks and every GMSA pod is refused.
 var caExpiryAlertQuery = '${canaries}\n| where isnotnull(CaDaysLeft)\n| summarize arg_max(timestamp, CaDaysLeft) by Cluster\n| where CaDaysLeft < ${caExpiryAlertDays}\n| project Cluster, CaDaysLeft, LastRead = timestamp'
+// Error findings of a cluster's latest audit that its audit before did not report: each will stop a
+// pod (a spec refused on a node, a pod whose spec is gone or whose grant was taken back), so they
+// are told once, as they appear; the rule resolves once the next run reports them again, or no longer.
+var auditErrorsAlertQuery = '${auditChanges}\n| where Severity == "${auditLog.errorSeverity}" and Change == "new"\n| summarize NewErrors = sum(ItemCount), Example = take_any(strcat(Object, ": ", Problem)) by Cluster'
 var clusterUnavailableAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.unavailable}"\n| summarize Lines = sum(ItemCount), Reason = take_any(Reason) by Cluster'
 var clusterSecretRefusedAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.secretRefused}"\n| summarize Refused = sum(ItemCount), Reason = take_any(Reason) by Cluster'
 var functionErrorsAlertQuery = '${clusterEventLines}\n| where Event == "${clusterEvents.requestRefused}" and Status >= 500\n| summarize Failed = sum(ItemCount), Reason = take_any(Reason) by Cluster'
@@ -589,6 +652,57 @@ var workbookContent = {
         visualization: 'table'
       }
     }
+    {
+      type: 1
+      name: 'credspec-health-title'
+      content: {
+        json: '### Credential spec health\nThe audit the canary\'s timer runs with GMSA_AUDIT: what will fail on a node or at the next admission before a pod finds out.'
+      }
+    }
+    {
+      type: 3
+      name: 'credspec-health'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Each cluster\'s latest credential spec audit'
+        query: auditHealthQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'table'
+      }
+    }
+    {
+      type: 3
+      name: 'credspec-findings-by-kind'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Findings of each cluster\'s latest audit, by kind'
+        query: auditFindingsByKindQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'table'
+      }
+    }
+    {
+      type: 3
+      name: 'credspec-changes'
+      customWidth: '50'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Findings new, gone or unchanged since the audit before, by object'
+        query: auditChangesQuery
+        size: 0
+        timeContextFromParameter: 'TimeRange'
+        queryType: 0
+        resourceType: componentsType
+        visualization: 'table'
+      }
+    }
   ]
   fallbackResourceIds: [
     appInsightsId
@@ -733,7 +847,20 @@ var canaryAlertRules = [
   }
 ]
 
-var deployedAlertRules = concat(alertRules, canaryEnabled ? canaryAlertRules : [])
+// The audit's rule: its window holds a cluster's last two runs at the default interval (15 minutes).
+var auditAlertRules = [
+  {
+    name: 'credspec-audit-errors'
+    displayName: 'GMSA admission: new error findings of a cluster\'s credential spec audit (${environmentName})'
+    description: 'The latest credential spec audit of a cluster reported error findings its previous run did not: a credential spec that nodes will refuse, or running pods whose spec is gone or whose service account lost `use`. Their workloads\' next pods will fail to start or be refused; the workbook\'s credential spec health tab lists each object and what to do.'
+    severity: 2
+    evaluationFrequency: 'PT15M'
+    windowSize: 'PT2H'
+    query: auditErrorsAlertQuery
+  }
+]
+
+var deployedAlertRules = concat(alertRules, canaryEnabled ? canaryAlertRules : [], canaryEnabled && auditEnabled ? auditAlertRules : [])
 
 // Every rule's section in docs/runbook.md is its name.
 var runbookBase = empty(runbookUrl) ? 'docs/runbook.md' : runbookUrl

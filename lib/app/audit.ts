@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import schema from "../observability/audit-log.json";
 import type { AdmissionRuntime } from "./runtime.js";
@@ -6,19 +7,22 @@ import type { AdmissionRuntime } from "./runtime.js";
  * The credential spec audit, once (GMSA_AUDIT, from the canary's timer): for every member the
  * runtime serves, lib/credspec/audit.ts over what its API server holds, read with the function's
  * own identity within a time budget. One `gmsa.audit` line per finding and one
- * `gmsa.auditSummary` line per member (lib/observability/audit-log.json); a member that could not
- * be audited says why in its summary, so that no member goes silent.
+ * `gmsa.auditSummary` line per member (lib/observability/audit-log.json), every line of one run
+ * naming it (`run`), so that the workbook can tell what changed since the run before; a member
+ * that could not be audited says why in its summary, so that no member goes silent.
  */
 export type AuditLine = Record<string, string | number>;
 
 const f = schema.fields;
 
 export async function runAudit(runtime: AdmissionRuntime, options: { readonly randomHostname: boolean; readonly budgetMs?: number }): Promise<AuditLine[]> {
+  const run = randomUUID();
   const perMember = [...runtime.members.values()].map(async (member): Promise<AuditLine[]> => {
     const started = performance.now();
-    const summary = (outcome: "audited" | "failed", errors: number, warnings: number, apiCalls: number, reason: string): AuditLine => ({
+    const summary = (outcome: typeof schema.audited | "failed", errors: number, warnings: number, apiCalls: number, reason: string): AuditLine => ({
       [f.event]: schema.summary,
       [f.cluster]: member.name,
+      [f.run]: run,
       [f.outcome]: outcome,
       [f.errors]: errors,
       [f.warnings]: warnings,
@@ -33,14 +37,15 @@ export async function runAudit(runtime: AdmissionRuntime, options: { readonly ra
       const findings = audit.findings.map((finding): AuditLine => ({
         [f.event]: schema.finding,
         [f.cluster]: member.name,
+        [f.run]: run,
         [f.kind]: finding.kind,
         [f.severity]: finding.severity,
         [f.object]: finding.object,
         [f.problem]: finding.problem,
         [f.action]: finding.action,
       }));
-      const errors = audit.findings.filter((finding) => finding.severity === "error").length;
-      return [...findings, summary("audited", errors, audit.findings.length - errors, audit.apiCalls, "")];
+      const errors = audit.findings.filter((finding) => finding.severity === schema.errorSeverity).length;
+      return [...findings, summary(schema.audited, errors, audit.findings.length - errors, audit.apiCalls, "")];
     } catch (error) {
       return [summary("failed", 0, 0, 0, error instanceof Error ? error.message : String(error))];
     }
@@ -48,6 +53,7 @@ export async function runAudit(runtime: AdmissionRuntime, options: { readonly ra
   const unavailable = [...runtime.unavailable].map(([cluster, reason]): AuditLine => ({
     [f.event]: schema.summary,
     [f.cluster]: cluster,
+    [f.run]: run,
     [f.outcome]: "failed",
     [f.errors]: 0,
     [f.warnings]: 0,
@@ -60,5 +66,14 @@ export async function runAudit(runtime: AdmissionRuntime, options: { readonly ra
 
 /** Whether a line is for the operator's attention: an error finding, or a member not audited. */
 export function auditLineIsWarning(line: AuditLine): boolean {
-  return (line[f.event] === schema.finding && line[f.severity] === "error") || (line[f.event] === schema.summary && line[f.outcome] === "failed");
+  return (line[f.event] === schema.finding && line[f.severity] === schema.errorSeverity) || (line[f.event] === schema.summary && line[f.outcome] !== schema.audited);
+}
+
+/**
+ * Whether the timer's run audits too: the first run of an instance does, and then one run once
+ * `intervalMinutes` have passed since the last audit. A minute's slack keeps a run that fires a
+ * little early (the timer's schedule is not exact) from waiting a whole further period.
+ */
+export function auditDue(lastAuditAt: number | undefined, now: number, intervalMinutes: number): boolean {
+  return lastAuditAt === undefined || now - lastAuditAt >= Math.max(0, intervalMinutes - 1) * 60_000;
 }

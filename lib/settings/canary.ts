@@ -1,5 +1,5 @@
 import * as t from "io-ts";
-import { booleanSetting, decodeWith, emptyAsUnset, withDefault } from "./environment.js";
+import { booleanSetting, decodeWith, emptyAsUnset, integerSetting, withDefault } from "./environment.js";
 
 /**
  * The canary's timer: on by default, every five minutes. The schedule is the Functions timer's
@@ -11,6 +11,8 @@ export interface CanarySettings {
   readonly schedule: string;
   /** GMSA_AUDIT: each run also audits every cluster's credential spec health (lib/credspec/audit.ts). Off by default: it needs the audit's read-only role. */
   readonly audit: boolean;
+  /** GMSA_AUDIT_INTERVAL_MINUTES: the audit runs with the canary's first run and then once this long has passed. Default 15. */
+  readonly auditIntervalMinutes: number;
 }
 
 const schedule = new t.Type<string, string, unknown>(
@@ -27,9 +29,10 @@ const CanaryEnvironment = t.type({
   GMSA_CANARY: withDefault(booleanSetting("GMSA_CANARY"), true),
   GMSA_CANARY_SCHEDULE: withDefault(schedule, "0 */5 * * * *"),
   GMSA_AUDIT: withDefault(booleanSetting("GMSA_AUDIT"), false),
+  GMSA_AUDIT_INTERVAL_MINUTES: withDefault(integerSetting("GMSA_AUDIT_INTERVAL_MINUTES", 1, 1440), 15),
 });
 
 export function readCanarySettings(env: NodeJS.ProcessEnv = process.env): CanarySettings {
-  const raw = decodeWith(CanaryEnvironment, emptyAsUnset(env, ["GMSA_CANARY", "GMSA_CANARY_SCHEDULE", "GMSA_AUDIT"]));
-  return { enabled: raw.GMSA_CANARY, schedule: raw.GMSA_CANARY_SCHEDULE, audit: raw.GMSA_AUDIT };
+  const raw = decodeWith(CanaryEnvironment, emptyAsUnset(env, ["GMSA_CANARY", "GMSA_CANARY_SCHEDULE", "GMSA_AUDIT", "GMSA_AUDIT_INTERVAL_MINUTES"]));
+  return { enabled: raw.GMSA_CANARY, schedule: raw.GMSA_CANARY_SCHEDULE, audit: raw.GMSA_AUDIT, auditIntervalMinutes: raw.GMSA_AUDIT_INTERVAL_MINUTES };
 }

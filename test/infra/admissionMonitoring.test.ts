@@ -32,6 +32,8 @@ const canarySchemaPath = join(repoRoot, "lib", "observability", "canary-log.json
 const clusterEventsPath = join(repoRoot, "lib", "observability", "cluster-events.json");
 const cacheEventsPath = join(repoRoot, "lib", "observability", "cache-events.json");
 const cacheEventsSchema = JSON.parse(readFileSync(cacheEventsPath, "utf8")) as { event: string; fields: Record<string, string> };
+const auditLogPath = join(repoRoot, "lib", "observability", "audit-log.json");
+const auditSchema = JSON.parse(readFileSync(auditLogPath, "utf8")) as { finding: string; summary: string; audited: string; errorSeverity: string; fields: Record<string, string> };
 
 interface LogSchema {
   event: string;
@@ -83,6 +85,8 @@ const otherQueryVariables = [
 ];
 const otherBases = ["canaries", "clusterEventLines", "canaryStatus", "canaryClusterTable", "chosen", "admissionsChosen", "series", "cacheLines", "caExpiryAlertQuery"];
 const cacheQueryVariables = ["cacheTroubleQuery", "cacheStateQuery"];
+/** The credential spec audit's queries, and the bases they are built from. */
+const auditQueryVariables = ["auditFindings", "auditSummaries", "auditRuns", "auditChanges", "auditHealthQuery", "auditFindingsByKindQuery", "auditChangesQuery", "auditErrorsAlertQuery"];
 /** Queries over more than the admission line, or none of the app's lines: the host's requests, a text search, the cluster choices. */
 const unionQueryVariables = ["fleetOverviewQuery", "coldStartQuery", "clusterChoicesQuery"];
 const unparsedQueryVariables = ["requestLatencyQuery", "correlationQuery"];
@@ -96,7 +100,7 @@ function bodyOf(resource: Declaration) {
 
 /** The strings KQL is built from: the base query and every query variable. */
 function kqlStrings(file: BicepFile, options: { foreign?: boolean } = {}): Node[] {
-  const names = ["admissions", ...queryVariables, ...otherBases, ...otherQueryVariables, "clusterChoicesQuery", ...unparsedQueryVariables, ...cacheQueryVariables];
+  const names = ["admissions", ...queryVariables, ...otherBases, ...otherQueryVariables, "clusterChoicesQuery", ...unparsedQueryVariables, ...cacheQueryVariables, ...auditQueryVariables];
   return [...names, ...(options.foreign ? foreignQueryVariables : [])].flatMap((name) => {
     const value = declared(file, "var", name).value;
     if (value === undefined) throw new Error(`${name} has no value`);
@@ -143,8 +147,8 @@ monitoring("the schemas are loaded with loadJsonContent from lib/observability/,
       loads.push(infra.path);
     }
   }
-  assert.equal(loads, [file.path, file.path, file.path, file.path]);
-  assert.equal(paths.sort(), [logSchemaPath, canarySchemaPath, clusterEventsPath, cacheEventsPath].sort());
+  assert.equal(loads, [file.path, file.path, file.path, file.path, file.path]);
+  assert.equal(paths.sort(), [logSchemaPath, canarySchemaPath, clusterEventsPath, cacheEventsPath, auditLogPath].sort());
   assert.is(declared(file, "var", "admissionLog").value?.text, "loadJsonContent('../../lib/observability/admission-log.json')");
 });
 
@@ -169,6 +173,9 @@ monitoring("KQL text names no log field, event or decision itself: every one com
     clusterEventsSchema.unavailable,
     clusterEventsSchema.secretRefused,
     clusterEventsSchema.requestRefused,
+    auditSchema.finding,
+    auditSchema.summary,
+    auditSchema.audited,
   ]);
   for (const node of strings) {
     for (const part of stringParts(node)) {
@@ -197,6 +204,7 @@ monitoring("every field read from the parsed message is an interpolated schema f
         "canaryLog.fields": canarySchema.fields,
         "clusterEvents.fields": clusterEventsSchema.fields,
         "cacheEvents.fields": cacheEventsSchema.fields,
+        "auditLog.fields": auditSchema.fields,
       };
       const holder = path === undefined ? undefined : fieldsOf[path.slice(0, -1).join(".")];
       assert.ok(holder !== undefined, `entry[${next.expression.text}] does not read a schema's field`);
@@ -362,6 +370,16 @@ portal("log alert rules, each per cluster: what blocks pods, what degrades them,
     without.some((rule) => String(rule["name"]).startsWith("canary-") || rule["name"] === "webhook-ca-expiring"),
     "no canary alert where no canary runs",
   );
+  // The audit's rule comes with the audit, which the canary's timer runs.
+  const withAudit = valueOf(file, "deployedAlertRules", { bindings: { ...bindings, auditEnabled: true } }) as readonly Record<string, Value>[];
+  assert.equal(withAudit.map((rule) => rule["name"]).slice(rules.length), ["credspec-audit-errors"]);
+  const auditRule = withAudit.at(-1)!;
+  assert.is(auditRule["severity"], 2);
+  assert.match(String(auditRule["query"]), /\| where Severity == "error" and Change == "new"\n\| summarize NewErrors = sum\(ItemCount\), Example = .* by Cluster$/);
+  assert.not.ok(
+    (valueOf(file, "deployedAlertRules", { bindings: { ...bindings, auditEnabled: true, canaryEnabled: false } }) as readonly Record<string, Value>[]).some((rule) => rule["name"] === "credspec-audit-errors"),
+    "no audit alert where the timer that audits does not run",
+  );
   const byName = new Map(rules.map((rule) => [String(rule["name"]), String(rule["query"])]));
   const severity = new Map(rules.map((rule) => [String(rule["name"]), Number(rule["severity"])]));
   assert.match(byName.get("api-server-errors") ?? "", /where Decision == "error" and ApiErrors > 0\n\| summarize Refused = sum\(ItemCount\) by Cluster\n\| where Refused >= 5$/);
@@ -459,7 +477,8 @@ portal("adaptive sampling never drops a trace: failures, canary lines and cluste
 portal("every deployed alert has its section in docs/runbook.md", ({ file }) => {
   const runbook = readFileSync(join(repoRoot, "docs", "runbook.md"), "utf8");
   const headings = new Set([...runbook.matchAll(/^## (.+)$/gm)].map((match) => match[1]!.trim()));
-  const rules = valueOf(file, "deployedAlertRules", { bindings }) as readonly Record<string, Value>[];
+  // Every opt-in alert deployed: the audit's.
+  const rules = valueOf(file, "deployedAlertRules", { bindings: { ...bindings, auditEnabled: true } }) as readonly Record<string, Value>[];
   for (const rule of rules) assert.ok(headings.has(String(rule["name"])), `docs/runbook.md has no section "## ${String(rule["name"])}"`);
   // The opt-in alert on the API server's log is a resource of its own (it reads another workspace's table).
   assert.equal([...headings].filter((heading) => !rules.some((rule) => rule["name"] === heading)), ["api-server-webhook-calls"], "no section for an alert that is not deployed");

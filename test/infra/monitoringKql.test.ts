@@ -13,6 +13,9 @@ import { cacheStateLevel, cacheStateLine, type CacheState } from "../../lib/obse
 import type { AdmissionRuntime } from "../../lib/app/runtime.js";
 import type { ReadinessResult } from "../../lib/canary/probe.js";
 import { fleetRouter } from "../../lib/fleet/fleetRouter.js";
+import { auditLineIsWarning, runAudit } from "../../lib/app/audit.js";
+import { auditCluster } from "../../lib/credspec/audit.js";
+import { seededCluster, seededFindings } from "../support/auditSeed.js";
 
 interface LogSchema {
   event: string;
@@ -36,8 +39,15 @@ const clusterEventsSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "obser
 };
 
 const cacheSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observability", "cache-events.json"), "utf8")) as { event: string; fields: Record<string, string>; states: Record<string, string> };
+const auditSchema = JSON.parse(readFileSync(join(repoRoot, "lib", "observability", "audit-log.json"), "utf8")) as { finding: string; summary: string; fields: Record<string, string> };
+/** Which of the audit schema's fields each of its two lines carries. */
+const auditFindingFields = ["event", "cluster", "run", "kind", "severity", "object", "problem", "action"].map((key) => auditSchema.fields[key]!);
+const auditSummaryFields = ["event", "cluster", "run", "outcome", "errors", "warnings", "apiCalls", "latencyMs", "reason"].map((key) => auditSchema.fields[key]!);
 
-type LineKind = "admission" | "canary" | "clusterEvent" | "cacheEvent";
+/** The opt-in monitoring, deployed: its queries compile and read real lines as the others do. */
+const everyOptIn = { auditEnabled: true };
+
+type LineKind = "admission" | "canary" | "clusterEvent" | "cacheEvent" | "auditFinding" | "auditSummary";
 
 /**
  * Which lines a query reads: the admission line, the canary's, the cluster events (one or several);
@@ -50,6 +60,8 @@ function linesOf(query: DeployedQuery): LineKind[] {
   if (query.text.includes(`"${canarySchema.event}"`)) kinds.push("canary");
   if (query.text.includes(`"${clusterEventsSchema.unavailable}"`)) kinds.push("clusterEvent");
   if (query.text.includes(`"${cacheSchema.event}"`)) kinds.push("cacheEvent");
+  if (query.text.includes(`"${auditSchema.finding}"`)) kinds.push("auditFinding");
+  if (query.text.includes(`"${auditSchema.summary}"`)) kinds.push("auditSummary");
   if (kinds.length === 0) throw new Error(`${query.name} selects none of the lines the app writes`);
   return kinds;
 }
@@ -82,7 +94,7 @@ function errorsOf(all: readonly Compiled[]): string[] {
 const Compile = suite<{ queries: DeployedQuery[]; compiled: Compiled[] }>("the deployed KQL compiles with the Kusto language service");
 
 Compile.before(async (context) => {
-  context.queries = await deployedQueries();
+  context.queries = await deployedQueries(everyOptIn);
   context.compiled = compileAll(context.queries);
 });
 
@@ -91,7 +103,7 @@ Compile("every workbook chart and every alert rule under infra/ is found, with i
   const alerts = queries.filter((q) => q.kind === "alert");
   // The charts, and the query of the cluster filter's choices.
   assert.equal(workbook.sort(), ["Cluster", ...workbookCharts]);
-  assert.is(alerts.length, 12);
+  assert.is(alerts.length, 13);
   for (const query of queries) {
     assert.not.match(query.text, /\$\{/, `${query.name} still holds Bicep interpolation`);
     assert.not.match(query.text, /\{[A-Za-z]+(:[a-z]+)?\}/, `${query.name} still holds a workbook parameter`);
@@ -101,7 +113,7 @@ Compile("every workbook chart and every alert rule under infra/ is found, with i
   }
   assert.equal(
     alerts.map((query) => linesOf(query).join("+")).sort(),
-    ["", "admission", "admission", "admission", "admission", "admission", "canary", "canary", "canary", "clusterEvent", "clusterEvent", "clusterEvent"],
+    ["", "admission", "admission", "admission", "admission", "admission", "auditFinding+auditSummary", "canary", "canary", "canary", "clusterEvent", "clusterEvent", "clusterEvent"],
   );
   // main.bicep's threshold (75% of the 4000 ms admission budget) is what the deployed alert uses.
   assert.match(alerts.map((q) => q.text).join("\n"), /P95 > 3000$/m);
@@ -167,6 +179,8 @@ interface RealRun {
   clusterEventRows: TraceRow[];
   /** The credential spec caches' lines, one per state, written by the function the caches' reports go through. */
   cacheEventRows: TraceRow[];
+  /** The credential spec audit's lines over a seeded cluster, and a member out of service, as the timer writes them. */
+  auditRows: TraceRow[];
   compiled: Compiled[];
   file: BicepFile;
 }
@@ -207,7 +221,18 @@ function clusterEventLines(): WrittenLine[] {
   });
 }
 
+/** The audit's lines as the canary's timer writes them: a cluster with one finding of each kind, and one out of service. */
+async function auditLines(): Promise<WrittenLine[]> {
+  const findings = auditCluster(seededCluster(false));
+  const runtime = {
+    members: new Map([["alpha", { name: "alpha", start: async () => ({ audit: async () => ({ findings, apiCalls: 6, read: { credSpecs: 3, pods: 4 } }) }) }]]),
+    unavailable: new Map([["gamma", "its kubeconfig names no current context"]]),
+  } as unknown as AdmissionRuntime;
+  return (await runAudit(runtime, { randomHostname: false })).map((line) => ({ level: auditLineIsWarning(line) ? "warning" : "information", message: JSON.stringify(line), functionName: "canary" }));
+}
+
 Fields.before(async (context) => {
+  context.auditRows = rowsOf(await auditLines());
   context.canaryRows = rowsOf(await canaryLines());
   context.cacheEventRows = rowsOf(
     (Object.keys(cacheSchema.states) as CacheState[]).map((state) => ({
@@ -216,7 +241,7 @@ Fields.before(async (context) => {
       functionName: "mutate",
     })),
   );
-  context.compiled = compileAll(await deployedQueries());
+  context.compiled = compileAll(await deployedQueries(everyOptIn));
   context.file = await infraFile("infra/modules/admission-monitoring.bicep");
   context.run = await startAdmissionRun();
   const { run } = context;
@@ -277,6 +302,29 @@ Fields("the line is the whole message, and carries exactly the fields of admissi
   }
 });
 
+Fields("the audit's lines: a finding's fields and a summary's, every line of the run naming it, errors and members not audited as warnings", ({ auditRows }) => {
+  const lines = auditRows.map(messageObject);
+  const findings = lines.filter((line) => line[auditSchema.fields["event"]!] === auditSchema.finding);
+  const summaries = lines.filter((line) => line[auditSchema.fields["event"]!] === auditSchema.summary);
+  assert.equal(findings.map((line) => `${line["severity"]} ${line["kind"]} ${line["object"]}`).sort(), [...seededFindings].sort());
+  for (const line of findings) assert.equal(Object.keys(line).sort(), [...auditFindingFields].sort());
+  for (const line of summaries) assert.equal(Object.keys(line).sort(), [...auditSummaryFields].sort());
+  assert.equal(
+    summaries.map((line) => `${line["cluster"]} ${line["outcome"]} ${line["errors"]} ${line["warnings"]}`),
+    ["alpha audited 3 4", "gamma failed 0 0"],
+  );
+  assert.is(new Set(lines.map((line) => line[auditSchema.fields["run"]!])).size, 1, "one run");
+  assert.match(String(lines[0]![auditSchema.fields["run"]!]), /^[0-9a-f-]{36}$/);
+  // Severity 2 in the trace: what the alert and the workbook's errors are made of, never sampled away.
+  assert.equal(
+    auditRows
+      .filter((row) => row.severityLevel === 2)
+      .map((row) => String(messageObject(row)[auditSchema.fields["object"]!] ?? messageObject(row)[auditSchema.fields["cluster"]!]))
+      .sort(),
+    ["GMSACredentialSpec broken", "Pod apps/gone-0", "Pod apps/lost-0", "gamma"],
+  );
+});
+
 Fields("the canary's and the cluster events' lines carry exactly the fields of their schema files", ({ canaryRows, clusterEventRows }) => {
   assert.is(canaryRows.length, 3);
   for (const row of canaryRows) {
@@ -300,7 +348,7 @@ Fields("the canary's and the cluster events' lines carry exactly the fields of t
   }
 });
 
-Fields("every field a query takes from a trace is in every real line, with the type the query converts it to", ({ rows, canaryRows, clusterEventRows, cacheEventRows, compiled }) => {
+Fields("every field a query takes from a trace is in every real line, with the type the query converts it to", ({ rows, canaryRows, clusterEventRows, cacheEventRows, auditRows, compiled }) => {
   const problems: string[] = [];
   let checked = 0;
   const written: Record<LineKind, { rows: TraceRow[]; fields: string[]; file: string }> = {
@@ -308,6 +356,8 @@ Fields("every field a query takes from a trace is in every real line, with the t
     canary: { rows: canaryRows, fields: Object.values(canarySchema.fields), file: "canary-log.json" },
     clusterEvent: { rows: clusterEventRows, fields: Object.values(clusterEventsSchema.fields), file: "cluster-events.json" },
     cacheEvent: { rows: cacheEventRows, fields: Object.values(cacheSchema.fields), file: "cache-events.json" },
+    auditFinding: { rows: auditRows.filter((row) => messageObject(row)[auditSchema.fields["event"]!] === auditSchema.finding), fields: auditFindingFields, file: "audit-log.json" },
+    auditSummary: { rows: auditRows.filter((row) => messageObject(row)[auditSchema.fields["event"]!] === auditSchema.summary), fields: auditSummaryFields, file: "audit-log.json" },
   };
   for (const { query, compiled: result } of compiled) {
     const kinds = linesOf(query);

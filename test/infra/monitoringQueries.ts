@@ -212,14 +212,19 @@ function alertResourceQueries(file: BicepFile, alert: Declaration, bindings: Rec
 }
 
 /** Every deployed query under infra/. */
-export async function deployedQueries(): Promise<DeployedQuery[]> {
+/**
+ * `overrides` sets parameters of the files that declare them, whatever their callers pass: an
+ * opt-in feature's queries (the audit's alert) are compiled as they deploy when it is on.
+ */
+export async function deployedQueries(overrides: Readonly<Record<string, Value>> = {}): Promise<DeployedQuery[]> {
   const infra = await loadInfra();
   const queries: DeployedQuery[] = [];
   for (const file of infra.values()) {
     const workbooks = resourcesOfType(file, workbookType);
     const alerts = resourcesOfType(file, alertType);
     if (workbooks.length === 0 && alerts.length === 0) continue;
-    const bindings = parameterBindings(file, infra);
+    const declared = declarationsOf(file, "param");
+    const bindings = { ...parameterBindings(file, infra), ...Object.fromEntries(Object.entries(overrides).filter(([name]) => declared.has(name))) };
     for (const workbook of workbooks) queries.push(...workbookResourceQueries(file, workbook, bindings));
     for (const alert of alerts) queries.push(...alertResourceQueries(file, alert, bindings));
   }
@@ -238,6 +243,9 @@ export const workbookCharts = [
   "correlation-search",
   "credspec-cache-state",
   "credspec-cache-trouble",
+  "credspec-changes",
+  "credspec-findings-by-kind",
+  "credspec-health",
   "denials",
   "errors-by-cluster",
   "fleet-overview",

@@ -5,8 +5,16 @@ import { readCanarySettings } from "../../lib/settings/canary.js";
 const Settings = suite("canary settings");
 
 Settings("on every five minutes by default; off, or another schedule, when set; a bad value names the setting", () => {
-  assert.equal(readCanarySettings({}), { enabled: true, schedule: "0 */5 * * * *", audit: false });
-  assert.equal(readCanarySettings({ GMSA_CANARY: "false", GMSA_CANARY_SCHEDULE: "0 */1 * * * *" }), { enabled: false, schedule: "0 */1 * * * *", audit: false });
+  assert.equal(readCanarySettings({}), { enabled: true, schedule: "0 */5 * * * *", audit: false, auditIntervalMinutes: 15 });
+  assert.equal(readCanarySettings({ GMSA_CANARY: "false", GMSA_CANARY_SCHEDULE: "0 */1 * * * *" }), {
+    enabled: false,
+    schedule: "0 */1 * * * *",
+    audit: false,
+    auditIntervalMinutes: 15,
+  });
+  assert.is(readCanarySettings({ GMSA_AUDIT_INTERVAL_MINUTES: "60" }).auditIntervalMinutes, 60);
+  assert.throws(() => readCanarySettings({ GMSA_AUDIT_INTERVAL_MINUTES: "0" }), /GMSA_AUDIT_INTERVAL_MINUTES/);
+  assert.throws(() => readCanarySettings({ GMSA_AUDIT_INTERVAL_MINUTES: "15m" }), /GMSA_AUDIT_INTERVAL_MINUTES/);
   assert.is(readCanarySettings({ GMSA_AUDIT: "true" }).audit, true, "the audit is opt-in: it needs a read-only role of its own");
   assert.throws(() => readCanarySettings({ GMSA_AUDIT: "sometimes" }), /GMSA_AUDIT/);
   assert.throws(() => readCanarySettings({ GMSA_CANARY_SCHEDULE: "*/5 * * * *" }), /GMSA_CANARY_SCHEDULE must be a six-field NCRONTAB expression/);
