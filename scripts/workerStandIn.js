@@ -2,7 +2,7 @@
 // API module that collects registrations and the programming model, then the package's main, its
 // appStart hooks, and HTTP invocations handed to that programming model as the worker hands them
 // (an RPC invocation whose HTTP body is bytes; the Functions library in the bundle builds the
-// request, calls the function, and turns its answer into the RPC response). Used by
+// request, calls the function, and turns its answer into the RPC response), and timer invocations. Used by
 // `npm run package` (scripts/packageCodeCache.js, to run an admission before keeping the code
 // cache) and by the package's tests and the bench (test/package/coldStartDriver.js).
 "use strict";
@@ -87,10 +87,37 @@ async function invokeHttp(registered, functionName, request) {
   return { status: Number(answer.statusCode), headers: answer.headers, body: Buffer.from(answer.body?.bytes ?? []).toString("utf8") };
 }
 
+/**
+ * One timer invocation of a registered function, through the package's programming model, as the
+ * worker makes it: the timer's data as JSON (not past due). Answers the lines the function logged,
+ * each with its level and category as the worker hands them to the host.
+ */
+async function invokeTimer(registered, functionName) {
+  const target = registered.functions.find((f) => f.metadata.name === functionName);
+  if (!target) throw new Error(`the package registers no function named ${functionName}`);
+  if (!registered.programmingModel) throw new Error("the package set no programming model");
+  const [trigger] = Object.entries(target.metadata.bindings).find(([, b]) => b.type === "timerTrigger") ?? [];
+  if (!trigger) throw new Error(`${functionName} has no timer trigger`);
+  const invocationId = "stand-in";
+  const timer = { Schedule: { AdjustForDST: true }, ScheduleStatus: null, IsPastDue: false };
+  const logged = [];
+  const invocation = registered.programmingModel.getInvocationModel({
+    invocationId,
+    request: { invocationId, functionId: functionName, inputData: [{ name: trigger, data: { json: JSON.stringify(timer) } }], triggerMetadata: {} },
+    metadata: target.metadata,
+    state: undefined,
+    log: (level, category, message) => logged.push({ level, category, message }),
+  });
+  const { context, inputs } = await invocation.getArguments();
+  const result = await invocation.invokeFunction(context, inputs, target.handler);
+  await invocation.getResponse(context, result);
+  return logged;
+}
+
 /** The manifest's main, required as the worker requires it. */
 function requireMain(packageDir) {
   const manifest = require(path.join(packageDir, "package.json"));
   return require(path.join(packageDir, manifest.main));
 }
 
-module.exports = { standInCore, startApp, invokeHttp, requireMain };
+module.exports = { standInCore, startApp, invokeHttp, invokeTimer, requireMain };

@@ -1,4 +1,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -8,9 +11,11 @@ import { runCredspec } from "../../cluster/credspecCommand.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
 import type { AuditFinding, AuditInput } from "../../lib/credspec/audit.js";
+import auditSchema from "../../lib/observability/audit-log.json";
 import { seededCluster, seededFindings } from "../support/auditSeed.js";
 import { kubeRequest } from "../support/kubeRequest.js";
 
+const repoRoot = join(__dirname, "..", "..");
 /**
  * `npm run credspec -- audit` through a real kube-apiserver: a clean cluster gives no finding and
  * exit 0; the same cluster seeded with one example of each finding gives exactly those, and exit 1.
@@ -76,6 +81,28 @@ Audit("seeded with one example of each finding: exactly those, exit 1", async (c
   assert.match(table, /^SEVERITY\s+KIND\s+OBJECT\s+PROBLEM/m);
   assert.match(table, /error\s+podCredSpecMissing\s+Pod apps\/gone-0\s+names GMSACredentialSpec "deleted-spec", which no longer exists\s+→ create it again/);
   assert.match(table, /3 credential specs and 5 pods read: 3 errors, 4 warnings\n$/);
+});
+
+Audit("the canary's timer, registered with @azure/functions and invoked as the worker invokes it, logs exactly those findings", async (context) => {
+  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", join(repoRoot, "test", "support", "timerDriver.ts"), "canary"], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH, KUBECONFIG: context.controlPlane!.kubeconfigPath, GMSA_AUDIT: "true" },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  const logged = JSON.parse(stdout) as Array<{ level: string; category: string; message: string }>;
+  const lines = logged
+    .filter((entry) => entry.category === "user" && entry.message.startsWith("{"))
+    .map((entry) => ({ level: entry.level, line: JSON.parse(entry.message) as Record<string, unknown> }));
+  const findings = lines.filter(({ line }) => line[auditSchema.fields.event] === auditSchema.finding);
+  assert.equal(findings.map(({ line }) => `${line["severity"]} ${line["kind"]} ${line["object"]}`).sort(), seededFindings);
+  // An error finding is a warning for the host, a warning finding information.
+  for (const { level, line } of findings) assert.is(level, line["severity"] === "error" ? "warning" : "information", JSON.stringify(line));
+  const summary = lines.find(({ line }) => line[auditSchema.fields.event] === auditSchema.summary)!.line;
+  assert.equal([summary["cluster"], summary["outcome"], summary["errors"], summary["warnings"]], ["default", "audited", 3, 4]);
+  // One list (of one page) each of credential specs, pods and the four RBAC kinds: the extra calls of a run.
+  assert.is(summary["apiCalls"], 6);
+  assert.is(new Set(lines.filter(({ line }) => auditSchema.fields.run in line).map(({ line }) => line[auditSchema.fields.run])).size, 1);
 });
 
 Audit.run();
