@@ -1,13 +1,14 @@
-import { app, HttpRequest, InvocationContext, type HttpHandler, type HttpResponse, type HttpResponseInit } from "@azure/functions";
+import { app, HttpRequest, InvocationContext, type HttpHandler, type HttpResponse, type HttpResponseInit, type Timer, type TimerHandler } from "@azure/functions";
 import { randomUUID } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { Cron } from "croner";
 
 /**
  * Plays the Functions host's part on this machine: loads every module of functions/ (as the
- * package's `main` glob does), keeps what they register with `app.http` and `app.hook.appStart`,
- * runs the start hooks, and routes requests to the same handlers with the same request,
- * context and response types.
+ * package's `main` glob does), keeps what they register with `app.http`, `app.timer` and
+ * `app.hook.appStart`, runs the start hooks, and routes requests to the same handlers with the
+ * same request, context and response types; `npm start` runs the timers on their schedules.
  */
 export interface HttpRegistration {
   readonly name: string;
@@ -15,6 +16,13 @@ export interface HttpRegistration {
   readonly methods: readonly string[];
   readonly authLevel: "anonymous" | "function" | "admin";
   readonly handler: HttpHandler;
+}
+
+export interface TimerRegistration {
+  readonly name: string;
+  /** The Functions timer's NCRONTAB expression: six fields, seconds first. */
+  readonly schedule: string;
+  readonly handler: TimerHandler;
 }
 
 export interface RouteMatch {
@@ -25,6 +33,7 @@ export interface RouteMatch {
 
 export interface LoadedApp {
   readonly registrations: readonly HttpRegistration[];
+  readonly timers: readonly TimerRegistration[];
   find(path: string): RouteMatch | undefined;
 }
 
@@ -90,9 +99,10 @@ async function load(): Promise<LoadedApp> {
       handler: options.handler,
     });
   });
-  // Timers (the canary) run where the Functions host runs them, in Azure; the local host leaves
-  // them out: `npm run wire -- --check` asks the same question of a cluster on demand.
-  Reflect.set(app, "timer", () => {});
+  const timers: TimerRegistration[] = [];
+  Reflect.set(app, "timer", (name: string, options: { schedule: string; handler: TimerHandler }) => {
+    timers.push({ name, schedule: options.schedule, handler: options.handler });
+  });
   Reflect.set(app.hook, "appStart", (handler: () => unknown) => {
     startHooks.push(handler);
     return { dispose() {} };
@@ -101,7 +111,40 @@ async function load(): Promise<LoadedApp> {
   // require, not import(): the modules must share state (the runtime) with the host that loads them.
   for (const file of modules.sort()) require(join(functionsDir, file));
   for (const hook of startHooks) await hook();
-  return { registrations, find: routeMatcher(registrations) };
+  return { registrations, timers, find: routeMatcher(registrations) };
+}
+
+export interface RunningTimers {
+  stop(): void;
+}
+
+/**
+ * Runs each timer on its schedule, as the Functions host does: one invocation at a time per timer
+ * (a run still going when the next is due skips that one), with a Timer and an InvocationContext
+ * whose log lines go to `log`. A run that throws is logged and the schedule goes on.
+ */
+export function runTimers(timers: readonly TimerRegistration[], log: (level: string, message: string) => void): RunningTimers {
+  const jobs = timers.map(
+    (timer) =>
+      new Cron(timer.schedule, { protect: true }, async () => {
+        const context = new InvocationContext({
+          functionName: timer.name,
+          invocationId: randomUUID(),
+          logHandler: (level, ...args) => log(level, args.map(String).join(" ")),
+        });
+        const tick: Timer = { isPastDue: false, schedule: { adjustForDST: true }, scheduleStatus: { last: "", next: "", lastUpdated: "" } };
+        try {
+          await timer.handler(tick, context);
+        } catch (error) {
+          log("error", `the ${timer.name} timer failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }),
+  );
+  return {
+    stop() {
+      for (const job of jobs) job.stop();
+    },
+  };
 }
 
 export interface LocalCall {

@@ -102,6 +102,8 @@ export interface LocalWebhookWiring {
   readonly authorizeRequestingUser: boolean;
   /** The in-cluster safety net (cluster/safetyNet.ts); on unless false. */
   readonly safetyNet?: boolean;
+  /** The audit's read-only role (cluster/auditRbac.ts), for GMSA_AUDIT; off unless true. */
+  readonly audit?: boolean;
 }
 
 /** What `wireLocalCluster` applies, in its order. */
@@ -111,6 +113,7 @@ export function localWiring(webhook: LocalWebhookWiring, extra: readonly Kuberne
     subject: { kind: "User", name: localWebhookUser },
     authorizeRequestingUser: webhook.authorizeRequestingUser,
     safetyNet: webhook.safetyNet !== false,
+    audit: webhook.audit === true,
   });
   const isWebhookConfiguration = (object: KubernetesObject) => object.kind.endsWith("WebhookConfiguration");
   return [...manifests.filter((object) => !isWebhookConfiguration(object)), ...exampleCredSpecs(), ...manifests.filter(isWebhookConfiguration), ...extra];

@@ -3,6 +3,8 @@ import { createServer } from "node:net";
 import { delimiter } from "node:path";
 import { runtimeFromEnvironment, useAdmissionRuntime } from "../lib/app/runtime.js";
 import { clusterSecretHeader } from "../lib/fleet/fleetRouter.js";
+import { readCanarySettings } from "../lib/settings/canary.js";
+import { loadFunctionsApp, runTimers, type RunningTimers } from "./functionsHost.js";
 import { readHostSettings } from "./hostSettings.js";
 import type { LocalCluster } from "./localCluster.js";
 import { startLocalServer, type LocalServer } from "./localServer.js";
@@ -11,7 +13,7 @@ import { generateServingCertificate, servingCertificateFromFiles } from "./servi
 /**
  * `npm start`: the webhook on https://127.0.0.1:$PORT against the cluster in KUBECONFIG, or the
  * fleet GMSA_CLUSTERS names, or, with neither, against a local control plane started here with
- * the webhook wired into it.
+ * the webhook wired into it; the app's timers run on their schedules.
  */
 /** A port this process can listen on now, or why not: checked before anything slow starts. */
 function portProblem(port: number): Promise<string | undefined> {
@@ -51,7 +53,9 @@ async function main(): Promise<void> {
   const clusterGiven = fleetGiven || Boolean(process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST || process.env.GMSA_CLUSTER_ACCESS);
   let local: LocalCluster | undefined;
   let server: LocalServer | undefined;
+  let timers: RunningTimers | undefined;
   const stop = async (code: number) => {
+    timers?.stop();
     await server?.close().catch(() => {});
     await local?.stop().catch(() => {});
     process.exit(code);
@@ -74,7 +78,11 @@ async function main(): Promise<void> {
     server = await startLocalServer({ host: "127.0.0.1", port: host.port, tls, functionKey: host.functionKey, log: logLine });
     if (local) {
       const { exampleObjects, wireLocalCluster } = await import("./localCluster.js");
-      await wireLocalCluster(local, { url: server.url, caPem: tls.caPem, authorizeRequestingUser: settings.authorizeRequestingUser }, exampleObjects("demo.yaml"));
+      await wireLocalCluster(
+        local,
+        { url: server.url, caPem: tls.caPem, authorizeRequestingUser: settings.authorizeRequestingUser, audit: readCanarySettings().audit },
+        exampleObjects("demo.yaml"),
+      );
       process.stdout.write(`export KUBECONFIG=${local.adminKubeconfig}\n`);
       say(
         [
@@ -104,6 +112,8 @@ async function main(): Promise<void> {
       const ca = tls.caFile ? ` (CA bundle: ${tls.caFile})` : "";
       process.stdout.write(`gmsa-admission ready at ${server.url}/mutate, ${server.url}/validate and ${server.url}/validate-credspec${ca}\n`);
     }
+    // The canary (and with GMSA_AUDIT the audit) on its schedule, as in the Function App.
+    timers = runTimers((await loadFunctionsApp()).timers, logLine);
   } catch (error) {
     process.stderr.write(`gmsa-admission: ${error instanceof Error ? error.message : String(error)}\n`);
     await stop(1);

@@ -83,4 +83,26 @@ Start("with GMSA_AUTHORIZE_REQUESTING_USER=true the local cluster lets the webho
   }
 });
 
+Start("runs the canary's timer on its schedule, and with GMSA_AUDIT the audit with its role wired: both see the local cluster", async () => {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", GMSA_CANARY_SCHEDULE: "*/2 * * * * *", GMSA_AUDIT: "true" };
+  delete env.KUBECONFIG;
+  delete env.KUBERNETES_SERVICE_HOST;
+  delete env.GMSA_CLUSTER_ACCESS;
+  const child = spawn("tsx", [join(__dirname, "..", "..", "host", "start.ts")], { env, stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    const canary = waitForLine(child, /"event":"gmsa\.canary"/, 15 * 60_000);
+    const audit = waitForLine(child, /"event":"gmsa\.auditSummary"/, 15 * 60_000);
+    // The dry-run GMSA pod went through the local cluster's whole path: API server, wiring, webhooks.
+    const canaryLine = JSON.parse(await canary) as Record<string, unknown>;
+    assert.is(canaryLine["outcome"], "ready", JSON.stringify(canaryLine));
+    const summary = JSON.parse(await audit) as Record<string, unknown>;
+    assert.equal([summary["cluster"], summary["outcome"]], ["default", "audited"], JSON.stringify(summary));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    child.kill("SIGINT");
+    await exited;
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+});
+
 Start.run();
