@@ -6,7 +6,10 @@ import * as assert from "uvu/assert";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { applyObjects } from "../../cluster/applyObjects.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
-import { loadKubeconfigFile, startLocalCluster, wireLocalCluster, type LocalCluster } from "../../host/localCluster.js";
+import { auditObjects } from "../../cluster/auditRbac.js";
+import { loadKubeconfigFile, localWebhookUser, startLocalCluster, wireLocalCluster, type LocalCluster } from "../../host/localCluster.js";
+import { runAudit } from "../../lib/app/audit.js";
+import auditSchema from "../../lib/observability/audit-log.json";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall } from "../support/httpsClient.js";
@@ -216,6 +219,33 @@ function describe(latencies: number[]): string {
   const median = sorted[Math.floor(sorted.length / 2)]!;
   return `median ${median.toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms over ${sorted.length}`;
 }
+
+Fleet("the audit of the canary's timer covers every member, each with its own findings, in one run", async ({ members, webhook }) => {
+  for (const name of names) await applyObjects(members[name].admin, auditObjects({ kind: "User", name: localWebhookUser }) as KubernetesObject[]);
+  // Only beta grants use on a spec it does not have.
+  await applyObjects(members.beta.admin, [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "use-a-typo", namespace: ns },
+      rules: [{ apiGroups: ["windows.k8s.io"], resources: ["gmsacredentialspecs"], resourceNames: ["webap1-credspec"], verbs: ["use"] }],
+    },
+  ]);
+  // RBAC changes reach the authorizer a moment after they are stored.
+  let lines = await runAudit(webhook.runtime, { randomHostname: false });
+  for (let i = 0; i < 50 && lines.some((line) => line.event === auditSchema.summary && line.outcome !== auditSchema.audited); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    lines = await runAudit(webhook.runtime, { randomHostname: false });
+  }
+  const summaries = lines.filter((line) => line.event === auditSchema.summary);
+  assert.equal(summaries.map((line) => `${line.cluster} ${line.outcome}`).sort(), ["alpha audited", "beta audited"], JSON.stringify(summaries));
+  const typos = lines.filter((line) => line.event === auditSchema.finding && line.kind === "grantToMissingCredSpec");
+  assert.equal(
+    typos.map((line) => `${line.cluster} ${line.object}`),
+    [`beta Role ${ns}/use-a-typo`],
+  );
+  assert.is(new Set(lines.map((line) => line.run)).size, 1, "one run for the whole fleet");
+});
 
 Fleet("alpha's API server stopped: alpha fails closed, beta's admissions go on", async ({ members, webhook }) => {
   await podLatencies(members.beta, 2);
