@@ -1,4 +1,4 @@
-import { isSharedPrincipal, type PortCall, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
+import { isSharedPrincipal, sharedWorkCall, type PortCall, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { sharedFlight } from "./sharedFlight.js";
 
@@ -51,7 +51,7 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
           // Every admission that waits on the review holds the server itself (`hold`), so the
           // review's own calls are not counted again; they wait for a slot in their namespace's
           // turn, which every waiter shares (the namespace is part of the key).
-          const review: PortCall = { signal: stop, namespace, ...(options.hold ? { sharedByWaiters: true } : {}) };
+          const review: PortCall = options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
           return inner.mayUse(principal, namespace, credSpecName, review).then((decision) => {
             // A review stopped because nobody waited any more answers nobody: keep nothing from it.
             if (stop.aborted) return decision;

@@ -31,8 +31,9 @@ export function podWebhook(judge: PodJudge): WebhookPolicy<PodPorts> {
     return {
       kind: "judge",
       judge: (ports, scope) => {
-        // Every call this admission makes, through either port, counts under its namespace.
-        const call = { signal: scope.signal, ...(scope.namespace ? { namespace: scope.namespace } : {}) };
+        // Every call this admission makes, through either port, counts under its namespace: the
+        // one its access reviews ask about, so that the bound and the question never differ.
+        const call = { signal: scope.signal, namespace: admission.namespace };
         return judge(admission, { credSpecs: ports.credSpecs, authorizer: ports.authorizer, settings: ports.settings, call });
       },
     };

@@ -11,17 +11,29 @@
 export interface PortCall {
   /** Aborts when the admission's time budget is spent. */
   readonly signal: AbortSignal;
-  /** The admission's namespace; none for a call of no namespace (a cluster-scoped object). */
+  /** The admission's namespace. A call of none is bounded as one more namespace, "". */
   readonly namespace?: string;
-  /**
-   * Work that several admissions share (an access review asked once for all who ask it at the
-   * same time), each of which already counts as waiting on the API server by itself, for its own
-   * namespace, while it waits. The work's own calls are not counted again: counted, each would be
-   * one more admission, and one namespace's pods naming many specs while the server is slow
-   * would fill the bound on all namespaces together. They still wait for a slot in their
-   * namespace's turn.
-   */
-  readonly sharedByWaiters?: boolean;
+}
+
+/**
+ * The calls of work that several admissions share (an access review asked once for all who ask it
+ * at the same time), each of which already counts as waiting on the API server by itself, for its
+ * own namespace, while it waits. The work's own calls are not counted again: counted, each would
+ * be one more admission, and one namespace's pods naming many specs while the server is slow
+ * would fill the bound on all namespaces together. They still wait for a slot in their
+ * namespace's turn. Only `sharedWorkCall` makes such a call: no other object, however built or
+ * copied, skips the bound.
+ */
+const sharedWorkCalls = new WeakSet<PortCall>();
+
+export function sharedWorkCall(signal: AbortSignal, namespace: string): PortCall {
+  const call: PortCall = Object.freeze({ signal, namespace });
+  sharedWorkCalls.add(call);
+  return call;
+}
+
+export function isSharedWorkCall(call: PortCall): boolean {
+  return sharedWorkCalls.has(call);
 }
 
 export type CredSpecLookup = { readonly kind: "found"; readonly credspec: Readonly<Record<string, unknown>> } | { readonly kind: "notFound" } | { readonly kind: "noCredspec" };

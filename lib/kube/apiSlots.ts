@@ -1,4 +1,4 @@
-import type { PortCall } from "../gmsa/ports.js";
+import { isSharedWorkCall, type PortCall } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 
 /**
@@ -23,7 +23,8 @@ import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
  * the server, a new one of that namespace is refused at once, while another team's admission
  * still waits its turn (a flood from one namespace, or a hung server, sheds that namespace's
  * excess without refusing everyone else). An admission's namespace is the one its call carries
- * (PortCall, lib/gmsa/ports.ts), whichever port the call comes through.
+ * (PortCall, lib/gmsa/ports.ts), whichever port the call comes through; calls that carry none are
+ * bounded together as one more namespace, "".
  * All holds together are bounded at `globalFactor` times one namespace's share; past that only
  * a namespace holding nothing may still wait, up to twice as many in all, so that a few
  * namespaces each within their share cannot refuse every other team.
@@ -99,15 +100,15 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
   const slowAfterMs = options.slowAfterMs ?? 250;
   const now = options.now ?? Date.now;
   // Admission -> how many of its calls or joined reviews are under way, and the namespace it was counted under.
-  const holders = new Map<AbortSignal, { count: number; readonly namespace: string | undefined; readonly since: number }>();
+  const holders = new Map<AbortSignal, { count: number; readonly namespace: string; readonly since: number }>();
   // Namespace -> how many admissions of it hold the server.
   const byNamespace = new Map<string, number>();
   let inUse = 0;
   let waiting = 0;
-  // One queue per namespace (undefined: an admission of no known namespace), in the order they
+  // One queue per namespace ("": calls of no namespace), in the order they
   // are to be served; in each, one lane per admission (or per review several admissions share),
   // in turn too; each lane first come, first served.
-  const queues = new Map<string | undefined, Map<AbortSignal, Lane>>();
+  const queues = new Map<string, Map<AbortSignal, Lane>>();
 
   const next = (): Waiter | undefined => {
     const firstQueue = queues.entries().next();
@@ -148,7 +149,7 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
         return Promise.resolve(releaser());
       }
       return new Promise((resolve, reject) => {
-        const namespace = call.namespace || undefined;
+        const namespace = call.namespace ?? "";
         let lanes = queues.get(namespace);
         if (!lanes) {
           lanes = new Map();
@@ -184,18 +185,18 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
     maxWaiting,
     hold(call) {
       // Work shared by admissions that each hold the server while they wait (lib/gmsa/ports.ts).
-      if (call.sharedByWaiters) return () => {};
+      if (isSharedWorkCall(call)) return () => {};
       const signal = call.signal;
       let holder = holders.get(signal);
       if (holder === undefined) {
-        const namespace = call.namespace || undefined;
-        const ofNamespace = namespace === undefined ? 0 : (byNamespace.get(namespace) ?? 0);
+        const namespace = call.namespace ?? "";
+        const ofNamespace = byNamespace.get(namespace) ?? 0;
         const at = now();
         let slow = 0;
-        if (Number.isFinite(slowOfNamespace) && namespace !== undefined && ofNamespace >= slowOfNamespace) {
+        if (Number.isFinite(slowOfNamespace) && ofNamespace >= slowOfNamespace) {
           for (const other of holders.values()) if (other.namespace === namespace && at - other.since >= slowAfterMs) slow += 1;
         }
-        const roomInAll = holders.size < maxHeldAtAll && (holders.size < maxHeldInAll || (namespace !== undefined && ofNamespace === 0 && holders.size < 2 * maxHeldInAll));
+        const roomInAll = holders.size < maxHeldAtAll && (holders.size < maxHeldInAll || (ofNamespace === 0 && holders.size < 2 * maxHeldInAll));
         if (ofNamespace >= maxHeld || slow >= slowOfNamespace || !roomInAll) {
           const who =
             ofNamespace >= maxHeld
@@ -209,7 +210,7 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
             "backedUp",
           );
         }
-        if (namespace !== undefined) byNamespace.set(namespace, ofNamespace + 1);
+        byNamespace.set(namespace, ofNamespace + 1);
         holder = { count: 0, namespace, since: at };
         holders.set(signal, holder);
       }
@@ -222,11 +223,9 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
         counted.count -= 1;
         if (counted.count > 0) return;
         holders.delete(signal);
-        if (counted.namespace !== undefined) {
-          const others = byNamespace.get(counted.namespace)! - 1;
-          if (others === 0) byNamespace.delete(counted.namespace);
-          else byNamespace.set(counted.namespace, others);
-        }
+        const others = byNamespace.get(counted.namespace)! - 1;
+        if (others === 0) byNamespace.delete(counted.namespace);
+        else byNamespace.set(counted.namespace, others);
       };
     },
     get held() {

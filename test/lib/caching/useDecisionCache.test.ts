@@ -263,6 +263,15 @@ Cache("a TTL of 0 asks every time", async (context) => {
   assert.is(context.asked, 2);
 });
 
+Cache('a question in namespace "" is bounded like any other namespace', async () => {
+  const slots = apiSlots(1, 1);
+  const cached = useDecisionCache({ mayUse: () => new Promise<never>(() => {}) }, { ttlMs: 5000, hold: (call) => slots.hold(call) });
+  let refused = 0;
+  for (let i = 0; i < 6; i++) cached.mayUse(web, "", `spec-${i}`, { signal: new AbortController().signal }).catch(() => refused++);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal([slots.held, refused], [2, 4]);
+});
+
 Cache.run();
 
 /** What each admission's record counts: by the signal it hands the ports, joined reviews included. */

@@ -2,6 +2,7 @@ import { getEventListeners } from "node:events";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
+import { sharedWorkCall, type PortCall } from "../../../lib/gmsa/ports.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
 
 const Slots = suite("apiSlots");
@@ -155,12 +156,12 @@ Slots("all namespaces together are bounded at four times one namespace's share; 
   const perNamespace = 3;
   for (let n = 0; n < 4; n++) for (let i = 0; i < perNamespace; i++) slots.hold({ signal: new AbortController().signal, namespace: `team-${n}` });
   assert.is(slots.held, 12);
-  assert.throws(() => slots.hold({ signal: new AbortController().signal }), /12 admissions already wait/, "a hold that names no namespace");
   assert.throws(() => slots.hold({ signal: new AbortController().signal, namespace: "team-0" }), /3 admissions of namespace "team-0"/);
   // Twelve more namespaces, one admission each: each held nothing when it came.
   for (let n = 0; n < 12; n++) slots.hold({ signal: new AbortController().signal, namespace: `newcomer-${n}` });
   assert.is(slots.held, 24);
   assert.throws(() => slots.hold({ signal: new AbortController().signal, namespace: "one-too-many" }), /24 admissions already wait/);
+  assert.throws(() => slots.hold({ signal: new AbortController().signal }), /24 admissions already wait/, "no namespace is no way past it");
   assert.throws(
     () => slots.hold({ signal: new AbortController().signal, namespace: "newcomer-0" }),
     /backed up/,
@@ -205,14 +206,15 @@ Slots("a share of one still lets one admission wait", () => {
   assert.is(slots.held, 1);
 });
 
-Slots("a call that carries no namespace is counted apart from every namespace", () => {
+Slots("calls that carry no namespace are bounded together, as one more namespace", () => {
   const slots = apiSlots(1, 0);
   slots.hold({ signal: new AbortController().signal, namespace: "team-a" });
   assert.throws(() => slots.hold({ signal: new AbortController().signal, namespace: "team-a" }), /1 admissions of namespace "team-a"/);
-  // An empty namespace is no namespace: it neither counts as team-a's nor shares a count of its own.
-  slots.hold({ signal: new AbortController().signal, namespace: "" });
+  // No namespace, or an empty one: neither team-a's count nor unbounded.
   slots.hold({ signal: new AbortController().signal });
-  assert.is(slots.held, 3);
+  assert.throws(() => slots.hold({ signal: new AbortController().signal, namespace: "" }), /1 admissions of namespace ""/);
+  assert.throws(() => slots.hold({ signal: new AbortController().signal }), /1 admissions of namespace ""/);
+  assert.is(slots.held, 2);
 });
 
 Slots("a namespace's count falls when its admission's last call settles, whichever hold settles last", () => {
@@ -226,18 +228,21 @@ Slots("a namespace's count falls when its admission's last call settles, whichev
   slots.hold({ signal: new AbortController().signal, namespace: "team-a" });
 });
 
-Slots("work its waiters hold the server for takes no hold of its own, and is never refused one", () => {
+Slots("work its waiters hold the server for takes no hold of its own, and is never refused one; a copy of its call is no such work", () => {
   const slots = apiSlots(1, 0);
   slots.hold({ signal: new AbortController().signal, namespace: "team-a" });
-  const shared = { signal: new AbortController().signal, namespace: "team-a", sharedByWaiters: true };
+  const shared = sharedWorkCall(new AbortController().signal, "team-a");
   const leave = slots.hold(shared);
   assert.is(slots.held, 1);
   leave();
   assert.is(slots.held, 1);
-  // A call of no namespace that is not shared work, past the bound, is refused as before.
-  for (let i = 0; i < 3; i++) slots.hold({ signal: new AbortController().signal, namespace: `team-${i}` });
-  assert.throws(() => slots.hold({ signal: new AbortController().signal }), /backed up/);
+  // Calls of no namespace that are not shared work are bounded as the namespace "".
+  slots.hold({ signal: new AbortController().signal });
+  assert.throws(() => slots.hold({ signal: new AbortController().signal }), /1 admissions of namespace ""/);
   slots.hold(shared)();
+  // Only the call sharedWorkCall made skips the bound: a copy of it, or a look-alike, is counted.
+  assert.throws(() => slots.hold({ ...shared, signal: new AbortController().signal }), /backed up/);
+  assert.throws(() => slots.hold({ signal: new AbortController().signal, namespace: "team-a", sharedByWaiters: true } as PortCall), /backed up/);
 });
 
 Slots.run();
