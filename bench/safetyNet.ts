@@ -1,6 +1,6 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { applyObjects } from "../cluster/applyObjects.js";
-import { credSpecCrd } from "../cluster/credSpecCrd.js";
+import { credSpecCrd } from "../lib/wiring/credSpecCrd.js";
 import type { KubernetesObject } from "../cluster/manifests.js";
 import { safetyNetObjects } from "../cluster/safetyNet.js";
 import { excludedNamespaceLabel } from "../cluster/webhookConfigurations.js";

@@ -2,7 +2,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { isLeft } from "fp-ts/Either";
 import { originOf, type OtherGmsaWebhook } from "./otherGmsaWebhooks.js";
 import * as t from "io-ts";
-import { credSpecCrdName } from "./credSpecCrd.js";
+import { credSpecCrdName } from "../lib/wiring/credSpecCrd.js";
 import { fieldManager, KubeApiError, withKubeObjects, type KubeObjects, type StoredObject } from "./kubeObjects.js";
 import { relayIngressProblem } from "./relayNetworkPolicy.js";
 import { relayClusterSecretKey, relayPodLabels, relayFunctionKeySecretName, relayName, type RelayCertificate } from "./relay.js";

@@ -1,7 +1,7 @@
 import { auditObjects } from "./auditRbac.js";
 import { canaryObjects } from "./canary.js";
 import { safetyNetObjects } from "./safetyNet.js";
-import { credSpecCrd } from "./credSpecCrd.js";
+import { credSpecCrd } from "../lib/wiring/credSpecCrd.js";
 import { relayObjects, relayServiceTarget, type RelayWiring } from "./relay.js";
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName, type WebhookTarget } from "./webhookConfigurations.js";
 import { webhookFlowSchema, webhookPriorityLevel } from "./webhookFlowSchema.js";

@@ -1,5 +1,5 @@
 import { useGrantAdvice } from "../lib/gmsa/useGrant.js";
-import { podHasGmsaSettings } from "./matchConditions.js";
+import { podHasGmsaSettings } from "../lib/wiring/matchConditions.js";
 import { safetyNetCredSpecObjects, safetyNetCredSpecPolicyName } from "./safetyNetCredSpecs.js";
 import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
 import { excludedNamespaceLabel } from "./webhookConfigurations.js";

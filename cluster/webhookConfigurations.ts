@@ -1,4 +1,4 @@
-import { gmsaMatchConditions } from "./matchConditions.js";
+import { credSpecWebhook, mutateWebhook, validateWebhook } from "../lib/wiring/webhooks.js";
 
 /** Where the API server sends AdmissionReviews: the function's URL, or the relay's service. */
 export type WebhookTarget =
@@ -18,8 +18,7 @@ export interface WebhookOptions {
   readonly name: string;
 }
 
-export { webhookConfigurationName } from "../lib/canary/webhookCa.js";
-export const excludedNamespaceLabel = { key: "windows.k8s.io/disabled", value: "true" } as const;
+export { excludedNamespaceLabel, webhookConfigurationName } from "../lib/wiring/webhooks.js";
 
 /**
  * AKS's Admissions Enforcer rewrites every webhook configuration that lacks this annotation: it
@@ -42,30 +41,9 @@ function clientConfig(target: WebhookTarget, path: WebhookPath) {
   return { service: { namespace: target.namespace, name: target.name, path, port: target.port }, ...caBundle };
 }
 
-/**
- * Namespaces that never reach the webhooks: kube-system, and those an operator opts out with the
- * label. Nothing else: a label put on namespaces for other reasons (operator scaffolding writes
- * `control-plane: controller-manager`) must not switch the checks off. Pods without GMSA
- * settings are kept away by the matchConditions wherever they run.
- */
-const namespaceSelector = {
-  matchExpressions: [
-    { key: "kubernetes.io/metadata.name", operator: "NotIn", values: ["kube-system"] },
-    { key: excludedNamespaceLabel.key, operator: "NotIn", values: [excludedNamespaceLabel.value] },
-  ],
-};
-
-function common(options: WebhookOptions, path: "/mutate" | "/validate") {
-  return {
-    clientConfig: clientConfig(options.target, path),
-    admissionReviewVersions: ["v1", "v1beta1"],
-    sideEffects: "None",
-    failurePolicy: "Fail",
-    matchPolicy: "Equivalent",
-    timeoutSeconds: options.timeoutSeconds,
-    namespaceSelector,
-    matchConditions: gmsaMatchConditions(),
-  };
+/** Where the API server reaches a webhook, and how long it waits. */
+function reached(options: WebhookOptions, path: WebhookPath) {
+  return { clientConfig: clientConfig(options.target, path), timeoutSeconds: options.timeoutSeconds };
 }
 
 export function mutatingWebhookConfiguration(options: WebhookOptions) {
@@ -73,18 +51,7 @@ export function mutatingWebhookConfiguration(options: WebhookOptions) {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "MutatingWebhookConfiguration",
     metadata: configurationMetadata(options.name),
-    webhooks: [
-      {
-        name: "mutate.gmsa-admission.windows.k8s.io",
-        ...common(options, "/mutate"),
-        rules: [
-          { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" },
-          { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods/ephemeralcontainers"], scope: "Namespaced" },
-        ],
-        // Another mutating webhook may name a credential spec after this one ran.
-        reinvocationPolicy: "IfNeeded",
-      },
-    ],
+    webhooks: [withReach(mutateWebhook(), reached(options, "/mutate"))],
   };
 }
 
@@ -93,41 +60,12 @@ export function validatingWebhookConfiguration(options: WebhookOptions) {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingWebhookConfiguration",
     metadata: configurationMetadata(options.name),
-    webhooks: [
-      {
-        name: "validate.gmsa-admission.windows.k8s.io",
-        ...common(options, "/validate"),
-        rules: [
-          { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods", "pods/ephemeralcontainers"], scope: "Namespaced" },
-          // Annotations can also change through the status subresource.
-          { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods/status"], scope: "Namespaced" },
-          // A Binding's annotations are copied onto the pod it binds (both spellings of the
-          // binding endpoint); the matchConditions let through only those that carry GMSA keys.
-          { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/binding", "bindings"], scope: "Namespaced" },
-        ],
-      },
-      credSpecWebhook(options),
-    ],
+    webhooks: [withReach(validateWebhook(), reached(options, "/validate")), withReach(credSpecWebhook(), reached(options, "/validate-credspec"))],
   };
 }
 
-/**
- * Checks GMSACredentialSpec objects as they are created or changed, and nothing else: the rules
- * name that one resource, so no pod and no other object ever waits on it. failurePolicy Fail:
- * credential specs are written rarely, by administrators, and a webhook that is down only delays
- * those writes; Ignore would let a broken or tampered spec in whenever the webhook cannot be
- * reached, which is when nobody is looking. No namespaceSelector: the objects are
- * cluster-scoped, so it would not apply.
- */
-function credSpecWebhook(options: WebhookOptions) {
-  return {
-    name: "credspec.gmsa-admission.windows.k8s.io",
-    clientConfig: clientConfig(options.target, "/validate-credspec"),
-    admissionReviewVersions: ["v1", "v1beta1"],
-    sideEffects: "None",
-    failurePolicy: "Fail",
-    matchPolicy: "Equivalent",
-    timeoutSeconds: options.timeoutSeconds,
-    rules: [{ apiGroups: ["windows.k8s.io"], apiVersions: ["v1", "v1alpha1"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"], scope: "Cluster" }],
-  };
+/** A webhook's own fields with where it is reached, in the order the configurations are written. */
+function withReach<W extends ReturnType<typeof credSpecWebhook>>(webhook: W, reach: ReturnType<typeof reached>) {
+  const { name, admissionReviewVersions, sideEffects, failurePolicy, matchPolicy, ...rest } = webhook;
+  return { name, clientConfig: reach.clientConfig, admissionReviewVersions, sideEffects, failurePolicy, matchPolicy, timeoutSeconds: reach.timeoutSeconds, ...rest };
 }

@@ -1,6 +1,7 @@
 import { X509Certificate } from "node:crypto";
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
+import { webhookConfigurationName } from "../wiring/webhooks.js";
 
 /**
  * How long the API server will still trust the webhooks' endpoint: the days left before the CA
@@ -14,8 +15,6 @@ const WebhookConfiguration = t.type({
   webhooks: t.array(t.type({ clientConfig: t.partial({ caBundle: t.string }) })),
 });
 
-/** The product's webhook configurations' name (both kinds), which the wiring renders. */
-export const webhookConfigurationName = "gmsa-admission";
 export const mutatingWebhookConfigurationPath = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${webhookConfigurationName}`;
 
 const pemBlock = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;

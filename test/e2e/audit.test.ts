@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { applyObjects } from "../../cluster/applyObjects.js";
-import { credSpecCrd } from "../../cluster/credSpecCrd.js";
+import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import { runCredspec } from "../../cluster/credspecCommand.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";

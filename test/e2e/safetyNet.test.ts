@@ -2,7 +2,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { applyObjects } from "../../cluster/applyObjects.js";
-import { credSpecCrd } from "../../cluster/credSpecCrd.js";
+import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
 import { canaryNamespace } from "../../cluster/canary.js";
 import { safetyNetObjects, safetyNetPolicyNames } from "../../cluster/safetyNet.js";

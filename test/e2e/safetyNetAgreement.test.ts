@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { applyObjects } from "../../cluster/applyObjects.js";
-import { credSpecCrd } from "../../cluster/credSpecCrd.js";
+import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
 import { safetyNetObjects } from "../../cluster/safetyNet.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";

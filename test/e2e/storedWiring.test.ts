@@ -4,7 +4,7 @@ import { parseAllDocuments } from "yaml";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { applyObjects, fieldManager } from "../../cluster/applyObjects.js";
-import { credSpecCrd } from "../../cluster/credSpecCrd.js";
+import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import { runCredspec } from "../../cluster/credspecCommand.js";
 import { createdByWiringAnnotation } from "../../cluster/namespaceOwnership.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";

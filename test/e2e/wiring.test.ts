@@ -3,7 +3,7 @@ import { X509Certificate } from "node:crypto";
 import * as x509 from "@peculiar/x509";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { credSpecCrd } from "../../cluster/credSpecCrd.js";
+import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import { certificatesOf } from "../../cluster/relayCaRotation.js";
 import { issueRelayCertificate } from "../../cluster/relayCertificate.js";
 import { exitCodes, runWire } from "../../cluster/wire.js";

@@ -6,7 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { stringify } from "yaml";
 import { applyObjects } from "../../../cluster/applyObjects.js";
-import { credSpecCrd } from "../../../cluster/credSpecCrd.js";
+import { credSpecCrd } from "../../../lib/wiring/credSpecCrd.js";
 import type { KubernetesObject as Manifest } from "../../../cluster/manifests.js";
 import { webhookClusterRole, webhookClusterRoleName } from "../../../cluster/webhookRbac.js";
 import { createCertificateAuthority, issueCertificate, type CertificateAuthority } from "../../../controlplane/pki.js";
