@@ -1,6 +1,7 @@
 import { useGrantAdvice } from "../lib/gmsa/useGrant.js";
 import { podHasGmsaSettings } from "../lib/wiring/matchConditions.js";
-import { safetyNetCredSpecObjects, safetyNetCredSpecPolicyName } from "./safetyNetCredSpecs.js";
+import { safetyNetBindingPolicyName, safetyNetPodPolicyName } from "../lib/wiring/safetyNetNames.js";
+import { safetyNetCredSpecObjects } from "./safetyNetCredSpecs.js";
 import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
 import { excludedNamespaceLabel } from "./webhookConfigurations.js";
 
@@ -27,11 +28,7 @@ import { excludedNamespaceLabel } from "./webhookConfigurations.js";
  * windows.k8s.io/disabled=true) and, through matchConditions, only pods with GMSA settings: every
  * other pod never evaluates a rule.
  */
-export const safetyNetPodPolicyName = "gmsa-admission-pods";
-export const safetyNetBindingPolicyName = "gmsa-admission-bindings";
-
-/** Every policy of the safety net; each has a binding of the same name. */
-export const safetyNetPolicyNames = [safetyNetPodPolicyName, safetyNetBindingPolicyName, safetyNetCredSpecPolicyName] as const;
+export { safetyNetBindingPolicyName, safetyNetPodPolicyName, safetyNetPolicyNames } from "../lib/wiring/safetyNetNames.js";
 
 const labels = safetyNetLabels;
 const who = safetyNetWho;

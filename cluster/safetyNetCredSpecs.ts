@@ -23,6 +23,7 @@ import { reservedCredSpecKeys, reservedKeyProblem } from "../lib/credspec/checkC
 import { longKeyProblem, nonAsciiProblem, repeatedKeyProblem } from "../lib/credspec/credSpecKeyCase.js";
 import { maxListed } from "../lib/credspec/validateCredSpecObject.js";
 import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
+import { safetyNetCredSpecPolicyName } from "../lib/wiring/safetyNetNames.js";
 
 /**
  * The safety net's policy for GMSACredentialSpec objects: the structural rules of the credential
@@ -39,7 +40,7 @@ import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safe
  * refuse keys outside ASCII and objects larger than any spec needs, where the two would
  * otherwise fold case differently or the policy run out of its cost budget.
  */
-export const safetyNetCredSpecPolicyName = "gmsa-admission-credentialspecs";
+export { safetyNetCredSpecPolicyName } from "../lib/wiring/safetyNetNames.js";
 
 const labels = safetyNetLabels;
 const who = safetyNetWho;

@@ -1,3 +1,5 @@
+import { denyingBindingSpec } from "../lib/wiring/safetyNetNames.js";
+
 /**
  * What every policy of the in-cluster safety net shares (cluster/safetyNet.ts,
  * cluster/safetyNetCredSpecs.ts): its labels, how its refusals begin, CEL string literals, and
@@ -17,6 +19,6 @@ export function denyingBinding(policyName: string) {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingAdmissionPolicyBinding",
     metadata: { name: policyName, labels: safetyNetLabels },
-    spec: { policyName, validationActions: ["Deny"] },
+    spec: denyingBindingSpec(policyName),
   };
 }

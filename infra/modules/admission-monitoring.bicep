@@ -852,7 +852,7 @@ var auditAlertRules = [
   {
     name: 'credspec-audit-errors'
     displayName: 'GMSA admission: new error findings of a cluster\'s credential spec audit (${environmentName})'
-    description: 'The latest credential spec audit of a cluster reported error findings its previous run did not: a credential spec that nodes will refuse, or running pods whose spec is gone or whose service account lost `use`. Their workloads\' next pods will fail to start or be refused; the workbook\'s credential spec health tab lists each object and what to do.'
+    description: 'The latest credential spec audit of a cluster reported error findings its previous run did not: a credential spec that nodes will refuse, running pods whose spec is gone or whose service account lost `use` (their workloads\' next pods will fail to start or be refused), or the product\'s wiring deleted or changed by hand (pods may get a credential spec unchecked); the workbook\'s credential spec health tab lists each object and what to do.'
     severity: 2
     evaluationFrequency: 'PT15M'
     windowSize: 'PT2H'

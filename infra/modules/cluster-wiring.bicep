@@ -76,7 +76,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('ffbb36fda87c5118', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
+var relayChecksum = uniqueString('5b91c5f32e4033ce', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -1009,6 +1009,52 @@ resource clusterRoleAudit 'rbac.authorization.k8s.io/ClusterRole@v1' = if (audit
       ]
       verbs: [
         'list'
+      ]
+    }
+    {
+      apiGroups: [
+        'admissionregistration.k8s.io'
+      ]
+      resources: [
+        'mutatingwebhookconfigurations'
+        'validatingwebhookconfigurations'
+      ]
+      verbs: [
+        'get'
+      ]
+      resourceNames: [
+        'gmsa-admission'
+      ]
+    }
+    {
+      apiGroups: [
+        'admissionregistration.k8s.io'
+      ]
+      resources: [
+        'validatingadmissionpolicies'
+        'validatingadmissionpolicybindings'
+      ]
+      verbs: [
+        'get'
+      ]
+      resourceNames: [
+        'gmsa-admission-pods'
+        'gmsa-admission-bindings'
+        'gmsa-admission-credentialspecs'
+      ]
+    }
+    {
+      apiGroups: [
+        'apiextensions.k8s.io'
+      ]
+      resources: [
+        'customresourcedefinitions'
+      ]
+      verbs: [
+        'get'
+      ]
+      resourceNames: [
+        'gmsacredentialspecs.windows.k8s.io'
       ]
     }
   ]

@@ -4,6 +4,7 @@ import { sharedHostnameWarning } from "../gmsa/hostnameWarning.js";
 import { decodePodObject, gmsaSettings } from "../gmsa/pod.js";
 import { checkCredSpec } from "./checkCredSpec.js";
 import { describeFinding } from "./credSpecFindings.js";
+import { wiringFindings, type StoredWiring, type WiringFindingKind } from "./auditWiring.js";
 import { whoMayUse, type RbacObjects, type UseGrantFound } from "./rbacUse.js";
 
 /**
@@ -29,7 +30,9 @@ export type FindingKind =
   /** A running pod's service account may no longer `use` its spec: the next pod is refused. */
   | "podUseLost"
   /** Pods of one workload would present one NetBIOS name (a hostname past 15 characters). */
-  | "sharedHostname";
+  | "sharedHostname"
+  /** The product's own wiring (webhook configurations, CRD, safety net) absent, or changed from what it renders. */
+  | WiringFindingKind;
 
 export interface AuditFinding {
   readonly kind: FindingKind;
@@ -52,6 +55,8 @@ export interface AuditInput {
   readonly pods: readonly unknown[];
   /** The random-hostname setting is on: pods get a hostname that fits. */
   readonly randomHostname?: boolean;
+  /** The product's own wiring as stored; not judged when not given. */
+  readonly wiring?: StoredWiring;
 }
 
 const severityOf: Record<FindingKind, Severity> = {
@@ -63,6 +68,9 @@ const severityOf: Record<FindingKind, Severity> = {
   podContentsDrift: "warning",
   podUseLost: "error",
   sharedHostname: "warning",
+  wiringMissing: "error",
+  wiringChanged: "error",
+  safetyNetMissing: "warning",
 };
 
 export function auditCluster(input: AuditInput): AuditFinding[] {
@@ -145,6 +153,7 @@ export function auditCluster(input: AuditInput): AuditFinding[] {
       if (shared) add("sharedHostname", object, shared, "set spec.hostname per pod to at most 15 characters, or turn on GMSA_RANDOM_HOSTNAME");
     }
   }
+  if (input.wiring) for (const finding of wiringFindings(input.wiring)) add(finding.kind, finding.object, finding.problem, finding.action);
   return findings;
 }
 

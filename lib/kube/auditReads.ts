@@ -3,6 +3,9 @@ import * as t from "io-ts";
 import { auditCluster, type AuditFinding } from "../credspec/audit.js";
 import { RbacBinding, RbacList, RbacRole } from "../credspec/rbacUse.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
+import { credSpecCrdName } from "../wiring/credSpecCrd.js";
+import { safetyNetPolicyNames } from "../wiring/safetyNetNames.js";
+import { webhookConfigurationName } from "../wiring/webhooks.js";
 
 /**
  * The credential spec audit of one cluster, read over one connection: every list it needs, page
@@ -44,14 +47,32 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     if (isLeft(result)) throw new Error(`the API server's list of ${what} is not as expected`);
     return result.right;
   };
+  // One of the product's own objects, by name: undefined where the cluster has none.
+  const read = async (path: string, what: string): Promise<unknown> => {
+    apiCalls += 1;
+    const reply = await connection.send({ method: "GET", path, signal: options.signal });
+    if (reply.status === 404) return undefined;
+    if (reply.status === 403)
+      throw new Error(`this identity may not get ${what}: the audit reads the product's own wiring by name (for the function's identity: npm run wire -- --audit)`);
+    if (reply.status !== 200) throw new Error(`reading ${what} was answered ${reply.status}`);
+    return reply.body;
+  };
+  const admissionRegistration = "/apis/admissionregistration.k8s.io/v1";
+  const byName = async (resource: string, kind: string) =>
+    Object.fromEntries(await Promise.all(safetyNetPolicyNames.map(async (name) => [name, await read(`${admissionRegistration}/${resource}/${name}`, `${kind} ${name}`)] as const)));
   const rbac = "/apis/rbac.authorization.k8s.io/v1";
-  const [specs, clusterRoles, roles, clusterRoleBindings, roleBindings, pods] = await Promise.all([
+  const [specs, clusterRoles, roles, clusterRoleBindings, roleBindings, pods, mutating, validating, crd, policies, bindings] = await Promise.all([
     list("/apis/windows.k8s.io/v1/gmsacredentialspecs", "GMSACredentialSpecs"),
     list(`${rbac}/clusterroles`, "ClusterRoles"),
     list(`${rbac}/roles`, "Roles"),
     list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings"),
     list(`${rbac}/rolebindings`, "RoleBindings"),
     list("/api/v1/pods", "pods"),
+    read(`${admissionRegistration}/mutatingwebhookconfigurations/${webhookConfigurationName}`, `MutatingWebhookConfiguration ${webhookConfigurationName}`),
+    read(`${admissionRegistration}/validatingwebhookconfigurations/${webhookConfigurationName}`, `ValidatingWebhookConfiguration ${webhookConfigurationName}`),
+    read(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${credSpecCrdName}`, `CustomResourceDefinition ${credSpecCrdName}`),
+    byName("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
+    byName("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
   ]);
   const findings = auditCluster({
     credSpecs: specs
@@ -66,6 +87,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     // A list's items carry no kind of their own, and a pod is read as one only with it.
     pods: pods.map((pod) => (pod !== null && typeof pod === "object" ? { apiVersion: "v1", kind: "Pod", ...pod } : pod)),
     randomHostname: options.randomHostname,
+    wiring: { mutating, validating, crd, policies, bindings },
   });
   return { findings, apiCalls, read: { credSpecs: specs.length, pods: pods.length } };
 }

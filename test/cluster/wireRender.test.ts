@@ -152,6 +152,20 @@ Render("--audit adds the audit's read-only role, bound to the identity; by defau
   assert.equal(audit[0]!.rules, [
     { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
     { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles", "rolebindings", "clusterroles", "clusterrolebindings"], verbs: ["list"] },
+    // The product's own wiring, read by name only: nobody else's webhooks or policies.
+    {
+      apiGroups: ["admissionregistration.k8s.io"],
+      resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+      verbs: ["get"],
+      resourceNames: ["gmsa-admission"],
+    },
+    {
+      apiGroups: ["admissionregistration.k8s.io"],
+      resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+      verbs: ["get"],
+      resourceNames: ["gmsa-admission-pods", "gmsa-admission-bindings", "gmsa-admission-credentialspecs"],
+    },
+    { apiGroups: ["apiextensions.k8s.io"], resources: ["customresourcedefinitions"], verbs: ["get"], resourceNames: ["gmsacredentialspecs.windows.k8s.io"] },
   ]);
 });
 

@@ -8,7 +8,7 @@ import * as assert from "uvu/assert";
 import { applyObjects } from "../../cluster/applyObjects.js";
 import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import { runCredspec } from "../../cluster/credspecCommand.js";
-import type { KubernetesObject } from "../../cluster/manifests.js";
+import { clusterManifests, type KubernetesObject } from "../../cluster/manifests.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
 import type { AuditFinding, AuditInput } from "../../lib/credspec/audit.js";
 import auditSchema from "../../lib/observability/audit-log.json";
@@ -19,6 +19,9 @@ const repoRoot = join(__dirname, "..", "..");
 /**
  * `npm run credspec -- audit` through a real kube-apiserver: a clean cluster gives no finding and
  * exit 0; the same cluster seeded with one example of each finding gives exactly those, and exit 1.
+ * The cluster is wired as `npm run wire` wires one (its webhooks reach nothing here: the audit
+ * reads them, and nothing is admitted meanwhile); objects that the wiring would refuse are seeded
+ * with it lifted, as objects stored before it was there.
  */
 const Audit = suite<{ controlPlane?: ControlPlane; admin: KubeConfig }>("credspec audit through a real API server", {} as { admin: KubeConfig });
 
@@ -40,6 +43,20 @@ Audit.before(async (context) => {
 Audit.after(async (context) => {
   await context.controlPlane?.stop();
 });
+
+/** The product's wiring, as rendered for this cluster. */
+const wiring = clusterManifests({ target: { kind: "url", baseUrl: "https://127.0.0.1:1" }, subject: { kind: "User", name: "gmsa-webhook" } });
+
+/** Stores `objects` with the webhooks and the safety net's bindings lifted, then wires the cluster again. */
+async function seedUnchecked(admin: KubeConfig, objects: KubernetesObject[]): Promise<void> {
+  const lifted = wiring.filter((object) => object.kind.endsWith("WebhookConfiguration") || object.kind === "ValidatingAdmissionPolicyBinding");
+  for (const object of lifted) {
+    const plural = `${object.kind.toLowerCase()}s`;
+    await kubeRequest(admin, "DELETE", `/apis/admissionregistration.k8s.io/v1/${plural}/${object.metadata.name}`);
+  }
+  await applyObjects(admin, objects);
+  await applyObjects(admin, wiring);
+}
 
 async function audit(admin: KubeConfig): Promise<{ code: number; findings: AuditFinding[]; stderr: string }> {
   let stdout = "";
@@ -64,14 +81,14 @@ function objectsOf(input: AuditInput): KubernetesObject[] {
 }
 
 Audit("a clean cluster: no finding, exit 0", async (context) => {
-  await applyObjects(context.admin, objectsOf(seededCluster(true)));
+  await seedUnchecked(context.admin, objectsOf(seededCluster(true)));
   const result = await audit(context.admin);
   assert.equal(result.findings, [], result.stderr);
   assert.is(result.code, 0, result.stderr);
 });
 
 Audit("seeded with one example of each finding: exactly those, exit 1", async (context) => {
-  await applyObjects(context.admin, objectsOf(seededCluster(false)));
+  await seedUnchecked(context.admin, objectsOf(seededCluster(false)));
   const result = await audit(context.admin);
   assert.equal(result.findings.map((f) => `${f.severity} ${f.kind} ${f.object}`).sort(), seededFindings, result.stderr);
   assert.is(result.code, 1);
@@ -100,9 +117,36 @@ Audit("the canary's timer, registered with @azure/functions and invoked as the w
   for (const { level, line } of findings) assert.is(level, line["severity"] === "error" ? "warning" : "information", JSON.stringify(line));
   const summary = lines.find(({ line }) => line[auditSchema.fields.event] === auditSchema.summary)!.line;
   assert.equal([summary["cluster"], summary["outcome"], summary["errors"], summary["warnings"]], ["default", "audited", 3, 4]);
-  // One list (of one page) each of credential specs, pods and the four RBAC kinds: the extra calls of a run.
-  assert.is(summary["apiCalls"], 6);
+  // One list (of one page) each of credential specs, pods and the four RBAC kinds, and a read of each
+  // of the product's own objects (two webhook configurations, the CRD, three policies and their
+  // bindings): the extra calls of a run.
+  assert.is(summary["apiCalls"], 15);
   assert.is(new Set(lines.filter(({ line }) => auditSchema.fields.run in line).map(({ line }) => line[auditSchema.fields.run])).size, 1);
+});
+
+Audit("the wiring changed by hand: a webhook switched to Ignore and a safety net binding deleted are errors, exit 1", async (context) => {
+  const path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/gmsa-admission";
+  const stored = (await kubeRequest(context.admin, "GET", path)).body as { webhooks: Array<{ name: string; failurePolicy: string }> };
+  stored.webhooks.find((webhook) => webhook.name === "validate.gmsa-admission.windows.k8s.io")!.failurePolicy = "Ignore";
+  assert.is((await kubeRequest(context.admin, "PUT", path, stored)).status, 200);
+  assert.is((await kubeRequest(context.admin, "DELETE", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/gmsa-admission-pods")).status, 200);
+  const result = await audit(context.admin);
+  const wiringFound = result.findings.filter((f) => f.kind.startsWith("wiring"));
+  assert.equal(
+    wiringFound.map((f) => `${f.severity} ${f.kind} ${f.object}`),
+    [
+      "error wiringChanged ValidatingWebhookConfiguration gmsa-admission (validate.gmsa-admission.windows.k8s.io)",
+      "error wiringMissing ValidatingAdmissionPolicyBinding gmsa-admission-pods",
+    ],
+  );
+  assert.match(wiringFound[0]!.problem, /failurePolicy: rendered "Fail", stored "Ignore"/);
+  assert.is(result.code, 1);
+  // Wired again, as the finding says: nothing of the wiring is left to report.
+  await applyObjects(context.admin, wiring);
+  assert.equal(
+    (await audit(context.admin)).findings.filter((f) => f.kind.startsWith("wiring")),
+    [],
+  );
 });
 
 Audit.run();

@@ -16,7 +16,7 @@ import { startControlPlane, type ControlPlane } from "../../controlplane/start.j
 import { exampleObjects, localWiring, wireLocalCluster } from "../../host/localCluster.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { kubeRequest } from "../support/kubeRequest.js";
-import { renderedFieldsNotStored } from "../support/storedAsRendered.js";
+import { renderedFieldsNotStored } from "../../lib/wiring/asRendered.js";
 
 /**
  * What the cluster stores is what the wiring rendered. Every object of every wiring (relay, url,

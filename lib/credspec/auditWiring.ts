@@ -1,0 +1,146 @@
+import { renderedFieldsNotStored } from "../wiring/asRendered.js";
+import { credSpecCrd, credSpecCrdName } from "../wiring/credSpecCrd.js";
+import { denyingBindingSpec, safetyNetPolicyNames } from "../wiring/safetyNetNames.js";
+import { credSpecWebhook, mutateWebhook, validateWebhook, webhookConfigurationName } from "../wiring/webhooks.js";
+
+/**
+ * The product's own wiring as a cluster stores it, for the audit: each object as the API server
+ * answered it, or undefined where it answered 404.
+ */
+export interface StoredWiring {
+  readonly mutating: unknown;
+  readonly validating: unknown;
+  readonly crd: unknown;
+  /** The safety net's ValidatingAdmissionPolicies and their bindings, by name. */
+  readonly policies: Readonly<Record<string, unknown>>;
+  readonly bindings: Readonly<Record<string, unknown>>;
+}
+
+export type WiringFindingKind = "wiringMissing" | "wiringChanged" | "safetyNetMissing";
+
+export interface WiringFinding {
+  readonly kind: WiringFindingKind;
+  readonly object: string;
+  readonly problem: string;
+  readonly action: string;
+}
+
+const rewire = "wire the cluster again (npm run wire -- ... --apply, or the deployment's wiring), and find out who changed it";
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+function isEmptySelector(value: unknown): boolean {
+  const selector = record(value);
+  if (value === undefined || value === null) return true;
+  if (!selector) return false;
+  const labels = record(selector.matchLabels);
+  const expressions = selector.matchExpressions;
+  return (labels === undefined || Object.keys(labels).length === 0) && (expressions === undefined || (Array.isArray(expressions) && expressions.length === 0));
+}
+
+/** Where a stored webhook no longer holds what the product renders for it, the first few. */
+function webhookChanges(expected: Record<string, unknown>, stored: Record<string, unknown>): string[] {
+  const changes = renderedFieldsNotStored(expected, stored);
+  // Fields the product leaves out, or sets whole: anything added there lets objects past the webhook.
+  if (!isEmptySelector(stored.objectSelector)) changes.push(`objectSelector: rendered none, stored ${JSON.stringify(stored.objectSelector)}`);
+  if ("namespaceSelector" in expected && JSON.stringify(stored.namespaceSelector) !== JSON.stringify(expected.namespaceSelector)) {
+    if (!changes.some((change) => change.startsWith("namespaceSelector")))
+      changes.push(`namespaceSelector: rendered ${JSON.stringify(expected.namespaceSelector)}, stored ${JSON.stringify(stored.namespaceSelector)}`);
+  }
+  if (!("namespaceSelector" in expected) && !isEmptySelector(stored.namespaceSelector))
+    changes.push(`namespaceSelector: rendered none, stored ${JSON.stringify(stored.namespaceSelector)}`);
+  return changes;
+}
+
+const shown = (changes: readonly string[]) => (changes.length <= 3 ? changes.join("; ") : `${changes.slice(0, 3).join("; ")}; and ${changes.length - 3} more`);
+
+/**
+ * The webhook configurations, the CRD and the safety net, against what the product renders: each
+ * one missing, or changed where it decides which objects are checked and what happens when the
+ * webhook cannot answer. Where each webhook is reached (its URL, service and CA) and its timeout
+ * depend on how the cluster was wired, and are not judged here; nor are the safety net's rules,
+ * which depend on the wiring's settings (only that they are there, fail closed and deny).
+ */
+export function wiringFindings(stored: StoredWiring): WiringFinding[] {
+  const findings: WiringFinding[] = [];
+  const configurations = [
+    { kind: "MutatingWebhookConfiguration", object: stored.mutating, webhooks: [mutateWebhook()], what: "no pod's credential spec is inlined" },
+    {
+      kind: "ValidatingWebhookConfiguration",
+      object: stored.validating,
+      webhooks: [validateWebhook(), credSpecWebhook()],
+      what: "no pod's use of a credential spec is checked by the webhook",
+    },
+  ];
+  for (const configuration of configurations) {
+    const name = `${configuration.kind} ${webhookConfigurationName}`;
+    const object = record(configuration.object);
+    if (!object) {
+      findings.push({ kind: "wiringMissing", object: name, problem: `is not in the cluster: ${configuration.what}`, action: rewire });
+      continue;
+    }
+    const webhooks = Array.isArray(object.webhooks) ? object.webhooks.map(record) : [];
+    for (const expected of configuration.webhooks) {
+      const webhook = webhooks.find((candidate) => candidate?.name === expected.name);
+      if (!webhook) {
+        findings.push({ kind: "wiringChanged", object: name, problem: `holds no webhook ${expected.name}`, action: rewire });
+        continue;
+      }
+      const changes = webhookChanges(expected as unknown as Record<string, unknown>, webhook);
+      if (changes.length > 0) findings.push({ kind: "wiringChanged", object: `${name} (${expected.name})`, problem: `is not as rendered: ${shown(changes)}`, action: rewire });
+    }
+  }
+
+  const crd = record(stored.crd);
+  const crdName = `CustomResourceDefinition ${credSpecCrdName}`;
+  if (!crd) findings.push({ kind: "wiringMissing", object: crdName, problem: "is not in the cluster: no credential spec can be stored", action: rewire });
+  else {
+    const changes = renderedFieldsNotStored(credSpecCrd().spec, crd.spec, "spec");
+    if (changes.length > 0) findings.push({ kind: "wiringChanged", object: crdName, problem: `is not as rendered: ${shown(changes)}`, action: rewire });
+  }
+
+  const present = safetyNetPolicyNames.filter((name) => stored.policies[name] !== undefined || stored.bindings[name] !== undefined);
+  if (present.length === 0) {
+    findings.push({
+      kind: "safetyNetMissing",
+      object: "ValidatingAdmissionPolicies gmsa-admission-*",
+      problem: "the in-cluster safety net is not installed: if the webhooks are bypassed or switched to Ignore, nothing in the cluster holds the use rule",
+      action: "wire the cluster with the safety net (the default; npm run wire -- ... --apply)",
+    });
+    return findings;
+  }
+  for (const name of safetyNetPolicyNames) {
+    const policy = record(stored.policies[name]);
+    const binding = record(stored.bindings[name]);
+    if (!policy)
+      findings.push({ kind: "wiringMissing", object: `ValidatingAdmissionPolicy ${name}`, problem: "is not in the cluster while the rest of the safety net is", action: rewire });
+    else if (record(policy.spec)?.failurePolicy !== "Fail")
+      findings.push({
+        kind: "wiringChanged",
+        object: `ValidatingAdmissionPolicy ${name}`,
+        problem: `is not as rendered: failurePolicy ${JSON.stringify(record(policy.spec)?.failurePolicy)}, rendered "Fail"`,
+        action: rewire,
+      });
+    if (!binding) {
+      findings.push({ kind: "wiringMissing", object: `ValidatingAdmissionPolicyBinding ${name}`, problem: "is not in the cluster: its policy refuses nothing", action: rewire });
+      continue;
+    }
+    const spec = record(binding.spec) ?? {};
+    const changes = renderedFieldsNotStored(denyingBindingSpec(name), spec, "spec");
+    const matchResources = record(spec.matchResources);
+    if (matchResources) {
+      for (const field of ["namespaceSelector", "objectSelector"])
+        if (!isEmptySelector(matchResources[field])) changes.push(`spec.matchResources.${field}: rendered none, stored ${JSON.stringify(matchResources[field])}`);
+      for (const field of ["resourceRules", "excludeResourceRules"]) {
+        const rules = matchResources[field];
+        if (Array.isArray(rules) && rules.length > 0) changes.push(`spec.matchResources.${field}: rendered none, stored ${JSON.stringify(rules)}`);
+      }
+    }
+    if (spec.paramRef !== undefined) changes.push(`spec.paramRef: rendered none, stored ${JSON.stringify(spec.paramRef)}`);
+    if (changes.length > 0)
+      findings.push({ kind: "wiringChanged", object: `ValidatingAdmissionPolicyBinding ${name}`, problem: `is not as rendered: ${shown(changes)}`, action: rewire });
+  }
+  return findings;
+}

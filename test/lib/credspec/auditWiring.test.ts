@@ -1,0 +1,139 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { clusterManifests, type KubernetesObject } from "../../../cluster/manifests.js";
+import { auditCluster } from "../../../lib/credspec/audit.js";
+import { wiringFindings, type StoredWiring } from "../../../lib/credspec/auditWiring.js";
+import { safetyNetPolicyNames } from "../../../lib/wiring/safetyNetNames.js";
+import { seededCluster } from "../../support/auditSeed.js";
+
+/** The product's wiring as a cluster stores it after `npm run wire -- --apply`, with what the API server adds. */
+function storedAsWired(options: { safetyNet?: boolean } = {}): StoredWiring {
+  const objects = clusterManifests({
+    target: { kind: "url", baseUrl: "https://func.example" },
+    subject: { kind: "User", name: "webhook" },
+    safetyNet: options.safetyNet !== false,
+  });
+  const one = (kind: string, name?: string) => {
+    const found = objects.find((object) => object.kind === kind && (name === undefined || object.metadata.name === name));
+    // Defaults the API server stores beside what was sent.
+    return found ? storedWithDefaults(found) : undefined;
+  };
+  return {
+    mutating: one("MutatingWebhookConfiguration"),
+    validating: one("ValidatingWebhookConfiguration"),
+    crd: one("CustomResourceDefinition"),
+    policies: Object.fromEntries(safetyNetPolicyNames.map((name) => [name, one("ValidatingAdmissionPolicy", name)])),
+    bindings: Object.fromEntries(safetyNetPolicyNames.map((name) => [name, one("ValidatingAdmissionPolicyBinding", name)])),
+  };
+}
+
+function storedWithDefaults(object: KubernetesObject): Record<string, unknown> {
+  const copy = structuredClone(object) as Record<string, unknown> & { webhooks?: Array<Record<string, unknown>> };
+  copy.metadata = { ...(copy.metadata as object), uid: "u", resourceVersion: "1" };
+  for (const webhook of copy.webhooks ?? []) {
+    webhook.objectSelector ??= {};
+    webhook.namespaceSelector ??= {};
+  }
+  return copy;
+}
+
+type Mutable = { webhooks: Array<Record<string, unknown>>; spec: Record<string, unknown> };
+
+const Wiring = suite("the audit's wiring findings");
+
+Wiring("wiring as rendered, with the API server's defaults: nothing", () => {
+  assert.equal(wiringFindings(storedAsWired()), []);
+});
+
+Wiring("without the safety net: one warning, not an error", () => {
+  const findings = wiringFindings(storedAsWired({ safetyNet: false }));
+  assert.equal(
+    findings.map((f) => f.kind),
+    ["safetyNetMissing"],
+  );
+  const audited = auditCluster({ ...seededCluster(true), wiring: storedAsWired({ safetyNet: false }) });
+  assert.equal(
+    audited.map((f) => `${f.severity} ${f.kind}`),
+    ["warning safetyNetMissing"],
+  );
+});
+
+Wiring("a webhook configuration deleted, or its webhook removed: the API server sends it nothing", () => {
+  const stored = storedAsWired();
+  const findings = wiringFindings({ ...stored, mutating: undefined });
+  assert.equal(
+    findings.map((f) => `${f.kind} ${f.object}`),
+    ["wiringMissing MutatingWebhookConfiguration gmsa-admission"],
+  );
+  const validating = stored.validating as Mutable;
+  validating.webhooks = validating.webhooks.filter((w) => w.name !== "credspec.gmsa-admission.windows.k8s.io");
+  assert.match(wiringFindings(stored)[0]!.problem, /holds no webhook credspec\.gmsa-admission\.windows\.k8s\.io/);
+});
+
+Wiring("the fields that decide what is checked, changed by hand: each named", () => {
+  const cases: Array<[string, (w: Record<string, unknown>) => void, RegExp]> = [
+    ["failurePolicy Ignore during an outage", (w) => (w.failurePolicy = "Ignore"), /failurePolicy: rendered "Fail", stored "Ignore"/],
+    ["a namespace label that skips the checks", (w) => (w.namespaceSelector = { matchLabels: { team: "x" } }), /namespaceSelector/],
+    ["an objectSelector", (w) => (w.objectSelector = { matchLabels: { gmsa: "checked" } }), /objectSelector: rendered none/],
+    ["a rule dropped", (w) => (w.rules = (w.rules as unknown[]).slice(0, 1)), /rules: rendered 3 items, stored 1/],
+    ["the match conditions emptied", (w) => (w.matchConditions = []), /matchConditions: rendered \d+ items, stored 0/],
+    [
+      "a selector expression taken out",
+      (w) => (w.namespaceSelector = { matchExpressions: [(w.namespaceSelector as { matchExpressions: unknown[] }).matchExpressions[0]] }),
+      /namespaceSelector/,
+    ],
+  ];
+  for (const [what, change, expected] of cases) {
+    const stored = storedAsWired();
+    change((stored.validating as Mutable).webhooks[0]!);
+    const findings = wiringFindings(stored);
+    assert.equal(
+      findings.map((f) => `${f.kind} ${f.object}`),
+      ["wiringChanged ValidatingWebhookConfiguration gmsa-admission (validate.gmsa-admission.windows.k8s.io)"],
+      what,
+    );
+    assert.match(findings[0]!.problem, expected, what);
+  }
+  // Where it is reached and its timeout depend on the wiring: not judged.
+  const moved = storedAsWired();
+  const webhook = (moved.mutating as Mutable).webhooks[0]!;
+  // As relay wiring reaches it: the relay's service and its CA.
+  webhook.clientConfig = { service: { namespace: "gmsa-admission", name: "gmsa-admission-relay", path: "/mutate", port: 443 }, caBundle: "Q0E=" };
+  webhook.timeoutSeconds = 10;
+  assert.equal(wiringFindings(moved), []);
+});
+
+Wiring("the safety net: a binding switched to Warn, scoped down, or gone; a policy that fails open", () => {
+  const [pods, bindings] = safetyNetPolicyNames;
+  const warn = storedAsWired();
+  (warn.bindings[pods!] as Mutable).spec.validationActions = ["Warn"];
+  assert.match(wiringFindings(warn)[0]!.problem, /validationActions/);
+  const scoped = storedAsWired();
+  (scoped.bindings[pods!] as Mutable).spec.matchResources = { namespaceSelector: { matchLabels: { checked: "yes" } } };
+  assert.match(wiringFindings(scoped)[0]!.problem, /matchResources\.namespaceSelector/);
+  const gone = storedAsWired();
+  const withoutBinding = { ...gone, bindings: { ...gone.bindings, [bindings!]: undefined } };
+  assert.equal(
+    wiringFindings(withoutBinding).map((f) => `${f.kind} ${f.object}`),
+    [`wiringMissing ValidatingAdmissionPolicyBinding ${bindings}`],
+  );
+  const open = storedAsWired();
+  (open.policies[pods!] as Mutable).spec.failurePolicy = "Ignore";
+  assert.equal(
+    wiringFindings(open).map((f) => `${f.kind} ${f.object}`),
+    [`wiringChanged ValidatingAdmissionPolicy ${pods}`],
+  );
+});
+
+Wiring("the CRD deleted or its schema changed", () => {
+  const stored = storedAsWired();
+  assert.equal(
+    wiringFindings({ ...stored, crd: undefined }).map((f) => f.kind),
+    ["wiringMissing"],
+  );
+  const crd = stored.crd as Mutable;
+  crd.spec.scope = "Namespaced";
+  assert.match(wiringFindings(stored)[0]!.problem, /spec\.scope: rendered "Cluster", stored "Namespaced"/);
+});
+
+Wiring.run();
