@@ -7,7 +7,7 @@ import type { WebhookSubject } from "./webhookRbac.js";
  * What the credential spec audit (lib/credspec/audit.ts), run by the function's timer with
  * GMSA_AUDIT, reads beyond what the webhook may: pods in every namespace and the RBAC objects,
  * and the product's own wiring by name (its webhook configurations, the CRD, the safety net's
- * policies and bindings), read-only. Opt-in (`npm run wire -- --audit`, the Bicep module's
+ * policies and bindings) and the NetworkPolicies that guard the relay, read-only. Opt-in (`npm run wire -- --audit`, the Bicep module's
  * `audit`): pods' specs hold their image names, commands and environment variables, which the
  * webhook itself never needs.
  */
@@ -37,6 +37,8 @@ export function auditObjects(subject: WebhookSubject) {
           resourceNames: [...safetyNetPolicyNames],
         },
         { apiGroups: ["apiextensions.k8s.io"], resources: ["customresourcedefinitions"], verbs: ["get"], resourceNames: [credSpecCrdName] },
+        // In relay wiring, who may reach the relay (its namespace is the wiring's choice).
+        { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["list"] },
       ],
     },
     {

@@ -4,6 +4,7 @@ import { memberPathPrefix, type FleetMember } from "./fleetMember.js";
 import { clusterSecretInclude, functionKeyInclude, relayNginxConf, type FunctionEndpoint } from "./relayNginxConf.js";
 import { relayDefaultAllowFrom, relayNetworkPolicy, type RelayAllowedSource } from "./relayNetworkPolicy.js";
 import type { WebhookTarget } from "./webhookConfigurations.js";
+import { relayName, relayPodLabels } from "../lib/wiring/relayIngress.js";
 
 /**
  * The relay: a stock nginx from a public registry, in the cluster, that the API server calls as a
@@ -41,7 +42,7 @@ export interface RelayWiring {
   readonly podTemplateChecksum?: string;
 }
 
-export const relayName = "gmsa-admission-relay";
+export { relayName } from "../lib/wiring/relayIngress.js";
 export const relayDefaultNamespace = "gmsa-admission";
 /** nginx's own non-root image (uid 101, listens on unprivileged ports), pinned. */
 export const relayDefaultImage = "docker.io/nginxinc/nginx-unprivileged:1.28.0-alpine";
@@ -74,9 +75,9 @@ export const relayClusterSecretKey = files.clusterSecret;
 /** Where the relay's nginx reads the member's secret header from. */
 export const relayClusterSecretFile = `${paths.functionKey}/${files.clusterSecret}`;
 
-const labels = { "app.kubernetes.io/name": relayName, "app.kubernetes.io/part-of": "gmsa-admission" };
 /** The labels the relay's pods carry (what its NetworkPolicy and Service select them by). */
-export const relayPodLabels: Readonly<Record<string, string>> = labels;
+const labels = relayPodLabels;
+export { relayPodLabels };
 const selector = { "app.kubernetes.io/name": relayName };
 
 export function relayNamespace(relay: RelayWiring): string {

@@ -76,7 +76,7 @@ param relayAllowFromCidrs array = []
 var relay = mode == 'relay'
 
 // A new certificate, key, member secret, function or template restarts the relay's pods (nginx reads them at start).
-var relayChecksum = uniqueString('5b91c5f32e4033ce', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
+var relayChecksum = uniqueString('8f551242510d95fc', functionHost, functionKey, relayCaCertificate, relayTlsCertificate, relayTlsKey, clusterName, clusterSecret)
 
 // What the webhook configurations trust: the relay's CA, and during a rotation the previous one.
 var relayCaBundle = empty(relayPreviousCaCertificate) ? relayCaCertificate : '${relayCaCertificate}\n${relayPreviousCaCertificate}'
@@ -1055,6 +1055,17 @@ resource clusterRoleAudit 'rbac.authorization.k8s.io/ClusterRole@v1' = if (audit
       ]
       resourceNames: [
         'gmsacredentialspecs.windows.k8s.io'
+      ]
+    }
+    {
+      apiGroups: [
+        'networking.k8s.io'
+      ]
+      resources: [
+        'networkpolicies'
+      ]
+      verbs: [
+        'list'
       ]
     }
   ]

@@ -1,4 +1,5 @@
 import { renderedFieldsNotStored } from "../wiring/asRendered.js";
+import { relayIngressProblem, relayName, relayPodLabels } from "../wiring/relayIngress.js";
 import { credSpecCrd, credSpecCrdName } from "../wiring/credSpecCrd.js";
 import { denyingBindingSpec, safetyNetPolicyNames } from "../wiring/safetyNetNames.js";
 import { credSpecWebhook, mutateWebhook, validateWebhook, webhookConfigurationName } from "../wiring/webhooks.js";
@@ -14,6 +15,20 @@ export interface StoredWiring {
   /** The safety net's ValidatingAdmissionPolicies and their bindings, by name. */
   readonly policies: Readonly<Record<string, unknown>>;
   readonly bindings: Readonly<Record<string, unknown>>;
+  /** In relay wiring (the webhooks call the relay's service): the NetworkPolicies of its namespace. */
+  readonly relay?: { readonly namespace: string; readonly networkPolicies: readonly unknown[] };
+}
+
+/** The namespace of the relay the stored webhook configurations call, if they call one. */
+export function relayNamespaceOf(configurations: readonly unknown[]): string | undefined {
+  for (const configuration of configurations) {
+    const webhooks = record(configuration)?.webhooks;
+    for (const webhook of Array.isArray(webhooks) ? webhooks : []) {
+      const service = record(record(record(webhook)?.clientConfig)?.service);
+      if (service?.name === relayName && typeof service.namespace === "string") return service.namespace;
+    }
+  }
+  return undefined;
 }
 
 export type WiringFindingKind = "wiringMissing" | "wiringChanged" | "safetyNetMissing";
@@ -61,7 +76,8 @@ const shown = (changes: readonly string[]) => (changes.length <= 3 ? changes.joi
  * one missing, or changed where it decides which objects are checked and what happens when the
  * webhook cannot answer. Where each webhook is reached (its URL, service and CA) and its timeout
  * depend on how the cluster was wired, and are not judged here; nor are the safety net's rules,
- * which depend on the wiring's settings (only that they are there, fail closed and deny).
+ * which depend on the wiring's settings (only that they are there, fail closed and deny). In
+ * relay wiring, the relay's NetworkPolicies must let only the API server reach it.
  */
 export function wiringFindings(stored: StoredWiring): WiringFinding[] {
   const findings: WiringFinding[] = [];
@@ -90,6 +106,18 @@ export function wiringFindings(stored: StoredWiring): WiringFinding[] {
       }
       const changes = webhookChanges(expected as unknown as Record<string, unknown>, webhook);
       if (changes.length > 0) findings.push({ kind: "wiringChanged", object: `${name} (${expected.name})`, problem: `is not as rendered: ${shown(changes)}`, action: rewire });
+    }
+  }
+
+  if (stored.relay) {
+    const problem = relayIngressProblem(stored.relay.networkPolicies, relayPodLabels);
+    if (problem) {
+      findings.push({
+        kind: "wiringChanged",
+        object: `NetworkPolicy ${stored.relay.namespace}/${relayName}`,
+        problem: `the relay, which adds the function key to what it forwards, is open to more than the API server: ${problem}`,
+        action: rewire,
+      });
     }
   }
 

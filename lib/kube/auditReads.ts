@@ -1,6 +1,7 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 import { auditCluster, type AuditFinding } from "../credspec/audit.js";
+import { relayNamespaceOf } from "../credspec/auditWiring.js";
 import { RbacBinding, RbacList, RbacRole } from "../credspec/rbacUse.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
 import { credSpecCrdName } from "../wiring/credSpecCrd.js";
@@ -33,7 +34,9 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       const query = new URLSearchParams({ limit: "500", ...(next ? { continue: next } : {}) });
       const reply = await connection.send({ method: "GET", path: `${path}?${query}`, signal: options.signal });
       if (reply.status === 403)
-        throw new Error(`this identity may not list ${what}: the audit needs list on pods and RBAC objects (for the function's identity: npm run wire -- --audit)`);
+        throw new Error(
+          `this identity may not list ${what}: the audit needs list on pods, RBAC objects and NetworkPolicies (for the function's identity: npm run wire -- --audit)`,
+        );
       if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
       const page = Page.decode(reply.body);
       if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
@@ -74,6 +77,15 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     byName("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
     byName("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
   ]);
+  // Relay wiring: who may reach the relay the webhooks call.
+  const relayNamespace = relayNamespaceOf([mutating, validating]);
+  const relay =
+    relayNamespace === undefined
+      ? undefined
+      : {
+          namespace: relayNamespace,
+          networkPolicies: await list(`/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(relayNamespace)}/networkpolicies`, "NetworkPolicies"),
+        };
   const findings = auditCluster({
     credSpecs: specs
       .filter((spec) => Named.is(spec))
@@ -87,7 +99,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     // A list's items carry no kind of their own, and a pod is read as one only with it.
     pods: pods.map((pod) => (pod !== null && typeof pod === "object" ? { apiVersion: "v1", kind: "Pod", ...pod } : pod)),
     randomHostname: options.randomHostname,
-    wiring: { mutating, validating, crd, policies, bindings },
+    wiring: { mutating, validating, crd, policies, bindings, ...(relay ? { relay } : {}) },
   });
   return { findings, apiCalls, read: { credSpecs: specs.length, pods: pods.length } };
 }

@@ -166,6 +166,7 @@ Render("--audit adds the audit's read-only role, bound to the identity; by defau
       resourceNames: ["gmsa-admission-pods", "gmsa-admission-bindings", "gmsa-admission-credentialspecs"],
     },
     { apiGroups: ["apiextensions.k8s.io"], resources: ["customresourcedefinitions"], verbs: ["get"], resourceNames: ["gmsacredentialspecs.windows.k8s.io"] },
+    { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["list"] },
   ]);
 });
 

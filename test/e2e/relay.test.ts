@@ -1,10 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
+import { runCredspec } from "../../cluster/credspecCommand.js";
 import { checkReadiness } from "../../cluster/readiness.js";
+import type { AuditFinding } from "../../lib/credspec/audit.js";
 import { createCertificateAuthority } from "../../controlplane/pki.js";
 import { runCanary, type CanaryLine } from "../../lib/app/canary.js";
 import { admissionRuntime } from "../../lib/app/runtime.js";
@@ -284,6 +286,57 @@ Relay("a broken credential spec is refused through the relay's /validate-credspe
     handled.some((line) => /"POST \/validate-credspec" 200 /.test(line)),
     handled.join("\n"),
   );
+});
+
+Relay("the audit reads the relay wiring as rendered, and reports its NetworkPolicy opened to every source", async (context) => {
+  const audit = async () => {
+    let stdout = "";
+    const code = await runCredspec(["audit", "--output", "json"], {
+      stdout: (text) => (stdout += text),
+      stderr: () => {},
+      readFile: (path) => readFileSync(path),
+      kubeConfig: () => context.cluster.admin,
+    });
+    return { code, findings: (JSON.parse(stdout) as { findings: AuditFinding[] }).findings.filter((f) => f.kind === "wiringMissing" || f.kind === "wiringChanged") };
+  };
+  // The webhooks call the relay's service, as relay wiring renders them (this test's API server
+  // reaches the relay process by URL instead: nothing is admitted while they point there).
+  const configurations = ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"].map((plural) => `/apis/admissionregistration.k8s.io/v1/${plural}/gmsa-admission`);
+  const wired = await Promise.all(
+    configurations.map(
+      async (at) => ((await kubeRequest(context.cluster.admin, "GET", at)).body as { webhooks: Array<{ clientConfig: { url?: string; caBundle?: string } }> }).webhooks,
+    ),
+  );
+  const path = `/apis/networking.k8s.io/v1/namespaces/gmsa-admission/networkpolicies/${relayName}`;
+  const stored = (await kubeRequest(context.cluster.admin, "GET", path)).body as { spec: { ingress: Array<{ from?: unknown }> } };
+  const from = stored.spec.ingress[0]!.from;
+  try {
+    for (const [i, at] of configurations.entries()) {
+      const webhooks = wired[i]!.map((webhook) => ({
+        ...webhook,
+        clientConfig: {
+          service: { namespace: "gmsa-admission", name: relayName, path: new URL(webhook.clientConfig.url!).pathname, port: 443 },
+          caBundle: webhook.clientConfig.caBundle,
+        },
+      }));
+      assert.is((await kubeRequest(context.cluster.admin, "PATCH", at, { webhooks }, "application/merge-patch+json")).status, 200);
+    }
+    assert.equal((await audit()).findings, []);
+    assert.is(
+      (await kubeRequest(context.cluster.admin, "PATCH", path, { spec: { ingress: [{ ports: [{ protocol: "TCP", port: "https" }] }] } }, "application/merge-patch+json")).status,
+      200,
+    );
+    const opened = await audit();
+    assert.equal(
+      opened.findings.map((f) => `${f.severity} ${f.kind} ${f.object}`),
+      [`error wiringChanged NetworkPolicy gmsa-admission/${relayName}`],
+    );
+    assert.match(opened.findings[0]!.problem, /without sources, which admits every source/);
+    assert.is(opened.code, 1);
+  } finally {
+    await kubeRequest(context.cluster.admin, "PATCH", path, { spec: { ingress: [{ from, ports: [{ protocol: "TCP", port: "https" }] }] } }, "application/merge-patch+json");
+    for (const [i, at] of configurations.entries()) await kubeRequest(context.cluster.admin, "PATCH", at, { webhooks: wired[i] }, "application/merge-patch+json");
+  }
 });
 
 Relay("a pod without GMSA settings never reaches the relay", async (context) => {

@@ -2,7 +2,9 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { clusterManifests, type KubernetesObject } from "../../../cluster/manifests.js";
 import { auditCluster } from "../../../lib/credspec/audit.js";
-import { wiringFindings, type StoredWiring } from "../../../lib/credspec/auditWiring.js";
+import { relayNamespaceOf, wiringFindings, type StoredWiring } from "../../../lib/credspec/auditWiring.js";
+import { relayName } from "../../../lib/wiring/relayIngress.js";
+import { relayNetworkPolicy } from "../../../cluster/relayNetworkPolicy.js";
 import { safetyNetPolicyNames } from "../../../lib/wiring/safetyNetNames.js";
 import { seededCluster } from "../../support/auditSeed.js";
 
@@ -134,6 +136,33 @@ Wiring("the CRD deleted or its schema changed", () => {
   const crd = stored.crd as Mutable;
   crd.spec.scope = "Namespaced";
   assert.match(wiringFindings(stored)[0]!.problem, /spec\.scope: rendered "Cluster", stored "Namespaced"/);
+});
+
+Wiring("relay wiring: the relay's NetworkPolicy as rendered passes; opened to every source, or gone, is an error", () => {
+  const stored = storedAsWired();
+  for (const configuration of [stored.mutating, stored.validating] as Mutable[]) {
+    for (const webhook of configuration.webhooks) webhook.clientConfig = { service: { namespace: "gmsa-relay", name: relayName, path: "/mutate", port: 443 }, caBundle: "Q0E=" };
+  }
+  assert.is(relayNamespaceOf([stored.mutating, stored.validating]), "gmsa-relay");
+  assert.is(relayNamespaceOf([storedAsWired().mutating]), undefined, "url wiring calls no relay");
+  const rendered = relayNetworkPolicy({
+    name: relayName,
+    namespace: "gmsa-relay",
+    labels: {},
+    podSelector: { "app.kubernetes.io/name": relayName },
+    port: "https",
+    allowFrom: [{ kind: "konnectivity" }],
+  });
+  assert.equal(wiringFindings({ ...stored, relay: { namespace: "gmsa-relay", networkPolicies: [rendered] } }), []);
+  const opened = structuredClone(rendered);
+  (opened.spec.ingress[0] as { from?: unknown }).from = undefined;
+  const findings = wiringFindings({ ...stored, relay: { namespace: "gmsa-relay", networkPolicies: [opened] } });
+  assert.equal(
+    findings.map((f) => `${f.kind} ${f.object}`),
+    [`wiringChanged NetworkPolicy gmsa-relay/${relayName}`],
+  );
+  assert.match(findings[0]!.problem, /without sources, which admits every source/);
+  assert.match(wiringFindings({ ...stored, relay: { namespace: "gmsa-relay", networkPolicies: [] } })[0]!.problem, /no NetworkPolicy selects its pods/);
 });
 
 Wiring.run();
