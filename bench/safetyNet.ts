@@ -2,7 +2,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { applyObjects } from "../cluster/applyObjects.js";
 import { credSpecCrd } from "../lib/wiring/credSpecCrd.js";
 import type { KubernetesObject } from "../cluster/manifests.js";
-import { safetyNetObjects } from "../cluster/safetyNet.js";
+import { safetyNetObjects } from "../lib/wiring/safetyNet.js";
 import { excludedNamespaceLabel } from "../cluster/webhookConfigurations.js";
 import { startControlPlane } from "../controlplane/start.js";
 import { kubeRequest } from "../test/support/kubeRequest.js";

@@ -4,7 +4,7 @@ import { clusterManifests, defaultTimeoutSeconds, type KubernetesObject } from "
 import { memberPathPrefix, memberUrlPathPrefix } from "./fleetMember.js";
 import { relayClusterSecretFile, relayClusterSecretKey, relayDefaultImage, relayDefaultNamespace, relayFunctionKeySecretName, relayName } from "./relay.js";
 import { networkPolicyPeer, relayIngressRule } from "./relayNetworkPolicy.js";
-import { safetyNetObjects, safetyNetPodPolicyName } from "./safetyNet.js";
+import { safetyNetObjects, safetyNetPodPolicyName } from "../lib/wiring/safetyNet.js";
 import { webhookClusterRole } from "./webhookRbac.js";
 
 /**

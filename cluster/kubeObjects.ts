@@ -3,6 +3,9 @@ import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 import { apiServerConnection, type ApiReply, type ApiServerConnection } from "../lib/kube/apiServerConnection.js";
 import type { KubernetesObject } from "./manifests.js";
+import { productFieldManager as fieldManager } from "../lib/wiring/asRendered.js";
+
+export { fieldManager };
 
 /**
  * The wiring's, the credential spec tool's and the local host's reads and writes of Kubernetes
@@ -10,8 +13,6 @@ import type { KubernetesObject } from "./manifests.js";
  * read back exactly as stored (see lib/kube/apiServerConnection.ts for why client-node's typed
  * clients are not used for this).
  */
-
-export const fieldManager = "gmsa-admission";
 
 export type ObjectRef = Pick<KubernetesObject, "apiVersion" | "kind"> & { readonly metadata: { readonly name: string; readonly namespace?: string | undefined } };
 

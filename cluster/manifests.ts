@@ -1,6 +1,6 @@
 import { auditObjects } from "./auditRbac.js";
 import { canaryObjects } from "./canary.js";
-import { safetyNetObjects } from "./safetyNet.js";
+import { safetyNetObjects } from "../lib/wiring/safetyNet.js";
 import { credSpecCrd } from "../lib/wiring/credSpecCrd.js";
 import { relayObjects, relayServiceTarget, type RelayWiring } from "./relay.js";
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration, webhookConfigurationName, type WebhookTarget } from "./webhookConfigurations.js";
@@ -32,7 +32,7 @@ export interface ClusterWiring {
   readonly authorizeRequestingUser?: boolean;
   /** The canary's namespace, service account and grant (cluster/canary.ts). Default true. */
   readonly canary?: boolean;
-  /** The in-cluster safety net (cluster/safetyNet.ts): the API server's own policies. Default true. */
+  /** The in-cluster safety net (lib/wiring/safetyNet.ts): the API server's own policies. Default true. */
   readonly safetyNet?: boolean;
   /** The audit's read-only role (cluster/auditRbac.ts), for GMSA_AUDIT. Default false. */
   readonly audit?: boolean;

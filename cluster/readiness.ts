@@ -3,7 +3,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { classifyReadiness, readinessPod, unknownCredSpecName, type ReadinessOptions, type ReadinessResult } from "../lib/canary/probe.js";
 import { apiServerConnection, ApiServerConnectionError } from "../lib/kube/apiServerConnection.js";
 import { withKubeObjects } from "./kubeObjects.js";
-import { safetyNetPolicyNames } from "./safetyNet.js";
+import { safetyNetPolicyNames } from "../lib/wiring/safetyNet.js";
 import { webhookConfigurationName } from "./webhookConfigurations.js";
 
 export { classifyReadiness, readinessPod, type ReadinessHop, type ReadinessResult } from "../lib/canary/probe.js";
@@ -34,7 +34,7 @@ async function bothWebhooksFailClosed(config: KubeConfig, ready: ReadinessResult
 }
 
 /**
- * Whether the in-cluster safety net (cluster/safetyNet.ts) is there, each policy with its binding:
+ * Whether the in-cluster safety net (lib/wiring/safetyNet.ts) is there, each policy with its binding:
  * said beside the answer, never a reason to fail (a cluster may be wired with --no-safety-net).
  */
 export async function safetyNetState(config: KubeConfig): Promise<string> {

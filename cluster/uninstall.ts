@@ -1,7 +1,7 @@
 import { auditClusterRoleName } from "./auditRbac.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { canaryDryRunPolicyName, canaryNamespace, canaryRoleName, canaryServiceAccount } from "./canary.js";
-import { safetyNetPolicyNames } from "./safetyNet.js";
+import { safetyNetPolicyNames } from "../lib/wiring/safetyNet.js";
 import { objectRef } from "./changePlan.js";
 import { withKubeObjects } from "./kubeObjects.js";
 import type { KubernetesObject } from "./manifests.js";

@@ -54,7 +54,7 @@ export type WireRequest =
       readonly check?: ReadinessCheck;
       /** Install the canary's namespace and grant (cluster/canary.ts); --no-canary leaves them out. */
       readonly canary: boolean;
-      /** Install the in-cluster safety net (cluster/safetyNet.ts); --no-safety-net leaves it out. */
+      /** Install the in-cluster safety net (lib/wiring/safetyNet.ts); --no-safety-net leaves it out. */
       readonly safetyNet: boolean;
       /** Install the audit's read-only role (cluster/auditRbac.ts), for a function with GMSA_AUDIT. */
       readonly audit: boolean;

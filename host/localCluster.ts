@@ -100,7 +100,7 @@ export interface LocalWebhookWiring {
   readonly url: string;
   readonly caPem: string;
   readonly authorizeRequestingUser: boolean;
-  /** The in-cluster safety net (cluster/safetyNet.ts); on unless false. */
+  /** The in-cluster safety net (lib/wiring/safetyNet.ts); on unless false. */
   readonly safetyNet?: boolean;
   /** The audit's read-only role (cluster/auditRbac.ts), for GMSA_AUDIT; off unless true. */
   readonly audit?: boolean;

@@ -71,6 +71,7 @@ const severityOf: Record<FindingKind, Severity> = {
   wiringMissing: "error",
   wiringChanged: "error",
   safetyNetMissing: "warning",
+  wiringUnreadable: "warning",
 };
 
 export function auditCluster(input: AuditInput): AuditFinding[] {

@@ -1,6 +1,7 @@
-import { renderedFieldsNotStored } from "../wiring/asRendered.js";
+import { productFieldManager, renderedFieldsNotStored } from "../wiring/asRendered.js";
 import { relayIngressProblem, relayName, relayPodLabels } from "../wiring/relayIngress.js";
 import { credSpecCrd, credSpecCrdName } from "../wiring/credSpecCrd.js";
+import { safetyNetObjects } from "../wiring/safetyNet.js";
 import { denyingBindingSpec, safetyNetPolicyNames } from "../wiring/safetyNetNames.js";
 import { credSpecWebhook, mutateWebhook, validateWebhook, webhookConfigurationName } from "../wiring/webhooks.js";
 
@@ -15,6 +16,8 @@ export interface StoredWiring {
   /** The safety net's ValidatingAdmissionPolicies and their bindings, by name. */
   readonly policies: Readonly<Record<string, unknown>>;
   readonly bindings: Readonly<Record<string, unknown>>;
+  /** Objects the audit may not read (its role is older than this audit): nothing is judged then. */
+  readonly unreadable?: readonly string[];
   /** In relay wiring (the webhooks call the relay's service): the NetworkPolicies of its namespace. */
   readonly relay?: { readonly namespace: string; readonly networkPolicies: readonly unknown[] };
 }
@@ -31,7 +34,7 @@ export function relayNamespaceOf(configurations: readonly unknown[]): string | u
   return undefined;
 }
 
-export type WiringFindingKind = "wiringMissing" | "wiringChanged" | "safetyNetMissing";
+export type WiringFindingKind = "wiringMissing" | "wiringChanged" | "safetyNetMissing" | "wiringUnreadable";
 
 export interface WiringFinding {
   readonly kind: WiringFindingKind;
@@ -66,6 +69,60 @@ function webhookChanges(expected: Record<string, unknown>, stored: Record<string
   }
   if (!("namespaceSelector" in expected) && !isEmptySelector(stored.namespaceSelector))
     changes.push(`namespaceSelector: rendered none, stored ${JSON.stringify(stored.namespaceSelector)}`);
+  if (!("matchConditions" in expected) && Array.isArray(stored.matchConditions) && stored.matchConditions.length > 0) {
+    changes.push(`matchConditions: rendered none, stored ${JSON.stringify(stored.matchConditions)}`);
+  }
+  return changes;
+}
+
+/**
+ * Where the stored CRD differs from the product's. A conversion webhook rewrites what is sent as
+ * v1alpha1 after every check has passed, so only none will do. A CRD someone else installed (the
+ * AKS add-on, the upstream chart: the wiring leaves theirs alone) is judged on what admission
+ * relies on, its group, names, scope and served versions; the product's own, on all it rendered.
+ */
+function crdChanges(crd: Record<string, unknown>): string[] {
+  const rendered = credSpecCrd();
+  const spec = record(crd.spec) ?? {};
+  const conversion = record(spec.conversion);
+  const changes: string[] = [];
+  if (conversion && conversion.strategy !== undefined && conversion.strategy !== "None") changes.push(`spec.conversion: rendered none, stored ${JSON.stringify(conversion)}`);
+  if (managedBy(crd).includes(productFieldManager)) return [...renderedFieldsNotStored(rendered.spec, spec, "spec"), ...changes];
+  changes.push(
+    ...renderedFieldsNotStored(
+      { group: rendered.spec.group, scope: rendered.spec.scope, names: { kind: rendered.spec.names.kind, plural: rendered.spec.names.plural } },
+      spec,
+      "spec",
+    ),
+  );
+  const versions = Array.isArray(spec.versions) ? spec.versions.map(record) : [];
+  for (const version of ["v1", "v1alpha1"])
+    if (!versions.some((stored) => stored?.name === version && stored.served === true)) changes.push(`spec.versions: ${version} is not served`);
+  return changes;
+}
+
+/** The field managers that wrote an object (server-side apply records each). */
+function managedBy(object: Record<string, unknown>): string[] {
+  const entries = record(object.metadata)?.managedFields;
+  return Array.isArray(entries) ? entries.map((entry) => String(record(entry)?.manager ?? "")) : [];
+}
+
+/**
+ * What a policy's or binding's match says beyond what was rendered: a selector other than the
+ * rendered one (or any, where none was), or resources excluded. Rules it adds only check more.
+ */
+function constraintChanges(rendered: Record<string, unknown> | undefined, stored: Record<string, unknown> | undefined, at = "spec.matchConstraints"): string[] {
+  if (!stored) return [];
+  const changes: string[] = [];
+  for (const field of ["namespaceSelector", "objectSelector"]) {
+    const expected = rendered?.[field];
+    const same = expected === undefined ? isEmptySelector(stored[field]) : JSON.stringify(stored[field]) === JSON.stringify(expected);
+    if (!same) changes.push(`${at}.${field}: rendered ${expected === undefined ? "none" : JSON.stringify(expected)}, stored ${JSON.stringify(stored[field])}`);
+  }
+  const excluded = stored.excludeResourceRules;
+  if (Array.isArray(excluded) && excluded.length > 0) changes.push(`${at}.excludeResourceRules: rendered none, stored ${JSON.stringify(excluded)}`);
+  if (rendered === undefined && Array.isArray(stored.resourceRules) && stored.resourceRules.length > 0)
+    changes.push(`${at}.resourceRules: rendered none, stored ${JSON.stringify(stored.resourceRules)}`);
   return changes;
 }
 
@@ -81,6 +138,16 @@ const shown = (changes: readonly string[]) => (changes.length <= 3 ? changes.joi
  */
 export function wiringFindings(stored: StoredWiring): WiringFinding[] {
   const findings: WiringFinding[] = [];
+  if (stored.unreadable && stored.unreadable.length > 0) {
+    return [
+      {
+        kind: "wiringUnreadable",
+        object: stored.unreadable.join(", "),
+        problem: "the audit may not read these, so the product's wiring was not checked",
+        action: "give the audit its whole role again (npm run wire -- --audit --apply, or the deployment's wiring)",
+      },
+    ];
+  }
   const configurations = [
     { kind: "MutatingWebhookConfiguration", object: stored.mutating, webhooks: [mutateWebhook()], what: "no pod's credential spec is inlined" },
     {
@@ -125,7 +192,7 @@ export function wiringFindings(stored: StoredWiring): WiringFinding[] {
   const crdName = `CustomResourceDefinition ${credSpecCrdName}`;
   if (!crd) findings.push({ kind: "wiringMissing", object: crdName, problem: "is not in the cluster: no credential spec can be stored", action: rewire });
   else {
-    const changes = renderedFieldsNotStored(credSpecCrd().spec, crd.spec, "spec");
+    const changes = crdChanges(crd);
     if (changes.length > 0) findings.push({ kind: "wiringChanged", object: crdName, problem: `is not as rendered: ${shown(changes)}`, action: rewire });
   }
 
@@ -139,33 +206,34 @@ export function wiringFindings(stored: StoredWiring): WiringFinding[] {
     });
     return findings;
   }
+  // The policies' rules differ only with the requesting-user check: either rendering will do.
+  const renderings = [false, true].map((authorizeRequestingUser) => safetyNetObjects({ authorizeRequestingUser }));
   for (const name of safetyNetPolicyNames) {
     const policy = record(stored.policies[name]);
     const binding = record(stored.bindings[name]);
-    if (!policy)
-      findings.push({ kind: "wiringMissing", object: `ValidatingAdmissionPolicy ${name}`, problem: "is not in the cluster while the rest of the safety net is", action: rewire });
-    else if (record(policy.spec)?.failurePolicy !== "Fail")
-      findings.push({
-        kind: "wiringChanged",
-        object: `ValidatingAdmissionPolicy ${name}`,
-        problem: `is not as rendered: failurePolicy ${JSON.stringify(record(policy.spec)?.failurePolicy)}, rendered "Fail"`,
-        action: rewire,
+    const object = `ValidatingAdmissionPolicy ${name}`;
+    if (!policy) findings.push({ kind: "wiringMissing", object, problem: "is not in the cluster while the rest of the safety net is", action: rewire });
+    else {
+      const spec = record(policy.spec) ?? {};
+      const candidates = renderings.map((objects) => {
+        const rendered = record(objects.find((o) => o.kind === "ValidatingAdmissionPolicy" && o.metadata.name === name)?.spec) ?? {};
+        return [...renderedFieldsNotStored(rendered, spec, "spec"), ...constraintChanges(record(rendered.matchConstraints), record(spec.matchConstraints))];
       });
+      const fewest = candidates.reduce((a, b) => (b.length < a.length ? b : a));
+      if (fewest.length > 0) findings.push({ kind: "wiringChanged", object, problem: `is not as rendered: ${shown(fewest)}`, action: rewire });
+    }
     if (!binding) {
       findings.push({ kind: "wiringMissing", object: `ValidatingAdmissionPolicyBinding ${name}`, problem: "is not in the cluster: its policy refuses nothing", action: rewire });
       continue;
     }
     const spec = record(binding.spec) ?? {};
-    const changes = renderedFieldsNotStored(denyingBindingSpec(name), spec, "spec");
-    const matchResources = record(spec.matchResources);
-    if (matchResources) {
-      for (const field of ["namespaceSelector", "objectSelector"])
-        if (!isEmptySelector(matchResources[field])) changes.push(`spec.matchResources.${field}: rendered none, stored ${JSON.stringify(matchResources[field])}`);
-      for (const field of ["resourceRules", "excludeResourceRules"]) {
-        const rules = matchResources[field];
-        if (Array.isArray(rules) && rules.length > 0) changes.push(`spec.matchResources.${field}: rendered none, stored ${JSON.stringify(rules)}`);
-      }
-    }
+    const { validationActions, ...rest } = denyingBindingSpec(name);
+    const changes = renderedFieldsNotStored(rest, spec, "spec");
+    // Deny, with or without Audit or Warn beside it.
+    const actions: unknown[] = Array.isArray(spec.validationActions) ? spec.validationActions : [];
+    if (!validationActions.every((action) => actions.includes(action)))
+      changes.push(`spec.validationActions: rendered ${JSON.stringify(validationActions)}, stored ${JSON.stringify(spec.validationActions)}`);
+    changes.push(...constraintChanges(undefined, record(spec.matchResources), "spec.matchResources"));
     if (spec.paramRef !== undefined) changes.push(`spec.paramRef: rendered none, stored ${JSON.stringify(spec.paramRef)}`);
     if (changes.length > 0)
       findings.push({ kind: "wiringChanged", object: `ValidatingAdmissionPolicyBinding ${name}`, problem: `is not as rendered: ${shown(changes)}`, action: rewire });

@@ -1,3 +1,6 @@
+/** The field manager the product applies its objects as (server-side apply records it on each). */
+export const productFieldManager = "gmsa-admission";
+
 /**
  * Where a stored object differs from what was rendered: every field the project rendered must be
  * stored with the same value. The API server may add fields (defaults, status, bookkeeping), never

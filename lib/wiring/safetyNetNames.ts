@@ -1,6 +1,6 @@
 /**
- * The in-cluster safety net's objects, by name (rendered by cluster/safetyNet.ts and
- * cluster/safetyNetCredSpecs.ts): a ValidatingAdmissionPolicy each, and a binding of the same
+ * The in-cluster safety net's objects, by name (rendered by lib/wiring/safetyNet.ts and
+ * lib/wiring/safetyNetCredSpecs.ts): a ValidatingAdmissionPolicy each, and a binding of the same
  * name that denies what it refuses.
  */
 export const safetyNetPodPolicyName = "gmsa-admission-pods";

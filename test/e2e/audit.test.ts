@@ -54,7 +54,17 @@ async function seedUnchecked(admin: KubeConfig, objects: KubernetesObject[]): Pr
     const plural = `${object.kind.toLowerCase()}s`;
     await kubeRequest(admin, "DELETE", `/apis/admissionregistration.k8s.io/v1/${plural}/${object.metadata.name}`);
   }
-  await applyObjects(admin, objects);
+  // The API server stops calling a deleted webhook, or applying a deleted binding, a moment later.
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      await applyObjects(admin, objects);
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
   await applyObjects(admin, wiring);
 }
 

@@ -5,7 +5,7 @@ import { applyObjects } from "../../cluster/applyObjects.js";
 import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
 import { canaryNamespace } from "../../cluster/canary.js";
-import { safetyNetObjects, safetyNetPolicyNames } from "../../cluster/safetyNet.js";
+import { safetyNetObjects, safetyNetPolicyNames } from "../../lib/wiring/safetyNet.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
 import { kubeRequest, type KubeReply } from "../support/kubeRequest.js";
 

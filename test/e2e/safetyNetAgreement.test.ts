@@ -5,7 +5,7 @@ import * as assert from "uvu/assert";
 import { applyObjects } from "../../cluster/applyObjects.js";
 import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
-import { safetyNetObjects } from "../../cluster/safetyNet.js";
+import { safetyNetObjects } from "../../lib/wiring/safetyNet.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { credSpecFixture } from "../support/fixtures.js";

@@ -5,7 +5,7 @@ import * as assert from "uvu/assert";
 import { applyObjects } from "../../cluster/applyObjects.js";
 import { credSpecCrd } from "../../lib/wiring/credSpecCrd.js";
 import type { KubernetesObject } from "../../cluster/manifests.js";
-import { safetyNetCredSpecObjects, safetyNetCredSpecPolicyName } from "../../cluster/safetyNetCredSpecs.js";
+import { safetyNetCredSpecObjects, safetyNetCredSpecPolicyName } from "../../lib/wiring/safetyNetCredSpecs.js";
 import { checkCredSpec } from "../../lib/credspec/checkCredSpec.js";
 import { startControlPlane, type ControlPlane } from "../../controlplane/start.js";
 import { credSpecFile } from "../lib/credspec/credSpecFixtures.js";

@@ -165,4 +165,83 @@ Wiring("relay wiring: the relay's NetworkPolicy as rendered passes; opened to ev
   assert.match(wiringFindings({ ...stored, relay: { namespace: "gmsa-relay", networkPolicies: [] } })[0]!.problem, /no NetworkPolicy selects its pods/);
 });
 
+Wiring("from the attack review: a match condition on the credential spec webhook, and each part of a policy's match or rules changed", () => {
+  const conditioned = storedAsWired();
+  (conditioned.validating as Mutable).webhooks[1]!.matchConditions = [{ name: "skip", expression: "false" }];
+  assert.match(wiringFindings(conditioned)[0]?.problem ?? "", /matchConditions: rendered none/);
+  const [pods] = safetyNetPolicyNames;
+  const edits: Array<[string, (spec: Record<string, unknown>) => void, RegExp]> = [
+    [
+      "a namespace label",
+      (spec) => ((spec.matchConstraints as Record<string, unknown>).namespaceSelector = { matchLabels: { gmsa: "checked" } }),
+      /matchConstraints\.namespaceSelector/,
+    ],
+    [
+      "an object selector",
+      (spec) => ((spec.matchConstraints as Record<string, unknown>).objectSelector = { matchLabels: { gmsa: "checked" } }),
+      /matchConstraints\.objectSelector/,
+    ],
+    [
+      "pods excluded",
+      (spec) => ((spec.matchConstraints as Record<string, unknown>).excludeResourceRules = [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"] }]),
+      /excludeResourceRules/,
+    ],
+    ["a rule cut", (spec) => (spec.matchConstraints as { resourceRules: unknown[] }).resourceRules.splice(1), /resourceRules/],
+    ["a condition that is never true", (spec) => (spec.matchConditions as unknown[]).push({ name: "never", expression: "false" }), /matchConditions/],
+    ["every validation replaced by true", (spec) => (spec.validations = [{ expression: "true" }]), /validations/],
+  ];
+  for (const [what, edit, expected] of edits) {
+    const stored = storedAsWired();
+    edit((stored.policies[pods!] as Mutable).spec);
+    const findings = wiringFindings(stored);
+    assert.equal(
+      findings.map((f) => `${f.kind} ${f.object}`),
+      [`wiringChanged ValidatingAdmissionPolicy ${pods}`],
+      what,
+    );
+    assert.match(findings[0]!.problem, expected, what);
+  }
+});
+
+Wiring("the policies as rendered with the requesting-user check pass too; a binding that denies and audits still denies", () => {
+  const objects = clusterManifests({ target: { kind: "url", baseUrl: "https://func.example" }, subject: { kind: "User", name: "webhook" }, authorizeRequestingUser: true });
+  const stored = storedAsWired();
+  for (const name of safetyNetPolicyNames) {
+    (stored.policies as Record<string, unknown>)[name] = objects.find((o) => o.kind === "ValidatingAdmissionPolicy" && o.metadata.name === name);
+  }
+  assert.equal(wiringFindings(stored), []);
+  (stored.bindings[safetyNetPolicyNames[0]] as Mutable).spec.validationActions = ["Deny", "Audit"];
+  assert.equal(wiringFindings(stored), []);
+});
+
+Wiring("the CRD: a conversion webhook is an error; one installed by someone else is judged on what admission relies on", () => {
+  const converted = storedAsWired();
+  (converted.crd as Mutable).spec.conversion = { strategy: "Webhook", webhook: { clientConfig: { url: "https://x.example/convert" } } };
+  assert.match(wiringFindings(converted)[0]?.problem ?? "", /spec\.conversion/);
+  // The product's own (applied as its field manager) is held to all it rendered.
+  const ours = storedAsWired();
+  const crd = ours.crd as Mutable & { metadata: Record<string, unknown> };
+  crd.metadata.managedFields = [{ manager: "gmsa-admission", operation: "Apply" }];
+  (crd.spec.versions as Array<{ schema?: unknown }>)[0]!.schema = { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } };
+  assert.match(wiringFindings(ours)[0]?.problem ?? "", /spec\.versions\[0\]\.schema/);
+  // Another installer's, with its own schema and order of versions: nothing, while both are served.
+  const theirs = storedAsWired();
+  const other = theirs.crd as Mutable;
+  other.spec.versions = [
+    { name: "v1alpha1", served: true, storage: false, schema: { openAPIV3Schema: { type: "object" } } },
+    { name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object" } } },
+  ];
+  assert.equal(wiringFindings(theirs), []);
+  (other.spec.versions as Array<{ served: boolean }>)[1]!.served = false;
+  assert.match(wiringFindings(theirs)[0]?.problem ?? "", /v1 is not served/);
+});
+
+Wiring("what the audit may not read is one warning that names it, and nothing of the wiring is judged", () => {
+  const findings = auditCluster({ ...seededCluster(true), wiring: { ...storedAsWired(), mutating: undefined, unreadable: ["MutatingWebhookConfiguration gmsa-admission"] } });
+  assert.equal(
+    findings.map((f) => `${f.severity} ${f.kind} ${f.object}`),
+    ["warning wiringUnreadable MutatingWebhookConfiguration gmsa-admission"],
+  );
+});
+
 Wiring.run();

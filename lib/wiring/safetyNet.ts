@@ -1,9 +1,9 @@
-import { useGrantAdvice } from "../lib/gmsa/useGrant.js";
-import { podHasGmsaSettings } from "../lib/wiring/matchConditions.js";
-import { safetyNetBindingPolicyName, safetyNetPodPolicyName } from "../lib/wiring/safetyNetNames.js";
+import { useGrantAdvice } from "../gmsa/useGrant.js";
+import { podHasGmsaSettings } from "./matchConditions.js";
+import { safetyNetBindingPolicyName, safetyNetPodPolicyName } from "./safetyNetNames.js";
 import { safetyNetCredSpecObjects } from "./safetyNetCredSpecs.js";
 import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
-import { excludedNamespaceLabel } from "./webhookConfigurations.js";
+import { excludedNamespaceLabel } from "./webhooks.js";
 
 /**
  * The in-cluster safety net: ValidatingAdmissionPolicies that the API server evaluates itself,
@@ -22,13 +22,13 @@ import { excludedNamespaceLabel } from "./webhookConfigurations.js";
  *   contents do not change; ephemeral containers an UPDATE adds are checked as a new pod is, and
  *   one naming no credential spec needs `use` of the pod-level one it runs under;
  * - bindings: none carries a GMSA annotation key;
- * - credential specs (cluster/safetyNetCredSpecs.ts): the shape the credential spec webhook checks.
+ * - credential specs (lib/wiring/safetyNetCredSpecs.ts): the shape the credential spec webhook checks.
  * Dry runs are left to the webhooks: they store nothing.
  * The policies match the namespaces the webhooks match (not kube-system, not those labelled
  * windows.k8s.io/disabled=true) and, through matchConditions, only pods with GMSA settings: every
  * other pod never evaluates a rule.
  */
-export { safetyNetBindingPolicyName, safetyNetPodPolicyName, safetyNetPolicyNames } from "../lib/wiring/safetyNetNames.js";
+export { safetyNetBindingPolicyName, safetyNetPodPolicyName, safetyNetPolicyNames } from "./safetyNetNames.js";
 
 const labels = safetyNetLabels;
 const who = safetyNetWho;

@@ -1,8 +1,8 @@
-import { denyingBindingSpec } from "../lib/wiring/safetyNetNames.js";
+import { denyingBindingSpec } from "./safetyNetNames.js";
 
 /**
- * What every policy of the in-cluster safety net shares (cluster/safetyNet.ts,
- * cluster/safetyNetCredSpecs.ts): its labels, how its refusals begin, CEL string literals, and
+ * What every policy of the in-cluster safety net shares (lib/wiring/safetyNet.ts,
+ * lib/wiring/safetyNetCredSpecs.ts): its labels, how its refusals begin, CEL string literals, and
  * a binding that denies what the policy refuses.
  */
 export const safetyNetLabels = { "app.kubernetes.io/name": "gmsa-admission", "app.kubernetes.io/component": "safety-net" };

@@ -18,12 +18,12 @@ import {
   netBiosNamePattern,
   PluginGuid,
   NonEmpty,
-} from "../lib/credspec/credSpecCodec.js";
-import { reservedCredSpecKeys, reservedKeyProblem } from "../lib/credspec/checkCredSpec.js";
-import { longKeyProblem, nonAsciiProblem, repeatedKeyProblem } from "../lib/credspec/credSpecKeyCase.js";
-import { maxListed } from "../lib/credspec/validateCredSpecObject.js";
+} from "../credspec/credSpecCodec.js";
+import { reservedCredSpecKeys, reservedKeyProblem } from "../credspec/checkCredSpec.js";
+import { longKeyProblem, nonAsciiProblem, repeatedKeyProblem } from "../credspec/credSpecKeyCase.js";
+import { maxListed } from "../credspec/validateCredSpecObject.js";
 import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
-import { safetyNetCredSpecPolicyName } from "../lib/wiring/safetyNetNames.js";
+import { safetyNetCredSpecPolicyName } from "./safetyNetNames.js";
 
 /**
  * The safety net's policy for GMSACredentialSpec objects: the structural rules of the credential
@@ -40,7 +40,7 @@ import { safetyNetCredSpecPolicyName } from "../lib/wiring/safetyNetNames.js";
  * refuse keys outside ASCII and objects larger than any spec needs, where the two would
  * otherwise fold case differently or the policy run out of its cost budget.
  */
-export { safetyNetCredSpecPolicyName } from "../lib/wiring/safetyNetNames.js";
+export { safetyNetCredSpecPolicyName } from "./safetyNetNames.js";
 
 const labels = safetyNetLabels;
 const who = safetyNetWho;
