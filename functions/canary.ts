@@ -21,7 +21,8 @@ export async function canary(_timer: Timer, context: InvocationContext): Promise
   // GMSA_AUDIT: the same timer audits each cluster's credential spec health (lib/app/audit.ts).
   if (settings.audit && auditDue(lastAuditAt, Date.now(), settings.auditIntervalMinutes)) {
     lastAuditAt = Date.now();
-    for (const line of await runAudit(runtime, { randomHostname: readPolicySettings().randomHostname })) {
+    const options = { randomHostname: readPolicySettings().randomHostname, ...(settings.functionHost ? { functionHost: settings.functionHost } : {}) };
+    for (const line of await runAudit(runtime, options)) {
       if (auditLineIsWarning(line)) context.warn(JSON.stringify(line));
       else context.info(JSON.stringify(line));
     }

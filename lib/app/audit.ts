@@ -15,7 +15,10 @@ export type AuditLine = Record<string, string | number>;
 
 const f = schema.fields;
 
-export async function runAudit(runtime: AdmissionRuntime, options: { readonly randomHostname: boolean; readonly budgetMs?: number }): Promise<AuditLine[]> {
+export async function runAudit(
+  runtime: AdmissionRuntime,
+  options: { readonly randomHostname: boolean; readonly budgetMs?: number; readonly functionHost?: string },
+): Promise<AuditLine[]> {
   const run = randomUUID();
   const perMember = [...runtime.members.values()].map(async (member): Promise<AuditLine[]> => {
     const started = performance.now();
@@ -33,7 +36,11 @@ export async function runAudit(runtime: AdmissionRuntime, options: { readonly ra
     try {
       const ports = await member.start();
       if (!ports.audit) return [summary("failed", 0, 0, 0, "this member's client cannot audit")];
-      const audit = await ports.audit({ randomHostname: options.randomHostname, signal: AbortSignal.timeout(options.budgetMs ?? 30_000) });
+      const audit = await ports.audit({
+        randomHostname: options.randomHostname,
+        signal: AbortSignal.timeout(options.budgetMs ?? 30_000),
+        ...(options.functionHost ? { functionHost: options.functionHost } : {}),
+      });
       const findings = audit.findings.map((finding): AuditLine => ({
         [f.event]: schema.finding,
         [f.cluster]: member.name,

@@ -72,6 +72,7 @@ const severityOf: Record<FindingKind, Severity> = {
   wiringChanged: "error",
   safetyNetMissing: "warning",
   wiringUnreadable: "warning",
+  wiringElsewhere: "warning",
 };
 
 export function auditCluster(input: AuditInput): AuditFinding[] {

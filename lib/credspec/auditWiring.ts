@@ -16,6 +16,8 @@ export interface StoredWiring {
   /** The safety net's ValidatingAdmissionPolicies and their bindings, by name. */
   readonly policies: Readonly<Record<string, unknown>>;
   readonly bindings: Readonly<Record<string, unknown>>;
+  /** The Function App's own host name (WEBSITE_HOSTNAME), where a URL-wired webhook should call it. */
+  readonly functionHost?: string;
   /** Objects the audit may not read (its role is older than this audit): nothing is judged then. */
   readonly unreadable?: readonly string[];
   /** In relay wiring (the webhooks call the relay's service): the NetworkPolicies of its namespace. */
@@ -34,7 +36,7 @@ export function relayNamespaceOf(configurations: readonly unknown[]): string | u
   return undefined;
 }
 
-export type WiringFindingKind = "wiringMissing" | "wiringChanged" | "safetyNetMissing" | "wiringUnreadable";
+export type WiringFindingKind = "wiringMissing" | "wiringChanged" | "safetyNetMissing" | "wiringUnreadable" | "wiringElsewhere";
 
 export interface WiringFinding {
   readonly kind: WiringFindingKind;
@@ -73,6 +75,39 @@ function webhookChanges(expected: Record<string, unknown>, stored: Record<string
     changes.push(`matchConditions: rendered none, stored ${JSON.stringify(stored.matchConditions)}`);
   }
   return changes;
+}
+
+/** The path each webhook is served at, at the end of its URL or as its service's path. */
+const webhookPaths: Readonly<Record<string, string>> = {
+  [mutateWebhook().name]: "/mutate",
+  [validateWebhook().name]: "/validate",
+  [credSpecWebhook().name]: "/validate-credspec",
+};
+
+/**
+ * Whether a webhook still calls the product: the relay's service or a URL, either at the
+ * webhook's own path. Which host or service namespace depends on the wiring, and is not judged
+ * here (otherHost does, where the app knows its host).
+ */
+function targetChanges(webhookName: string, clientConfig: Record<string, unknown> | undefined): string[] {
+  const path = webhookPaths[webhookName]!;
+  const service = record(clientConfig?.service);
+  if (service) {
+    const changes: string[] = [];
+    if (service.name !== relayName) changes.push(`clientConfig.service: calls ${JSON.stringify(service.name)}, not the relay ${JSON.stringify(relayName)}`);
+    if (service.path !== path) changes.push(`clientConfig.service.path: rendered ${JSON.stringify(path)}, stored ${JSON.stringify(service.path)}`);
+    return changes;
+  }
+  const url = typeof clientConfig?.url === "string" ? URL.parse(clientConfig.url) : null;
+  if (!url) return [`clientConfig: calls neither a URL nor the relay (${JSON.stringify(clientConfig)})`];
+  return url.pathname.endsWith(path) ? [] : [`clientConfig.url: rendered a URL ending in ${path}, stored ${JSON.stringify(clientConfig!.url)}`];
+}
+
+/** The host a URL-wired webhook calls, when it is not the Function App's own. */
+function otherHost(clientConfig: Record<string, unknown> | undefined, functionHost: string | undefined): string | undefined {
+  if (!functionHost || typeof clientConfig?.url !== "string") return undefined;
+  const url = URL.parse(clientConfig.url);
+  return url && url.hostname.toLowerCase() !== functionHost.toLowerCase() ? url.host : undefined;
 }
 
 /**
@@ -171,7 +206,15 @@ export function wiringFindings(stored: StoredWiring): WiringFinding[] {
         findings.push({ kind: "wiringChanged", object: name, problem: `holds no webhook ${expected.name}`, action: rewire });
         continue;
       }
-      const changes = webhookChanges(expected as unknown as Record<string, unknown>, webhook);
+      const changes = [...webhookChanges(expected as unknown as Record<string, unknown>, webhook), ...targetChanges(expected.name, record(webhook.clientConfig))];
+      const elsewhere = otherHost(record(webhook.clientConfig), stored.functionHost);
+      if (elsewhere)
+        findings.push({
+          kind: "wiringElsewhere",
+          object: `${name} (${expected.name})`,
+          problem: `calls ${elsewhere}, not this Function App (${stored.functionHost}); if that is a proxy in front of the app, this is expected`,
+          action: `if it is not, ${rewire}`,
+        });
       if (changes.length > 0) findings.push({ kind: "wiringChanged", object: `${name} (${expected.name})`, problem: `is not as rendered: ${shown(changes)}`, action: rewire });
     }
   }

@@ -24,7 +24,14 @@ export interface ClusterAudit {
 const Page = t.intersection([t.type({ items: t.array(t.unknown) }), t.partial({ metadata: t.partial({ continue: t.string }) })]);
 const Named = t.type({ metadata: t.type({ name: t.string }) });
 
-export async function auditOverConnection(connection: ApiServerConnection, options: { readonly randomHostname: boolean; readonly signal: AbortSignal }): Promise<ClusterAudit> {
+export interface AuditOptions {
+  readonly randomHostname: boolean;
+  readonly signal: AbortSignal;
+  /** The Function App's own host name, where URL-wired webhooks should call it; none: not judged. */
+  readonly functionHost?: string;
+}
+
+export async function auditOverConnection(connection: ApiServerConnection, options: AuditOptions): Promise<ClusterAudit> {
   let apiCalls = 0;
   const list = async (path: string, what: string): Promise<unknown[]> => {
     const items: unknown[] = [];
@@ -104,7 +111,16 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     // A list's items carry no kind of their own, and a pod is read as one only with it.
     pods: pods.map((pod) => (pod !== null && typeof pod === "object" ? { apiVersion: "v1", kind: "Pod", ...pod } : pod)),
     randomHostname: options.randomHostname,
-    wiring: { mutating, validating, crd, policies, bindings, ...(relay ? { relay } : {}), ...(unreadable.length > 0 ? { unreadable: unreadable.sort() } : {}) },
+    wiring: {
+      mutating,
+      validating,
+      crd,
+      policies,
+      bindings,
+      ...(relay ? { relay } : {}),
+      ...(unreadable.length > 0 ? { unreadable: unreadable.sort() } : {}),
+      ...(options.functionHost ? { functionHost: options.functionHost } : {}),
+    },
   });
   return { findings, apiCalls, read: { credSpecs: specs.length, pods: pods.length } };
 }

@@ -1,7 +1,7 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { randomBytes } from "node:crypto";
 import { caBundleDaysLeft, mutatingWebhookConfigurationPath } from "../canary/webhookCa.js";
-import { auditOverConnection, type ClusterAudit } from "./auditReads.js";
+import { auditOverConnection, type AuditOptions, type ClusterAudit } from "./auditReads.js";
 import { classifyCanary, readinessPod, unknownCredSpecName, type ReadinessResult } from "../canary/probe.js";
 import { notFoundMemory, rememberingNotFound } from "../caching/notFoundMemory.js";
 import { useDecisionCache } from "../caching/useDecisionCache.js";
@@ -28,7 +28,7 @@ export interface ClusterPorts {
    */
   probe(target: { readonly namespace: string; readonly serviceAccount: string }, signal: AbortSignal): Promise<ReadinessResult>;
   /** The credential spec audit (lib/kube/auditReads.ts), with this client's identity. */
-  audit?(options: { readonly randomHostname: boolean; readonly signal: AbortSignal }): Promise<ClusterAudit>;
+  audit?(options: AuditOptions): Promise<ClusterAudit>;
   cacheStatus(): CredSpecCacheStatus | undefined;
   stop(): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import * as t from "io-ts";
-import { booleanSetting, decodeWith, emptyAsUnset, integerSetting, withDefault } from "./environment.js";
+import { booleanSetting, decodeWith, emptyAsUnset, integerSetting, SettingsError, withDefault } from "./environment.js";
 
 /**
  * The canary's timer: on by default, every five minutes. The schedule is the Functions timer's
@@ -13,6 +13,8 @@ export interface CanarySettings {
   readonly audit: boolean;
   /** GMSA_AUDIT_INTERVAL_MINUTES: the audit runs with the canary's first run and then once this long has passed. Default 15. */
   readonly auditIntervalMinutes: number;
+  /** WEBSITE_HOSTNAME, which Azure sets on a Function App: where URL-wired webhooks should call it. */
+  readonly functionHost?: string;
 }
 
 const schedule = new t.Type<string, string, unknown>(
@@ -34,5 +36,15 @@ const CanaryEnvironment = t.type({
 
 export function readCanarySettings(env: NodeJS.ProcessEnv = process.env): CanarySettings {
   const raw = decodeWith(CanaryEnvironment, emptyAsUnset(env, ["GMSA_CANARY", "GMSA_CANARY_SCHEDULE", "GMSA_AUDIT", "GMSA_AUDIT_INTERVAL_MINUTES"]));
-  return { enabled: raw.GMSA_CANARY, schedule: raw.GMSA_CANARY_SCHEDULE, audit: raw.GMSA_AUDIT, auditIntervalMinutes: raw.GMSA_AUDIT_INTERVAL_MINUTES };
+  const host = env.WEBSITE_HOSTNAME?.trim();
+  if (host && !/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$/.test(host)) {
+    throw new SettingsError([`WEBSITE_HOSTNAME must be a host name, got ${JSON.stringify(host)}`]);
+  }
+  return {
+    enabled: raw.GMSA_CANARY,
+    schedule: raw.GMSA_CANARY_SCHEDULE,
+    audit: raw.GMSA_AUDIT,
+    auditIntervalMinutes: raw.GMSA_AUDIT_INTERVAL_MINUTES,
+    ...(host ? { functionHost: host.replace(/:\d+$/, "") } : {}),
+  };
 }

@@ -15,6 +15,11 @@ Settings("on every five minutes by default; off, or another schedule, when set; 
   assert.is(readCanarySettings({ GMSA_AUDIT_INTERVAL_MINUTES: "60" }).auditIntervalMinutes, 60);
   assert.throws(() => readCanarySettings({ GMSA_AUDIT_INTERVAL_MINUTES: "0" }), /GMSA_AUDIT_INTERVAL_MINUTES/);
   assert.throws(() => readCanarySettings({ GMSA_AUDIT_INTERVAL_MINUTES: "15m" }), /GMSA_AUDIT_INTERVAL_MINUTES/);
+  // Azure sets WEBSITE_HOSTNAME on a Function App: the audit checks that URL-wired webhooks call it.
+  assert.is(readCanarySettings({ WEBSITE_HOSTNAME: "func-gmsa.azurewebsites.net" }).functionHost, "func-gmsa.azurewebsites.net");
+  assert.is(readCanarySettings({ WEBSITE_HOSTNAME: "localhost:7071" }).functionHost, "localhost");
+  assert.is(readCanarySettings({}).functionHost, undefined);
+  assert.throws(() => readCanarySettings({ WEBSITE_HOSTNAME: "https://func.example/" }), /WEBSITE_HOSTNAME must be a host name/);
   assert.is(readCanarySettings({ GMSA_AUDIT: "true" }).audit, true, "the audit is opt-in: it needs a read-only role of its own");
   assert.throws(() => readCanarySettings({ GMSA_AUDIT: "sometimes" }), /GMSA_AUDIT/);
   assert.throws(() => readCanarySettings({ GMSA_CANARY_SCHEDULE: "*/5 * * * *" }), /GMSA_CANARY_SCHEDULE must be a six-field NCRONTAB expression/);

@@ -141,7 +141,10 @@ Wiring("the CRD deleted or its schema changed", () => {
 Wiring("relay wiring: the relay's NetworkPolicy as rendered passes; opened to every source, or gone, is an error", () => {
   const stored = storedAsWired();
   for (const configuration of [stored.mutating, stored.validating] as Mutable[]) {
-    for (const webhook of configuration.webhooks) webhook.clientConfig = { service: { namespace: "gmsa-relay", name: relayName, path: "/mutate", port: 443 }, caBundle: "Q0E=" };
+    for (const webhook of configuration.webhooks) {
+      const path = `/${String(webhook.name).split(".")[0]!.replace("credspec", "validate-credspec")}`;
+      webhook.clientConfig = { service: { namespace: "gmsa-relay", name: relayName, path, port: 443 }, caBundle: "Q0E=" };
+    }
   }
   assert.is(relayNamespaceOf([stored.mutating, stored.validating]), "gmsa-relay");
   assert.is(relayNamespaceOf([storedAsWired().mutating]), undefined, "url wiring calls no relay");
@@ -242,6 +245,30 @@ Wiring("what the audit may not read is one warning that names it, and nothing of
     findings.map((f) => `${f.severity} ${f.kind} ${f.object}`),
     ["warning wiringUnreadable MutatingWebhookConfiguration gmsa-admission"],
   );
+});
+
+Wiring("a webhook pointed elsewhere: another path or service is an error; another host, a warning where the app knows its own", () => {
+  const validate = (stored: StoredWiring) => (stored.validating as Mutable).webhooks[0]!;
+  const allowAll = storedAsWired();
+  validate(allowAll).clientConfig = { url: "https://allow-all.example/allow" };
+  assert.equal(
+    wiringFindings(allowAll).map((f) => `${f.kind} ${f.object}`),
+    ["wiringChanged ValidatingWebhookConfiguration gmsa-admission (validate.gmsa-admission.windows.k8s.io)"],
+  );
+  assert.match(wiringFindings(allowAll)[0]!.problem, /clientConfig\.url: rendered a URL ending in \/validate/);
+  const otherService = storedAsWired();
+  validate(otherService).clientConfig = { service: { namespace: "gmsa-admission", name: "allow-all", path: "/validate", port: 443 } };
+  assert.match(wiringFindings(otherService)[0]!.problem, /calls "allow-all", not the relay/);
+  // Same path on another host: only the app can tell, by its own host name.
+  const otherHost = storedAsWired();
+  validate(otherHost).clientConfig = { url: "https://allow-all.example/validate" };
+  assert.equal(wiringFindings(otherHost), [], "without the app's host: not judged");
+  const here = { ...otherHost, functionHost: "func.example" };
+  assert.equal(
+    auditCluster({ ...seededCluster(true), wiring: here }).map((f) => `${f.severity} ${f.kind} ${f.object}`),
+    ["warning wiringElsewhere ValidatingWebhookConfiguration gmsa-admission (validate.gmsa-admission.windows.k8s.io)"],
+  );
+  assert.equal(wiringFindings({ ...storedAsWired(), functionHost: "FUNC.example" }), [], "the app's own host, in any case");
 });
 
 Wiring.run();
