@@ -166,10 +166,11 @@ const shown = (changes: readonly string[]) => (changes.length <= 3 ? changes.joi
 /**
  * The webhook configurations, the CRD and the safety net, against what the product renders: each
  * one missing, or changed where it decides which objects are checked and what happens when the
- * webhook cannot answer. Where each webhook is reached (its URL, service and CA) and its timeout
- * depend on how the cluster was wired, and are not judged here; nor are the safety net's rules,
- * which depend on the wiring's settings (only that they are there, fail closed and deny). In
- * relay wiring, the relay's NetworkPolicies must let only the API server reach it.
+ * webhook cannot answer. Each webhook must still call the relay or a URL at its own path, and,
+ * where the app knows its host, that host; its CA, the relay's namespace and the timeout depend
+ * on how the cluster was wired, and are not judged. The safety net's policies are judged against
+ * either of their renderings (with the requesting-user check or without). In relay wiring, the
+ * relay's NetworkPolicies must let only the API server reach it.
  */
 export function wiringFindings(stored: StoredWiring): WiringFinding[] {
   const findings: WiringFinding[] = [];
