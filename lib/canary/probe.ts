@@ -107,7 +107,8 @@ export function classifyReadiness(reply: { readonly status: number; readonly bod
   if (/failed calling webhook|failed to call webhook/i.test(message)) {
     // The API server's words; the webhook URL it quotes carries "?timeout=", which says nothing.
     const words = message.replace(/\?timeout=\d+s/g, "");
-    const why = /connection refused|no such host|no endpoints|dial tcp/i.test(words)
+    // A server that went away under a connection the API server kept open: EOF, reset, closed idle.
+    const why = /connection refused|no such host|no endpoints|dial tcp|connection reset by peer|broken pipe|server closed idle connection|: EOF\b/i.test(words)
       ? "the webhook's address cannot be reached from the API server (the relay's pods and Service, DNS, or the network between them)"
       : /x509|certificate/i.test(words)
         ? "its TLS certificate is not trusted (the caBundle of the webhook configurations, or the relay's certificate)"

@@ -78,7 +78,7 @@ Canary("the function's endpoint down: the API server could not call the webhook"
   try {
     const line = await canaryOnce();
     assert.is(line.outcome, "apiServerToWebhook", `${line.summary}\n${line.detail}`);
-    assert.match(line.summary, /cannot be reached from the API server/);
+    assert.match(line.summary, /cannot be reached from the API server/, line.detail);
   } finally {
     await cluster.webhook.close();
     cluster.webhook = await startLocalWebhook(cluster.webhookEnv, { port: cluster.webhookPort, tls });
