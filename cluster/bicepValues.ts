@@ -1,3 +1,7 @@
+import { isJsonObject as isRecord } from "../lib/jsonObject.js";
+
+export { isRecord };
+
 /**
  * Kubernetes objects written as Bicep values: strings that carry placeholders become Bicep
  * expressions, multi-line text becomes a block, and a value that differs between the relay and url
@@ -68,10 +72,6 @@ export function bicepValue(value: unknown, indent: string): string {
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length === 0) return "{}";
   return `{\n${entries.map(([key, item]) => entry(inner, key, item, bicepValue(item, inner))).join("\n")}\n${indent}}`;
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 /** One value for both modes, with `relay ? ... : ...` only where the two differ. */

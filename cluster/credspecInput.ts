@@ -1,5 +1,8 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
+import { isJsonObject as isRecord } from "../lib/jsonObject.js";
+
+export { isRecord };
 
 /** What `npm run credspec` reads and writes through, so tests run it without a terminal or a cluster. */
 export interface CredspecIo {
@@ -36,8 +39,4 @@ function decodeText(bytes: Uint8Array): string {
   if (bytes[0] === 0xff && bytes[1] === 0xfe) return new TextDecoder("utf-16le").decode(bytes.subarray(2));
   if (bytes[0] === 0xfe && bytes[1] === 0xff) return new TextDecoder("utf-16be").decode(bytes.subarray(2));
   return new TextDecoder("utf-8", { fatal: true }).decode(bytes).replace(/^\uFEFF/, "");
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -13,6 +13,7 @@ import { readPolicySettings } from "../lib/settings/admission.js";
 import { readDocuments, UsageError, type CredspecIo } from "./credspecInput.js";
 import { withKubeObjects } from "./kubeObjects.js";
 import { exitCodes } from "./wire.js";
+import { isJsonObject as isRecord } from "../lib/jsonObject.js";
 
 /** The commands that read the cluster: who may use a spec, and what the webhooks would do to a pod. */
 const reviewTimeoutMs = 10_000;
@@ -88,10 +89,6 @@ async function credSpecNames(connection: ApiServerConnection): Promise<readonly 
 
 function knownNamesOf(names: readonly string[] | undefined): () => readonly string[] | undefined {
   return () => names;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 async function withConnection<T>(config: ReturnType<CredspecIo["kubeConfig"]>, work: (connection: ApiServerConnection) => Promise<T>): Promise<T> {

@@ -1,4 +1,4 @@
-import { credSpecWebhook, mutateWebhook, validateWebhook } from "../lib/wiring/webhooks.js";
+import { credSpecWebhook, mutateWebhook, validateWebhook, webhookPaths, type WebhookName, type WebhookPath } from "../lib/wiring/webhooks.js";
 
 /** Where the API server sends AdmissionReviews: the function's URL, or the relay's service. */
 export type WebhookTarget =
@@ -33,7 +33,7 @@ function configurationMetadata(name: string) {
   return { name, labels: { "app.kubernetes.io/name": "gmsa-admission" }, annotations: { ...aksAdmissionsEnforcerOptOut } };
 }
 
-export type WebhookPath = "/mutate" | "/validate" | "/validate-credspec";
+export type { WebhookPath } from "../lib/wiring/webhooks.js";
 
 function clientConfig(target: WebhookTarget, path: WebhookPath) {
   const caBundle = target.caBundlePem ? { caBundle: Buffer.from(target.caBundlePem).toString("base64") } : {};
@@ -42,8 +42,8 @@ function clientConfig(target: WebhookTarget, path: WebhookPath) {
 }
 
 /** Where the API server reaches a webhook, and how long it waits. */
-function reached(options: WebhookOptions, path: WebhookPath) {
-  return { clientConfig: clientConfig(options.target, path), timeoutSeconds: options.timeoutSeconds };
+function reached(options: WebhookOptions, name: WebhookName) {
+  return { clientConfig: clientConfig(options.target, webhookPaths[name]), timeoutSeconds: options.timeoutSeconds };
 }
 
 export function mutatingWebhookConfiguration(options: WebhookOptions) {
@@ -51,7 +51,7 @@ export function mutatingWebhookConfiguration(options: WebhookOptions) {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "MutatingWebhookConfiguration",
     metadata: configurationMetadata(options.name),
-    webhooks: [withReach(mutateWebhook(), reached(options, "/mutate"))],
+    webhooks: [withReach(mutateWebhook(), options)],
   };
 }
 
@@ -60,12 +60,13 @@ export function validatingWebhookConfiguration(options: WebhookOptions) {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingWebhookConfiguration",
     metadata: configurationMetadata(options.name),
-    webhooks: [withReach(validateWebhook(), reached(options, "/validate")), withReach(credSpecWebhook(), reached(options, "/validate-credspec"))],
+    webhooks: [withReach(validateWebhook(), options), withReach(credSpecWebhook(), options)],
   };
 }
 
 /** A webhook's own fields with where it is reached, in the order the configurations are written. */
-function withReach<W extends ReturnType<typeof credSpecWebhook>>(webhook: W, reach: ReturnType<typeof reached>) {
+function withReach<W extends ReturnType<typeof credSpecWebhook> | ReturnType<typeof mutateWebhook> | ReturnType<typeof validateWebhook>>(webhook: W, options: WebhookOptions) {
+  const reach = reached(options, webhook.name);
   const { name, admissionReviewVersions, sideEffects, failurePolicy, matchPolicy, ...rest } = webhook;
   return { name, clientConfig: reach.clientConfig, admissionReviewVersions, sideEffects, failurePolicy, matchPolicy, timeoutSeconds: reach.timeoutSeconds, ...rest };
 }

@@ -20,22 +20,24 @@ export async function runAudit(
   options: { readonly randomHostname: boolean; readonly budgetMs?: number; readonly functionHost?: string },
 ): Promise<AuditLine[]> {
   const run = randomUUID();
+  const summary = (cluster: string, outcome: string, counts: { errors: number; warnings: number; apiCalls: number }, latencyMs: number, reason: string): AuditLine => ({
+    [f.event]: schema.summary,
+    [f.cluster]: cluster,
+    [f.run]: run,
+    [f.outcome]: outcome,
+    [f.errors]: counts.errors,
+    [f.warnings]: counts.warnings,
+    [f.apiCalls]: counts.apiCalls,
+    [f.latencyMs]: latencyMs,
+    [f.reason]: reason,
+  });
+  const none = { errors: 0, warnings: 0, apiCalls: 0 };
   const perMember = [...runtime.members.values()].map(async (member): Promise<AuditLine[]> => {
     const started = performance.now();
-    const summary = (outcome: typeof schema.audited | "failed", errors: number, warnings: number, apiCalls: number, reason: string): AuditLine => ({
-      [f.event]: schema.summary,
-      [f.cluster]: member.name,
-      [f.run]: run,
-      [f.outcome]: outcome,
-      [f.errors]: errors,
-      [f.warnings]: warnings,
-      [f.apiCalls]: apiCalls,
-      [f.latencyMs]: Math.round(performance.now() - started),
-      [f.reason]: reason,
-    });
+    const ended = (outcome: string, counts: typeof none, reason: string) => summary(member.name, outcome, counts, Math.round(performance.now() - started), reason);
     try {
       const ports = await member.start();
-      if (!ports.audit) return [summary("failed", 0, 0, 0, "this member's client cannot audit")];
+      if (!ports.audit) return [ended("failed", none, "this member's client cannot audit")];
       const audit = await ports.audit({
         randomHostname: options.randomHostname,
         signal: AbortSignal.timeout(options.budgetMs ?? 30_000),
@@ -52,22 +54,12 @@ export async function runAudit(
         [f.action]: finding.action,
       }));
       const errors = audit.findings.filter((finding) => finding.severity === schema.errorSeverity).length;
-      return [...findings, summary(schema.audited, errors, audit.findings.length - errors, audit.apiCalls, "")];
+      return [...findings, ended(schema.audited, { errors, warnings: audit.findings.length - errors, apiCalls: audit.apiCalls }, "")];
     } catch (error) {
-      return [summary("failed", 0, 0, 0, error instanceof Error ? error.message : String(error))];
+      return [ended("failed", none, error instanceof Error ? error.message : String(error))];
     }
   });
-  const unavailable = [...runtime.unavailable].map(([cluster, reason]): AuditLine => ({
-    [f.event]: schema.summary,
-    [f.cluster]: cluster,
-    [f.run]: run,
-    [f.outcome]: "failed",
-    [f.errors]: 0,
-    [f.warnings]: 0,
-    [f.apiCalls]: 0,
-    [f.latencyMs]: 0,
-    [f.reason]: `not served: ${reason}`,
-  }));
+  const unavailable = [...runtime.unavailable].map(([cluster, reason]) => summary(cluster, "failed", none, 0, `not served: ${reason}`));
   return [...(await Promise.all(perMember)).flat(), ...unavailable];
 }
 

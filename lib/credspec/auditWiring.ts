@@ -1,9 +1,10 @@
+import { isJsonObject } from "../jsonObject.js";
 import { productFieldManager, renderedFieldsNotStored } from "../wiring/asRendered.js";
 import { relayIngressProblem, relayName, relayPodLabels } from "../wiring/relayIngress.js";
 import { credSpecCrd, credSpecCrdName } from "../wiring/credSpecCrd.js";
 import { safetyNetObjects } from "../wiring/safetyNet.js";
 import { denyingBindingSpec, safetyNetPolicyNames } from "../wiring/safetyNetNames.js";
-import { credSpecWebhook, mutateWebhook, validateWebhook, webhookConfigurationName } from "../wiring/webhooks.js";
+import { credSpecWebhook, mutateWebhook, validateWebhook, webhookConfigurationName, webhookPaths, type WebhookName } from "../wiring/webhooks.js";
 
 /**
  * The product's own wiring as a cluster stores it, for the audit: each object as the API server
@@ -47,9 +48,7 @@ export interface WiringFinding {
 
 const rewire = "wire the cluster again (npm run wire -- ... --apply, or the deployment's wiring), and find out who changed it";
 
-function record(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
+const record = (value: unknown): Record<string, unknown> | undefined => (isJsonObject(value) ? value : undefined);
 
 function isEmptySelector(value: unknown): boolean {
   const selector = record(value);
@@ -60,37 +59,40 @@ function isEmptySelector(value: unknown): boolean {
   return (labels === undefined || Object.keys(labels).length === 0) && (expressions === undefined || (Array.isArray(expressions) && expressions.length === 0));
 }
 
-/** Where a stored webhook no longer holds what the product renders for it, the first few. */
+/** Where a stored webhook no longer holds what the product renders for it. */
 function webhookChanges(expected: Record<string, unknown>, stored: Record<string, unknown>): string[] {
   const changes = renderedFieldsNotStored(expected, stored);
-  // Fields the product leaves out, or sets whole: anything added there lets objects past the webhook.
-  if (!isEmptySelector(stored.objectSelector)) changes.push(`objectSelector: rendered none, stored ${JSON.stringify(stored.objectSelector)}`);
-  if ("namespaceSelector" in expected && JSON.stringify(stored.namespaceSelector) !== JSON.stringify(expected.namespaceSelector)) {
-    if (!changes.some((change) => change.startsWith("namespaceSelector")))
-      changes.push(`namespaceSelector: rendered ${JSON.stringify(expected.namespaceSelector)}, stored ${JSON.stringify(stored.namespaceSelector)}`);
-  }
-  if (!("namespaceSelector" in expected) && !isEmptySelector(stored.namespaceSelector))
-    changes.push(`namespaceSelector: rendered none, stored ${JSON.stringify(stored.namespaceSelector)}`);
+  changes.push(...selectorChanges(expected, stored, "", changes));
   if (!("matchConditions" in expected) && Array.isArray(stored.matchConditions) && stored.matchConditions.length > 0) {
     changes.push(`matchConditions: rendered none, stored ${JSON.stringify(stored.matchConditions)}`);
   }
   return changes;
 }
 
-/** The path each webhook is served at, at the end of its URL or as its service's path. */
-const webhookPaths: Readonly<Record<string, string>> = {
-  [mutateWebhook().name]: "/mutate",
-  [validateWebhook().name]: "/validate",
-  [credSpecWebhook().name]: "/validate-credspec",
-};
+/**
+ * The selectors, which the product sets whole or leaves out: a stored one must be the rendered
+ * one exactly, or empty where none was rendered. Anything added lets objects past the check.
+ * `reported` holds what was already said of them, which is not said twice.
+ */
+function selectorChanges(rendered: Record<string, unknown> | undefined, stored: Record<string, unknown>, at: string, reported: readonly string[]): string[] {
+  const changes: string[] = [];
+  for (const field of ["namespaceSelector", "objectSelector"]) {
+    const path = `${at}${field}`;
+    const expected = rendered?.[field];
+    const same = expected === undefined ? isEmptySelector(stored[field]) : JSON.stringify(stored[field]) === JSON.stringify(expected);
+    if (!same && !reported.some((change) => change.startsWith(path)))
+      changes.push(`${path}: rendered ${expected === undefined ? "none" : JSON.stringify(expected)}, stored ${JSON.stringify(stored[field])}`);
+  }
+  return changes;
+}
 
 /**
  * Whether a webhook still calls the product: the relay's service or a URL, either at the
  * webhook's own path. Which host or service namespace depends on the wiring, and is not judged
  * here (otherHost does, where the app knows its host).
  */
-function targetChanges(webhookName: string, clientConfig: Record<string, unknown> | undefined): string[] {
-  const path = webhookPaths[webhookName]!;
+function targetChanges(webhookName: WebhookName, clientConfig: Record<string, unknown> | undefined): string[] {
+  const path = webhookPaths[webhookName];
   const service = record(clientConfig?.service);
   if (service) {
     const changes: string[] = [];
@@ -146,14 +148,9 @@ function managedBy(object: Record<string, unknown>): string[] {
  * What a policy's or binding's match says beyond what was rendered: a selector other than the
  * rendered one (or any, where none was), or resources excluded. Rules it adds only check more.
  */
-function constraintChanges(rendered: Record<string, unknown> | undefined, stored: Record<string, unknown> | undefined, at = "spec.matchConstraints"): string[] {
+function constraintChanges(rendered: Record<string, unknown> | undefined, stored: Record<string, unknown> | undefined, at: string, reported: readonly string[]): string[] {
   if (!stored) return [];
-  const changes: string[] = [];
-  for (const field of ["namespaceSelector", "objectSelector"]) {
-    const expected = rendered?.[field];
-    const same = expected === undefined ? isEmptySelector(stored[field]) : JSON.stringify(stored[field]) === JSON.stringify(expected);
-    if (!same) changes.push(`${at}.${field}: rendered ${expected === undefined ? "none" : JSON.stringify(expected)}, stored ${JSON.stringify(stored[field])}`);
-  }
+  const changes = selectorChanges(rendered, stored, `${at}.`, reported);
   const excluded = stored.excludeResourceRules;
   if (Array.isArray(excluded) && excluded.length > 0) changes.push(`${at}.excludeResourceRules: rendered none, stored ${JSON.stringify(excluded)}`);
   if (rendered === undefined && Array.isArray(stored.resourceRules) && stored.resourceRules.length > 0)
@@ -261,7 +258,8 @@ export function wiringFindings(stored: StoredWiring): WiringFinding[] {
       const spec = record(policy.spec) ?? {};
       const candidates = renderings.map((objects) => {
         const rendered = record(objects.find((o) => o.kind === "ValidatingAdmissionPolicy" && o.metadata.name === name)?.spec) ?? {};
-        return [...renderedFieldsNotStored(rendered, spec, "spec"), ...constraintChanges(record(rendered.matchConstraints), record(spec.matchConstraints))];
+        const changes = renderedFieldsNotStored(rendered, spec, "spec");
+        return [...changes, ...constraintChanges(record(rendered.matchConstraints), record(spec.matchConstraints), "spec.matchConstraints", changes)];
       });
       const fewest = candidates.reduce((a, b) => (b.length < a.length ? b : a));
       if (fewest.length > 0) findings.push({ kind: "wiringChanged", object, problem: `is not as rendered: ${shown(fewest)}`, action: rewire });
@@ -277,7 +275,7 @@ export function wiringFindings(stored: StoredWiring): WiringFinding[] {
     const actions: unknown[] = Array.isArray(spec.validationActions) ? spec.validationActions : [];
     if (!validationActions.every((action) => actions.includes(action)))
       changes.push(`spec.validationActions: rendered ${JSON.stringify(validationActions)}, stored ${JSON.stringify(spec.validationActions)}`);
-    changes.push(...constraintChanges(undefined, record(spec.matchResources), "spec.matchResources"));
+    changes.push(...constraintChanges(undefined, record(spec.matchResources), "spec.matchResources", changes));
     if (spec.paramRef !== undefined) changes.push(`spec.paramRef: rendered none, stored ${JSON.stringify(spec.paramRef)}`);
     if (changes.length > 0)
       findings.push({ kind: "wiringChanged", object: `ValidatingAdmissionPolicyBinding ${name}`, problem: `is not as rendered: ${shown(changes)}`, action: rewire });

@@ -5,6 +5,7 @@ import { gmsaSettings, Pod } from "../gmsa/pod.js";
 import type { PodAdmission, PolicyDependencies, RequestingUser } from "../gmsa/podAdmission.js";
 import { validatePod } from "../gmsa/validatePod.js";
 import type { Verdict } from "../webhook/verdict.js";
+import { isJsonObject as isRecord } from "../jsonObject.js";
 
 export interface Explanation {
   readonly lines: readonly string[];
@@ -61,10 +62,6 @@ const templatePaths: Readonly<Record<string, readonly string[]>> = {
   Job: ["spec", "template"],
   CronJob: ["spec", "jobTemplate", "spec", "template"],
 };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * A Pod as given, or the pod a workload would create from its template: in the workload's

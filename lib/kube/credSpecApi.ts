@@ -4,6 +4,7 @@ import { type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { callApi, type ApiCallOptions } from "./apiCall.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
+import { isJsonObject } from "../jsonObject.js";
 
 export const credSpecResource = { group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs" } as const;
 
@@ -12,10 +13,6 @@ export const credSpecPath = `/apis/${credSpecResource.group}/${credSpecResource.
 
 /** A credential spec object, as far as admission reads it: `credspec` must be a JSON object. */
 const CredSpecObject = t.partial({ credspec: t.unknown });
-
-function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function isNamedObject(value: unknown, name: string): boolean {
   if (!isJsonObject(value) || !isJsonObject(value.metadata)) return false;

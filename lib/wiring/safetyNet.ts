@@ -2,7 +2,7 @@ import { useGrantAdvice } from "../gmsa/useGrant.js";
 import { podHasGmsaSettings } from "./matchConditions.js";
 import { safetyNetBindingPolicyName, safetyNetPodPolicyName } from "./safetyNetNames.js";
 import { safetyNetCredSpecObjects } from "./safetyNetCredSpecs.js";
-import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
+import { celString, denyingPolicy, safetyNetWho } from "./safetyNetParts.js";
 import { excludedNamespaceLabel } from "./webhooks.js";
 
 /**
@@ -30,7 +30,6 @@ import { excludedNamespaceLabel } from "./webhooks.js";
  */
 export { safetyNetBindingPolicyName, safetyNetPodPolicyName, safetyNetPolicyNames } from "./safetyNetNames.js";
 
-const labels = safetyNetLabels;
 const who = safetyNetWho;
 
 const windowsOptions = (holder: string) => `${holder}.securityContext.windowsOptions`;
@@ -231,77 +230,59 @@ export function safetyNetObjects(options: SafetyNetOptions) {
 }
 
 function podPolicy(validations: readonly object[]) {
-  return [
-    {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingAdmissionPolicy",
-      metadata: { name: safetyNetPodPolicyName, labels },
-      spec: {
-        failurePolicy: "Fail",
-        matchConstraints: {
-          namespaceSelector,
-          resourceRules: [
-            { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"] },
-            // The status subresource writes the pod's annotations too: the alpha GMSA annotations among them.
-            { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods/ephemeralcontainers", "pods/status"] },
-          ],
-        },
-        // Only pods with GMSA settings, now or before: every other pod never evaluates a rule.
-        // Dry runs store nothing, and pass to the webhooks: the deploy's readiness check and
-        // `kubectl --dry-run=server` see the function's own answer.
-        matchConditions: [
-          { name: "not-a-dry-run", expression: "request.dryRun != true" },
-          { name: "gmsa-settings", expression: `(${podHasGmsaSettings("object")}) || (${podHasGmsaSettings("oldObject")})` },
-        ],
-        variables: [
-          { name: "names", expression: namesOf("object") },
-          { name: "oldEphemeralNames", expression: oldEphemeralNames },
-          { name: "newEphemeral", expression: newEphemeral },
-          // The names this request must be allowed to use, each once, in the order first read.
-          { name: "checked", expression: checkedNames },
-          {
-            name: "distinct",
-            expression: `[${Array.from({ length: checkedPlaces }, (_, i) => i).join(", ")}].filter(i, i < size(variables.checked) && variables.checked.indexOf(variables.checked[i]) == i).map(i, variables.checked[i])`,
-          },
-          {
-            name: "serviceAccount",
-            expression:
-              "has(object.spec.serviceAccountName) && object.spec.serviceAccountName != '' ? object.spec.serviceAccountName : (has(object.spec.serviceAccount) && object.spec.serviceAccount != '' ? object.spec.serviceAccount : 'default')",
-          },
-          { name: "settings", expression: settingsOf("object") },
-          { name: "oldSettings", expression: `oldObject == null ? [] : ${settingsOf("oldObject")}` },
-        ],
-        validations,
-      },
+  return denyingPolicy(safetyNetPodPolicyName, {
+    matchConstraints: {
+      namespaceSelector,
+      resourceRules: [
+        { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"] },
+        // The status subresource writes the pod's annotations too: the alpha GMSA annotations among them.
+        { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods/ephemeralcontainers", "pods/status"] },
+      ],
     },
-    denyingBinding(safetyNetPodPolicyName),
-  ];
+    // Only pods with GMSA settings, now or before: every other pod never evaluates a rule.
+    // Dry runs store nothing, and pass to the webhooks: the deploy's readiness check and
+    // `kubectl --dry-run=server` see the function's own answer.
+    matchConditions: [
+      { name: "not-a-dry-run", expression: "request.dryRun != true" },
+      { name: "gmsa-settings", expression: `(${podHasGmsaSettings("object")}) || (${podHasGmsaSettings("oldObject")})` },
+    ],
+    variables: [
+      { name: "names", expression: namesOf("object") },
+      { name: "oldEphemeralNames", expression: oldEphemeralNames },
+      { name: "newEphemeral", expression: newEphemeral },
+      // The names this request must be allowed to use, each once, in the order first read.
+      { name: "checked", expression: checkedNames },
+      {
+        name: "distinct",
+        expression: `[${Array.from({ length: checkedPlaces }, (_, i) => i).join(", ")}].filter(i, i < size(variables.checked) && variables.checked.indexOf(variables.checked[i]) == i).map(i, variables.checked[i])`,
+      },
+      {
+        name: "serviceAccount",
+        expression:
+          "has(object.spec.serviceAccountName) && object.spec.serviceAccountName != '' ? object.spec.serviceAccountName : (has(object.spec.serviceAccount) && object.spec.serviceAccount != '' ? object.spec.serviceAccount : 'default')",
+      },
+      { name: "settings", expression: settingsOf("object") },
+      { name: "oldSettings", expression: `oldObject == null ? [] : ${settingsOf("oldObject")}` },
+    ],
+    validations,
+  });
 }
 
 function bindingPolicy() {
-  return [
-    {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingAdmissionPolicy",
-      metadata: { name: safetyNetBindingPolicyName, labels },
-      spec: {
-        failurePolicy: "Fail",
-        matchConstraints: {
-          namespaceSelector,
-          resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/binding", "bindings"] }],
-        },
-        matchConditions: [{ name: "not-a-dry-run", expression: "request.dryRun != true" }],
-        variables: [{ name: "keys", expression: `has(object.metadata.annotations) ? object.metadata.annotations.filter(k, ${isGmsaAnnotation("k")}) : []` }],
-        validations: [
-          {
-            expression: `!has(object.metadata.annotations) || !object.metadata.annotations.exists(k, ${isGmsaAnnotation("k")})`,
-            messageExpression: `'${who}: binding of pod "' + object.metadata.name + '": GMSA settings cannot be changed on an existing pod (the binding would set ' + (size(variables.keys) == 1 ? 'the annotation ' + variables.keys[0] : 'the annotations ' + variables.keys.join(', ')) + ')'`,
-            message: `${who}: GMSA settings cannot be changed on an existing pod (a binding may not carry GMSA annotations)`,
-            reason: "Forbidden",
-          },
-        ],
-      },
+  return denyingPolicy(safetyNetBindingPolicyName, {
+    matchConstraints: {
+      namespaceSelector,
+      resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/binding", "bindings"] }],
     },
-    denyingBinding(safetyNetBindingPolicyName),
-  ];
+    matchConditions: [{ name: "not-a-dry-run", expression: "request.dryRun != true" }],
+    variables: [{ name: "keys", expression: `has(object.metadata.annotations) ? object.metadata.annotations.filter(k, ${isGmsaAnnotation("k")}) : []` }],
+    validations: [
+      {
+        expression: `!has(object.metadata.annotations) || !object.metadata.annotations.exists(k, ${isGmsaAnnotation("k")})`,
+        messageExpression: `'${who}: binding of pod "' + object.metadata.name + '": GMSA settings cannot be changed on an existing pod (the binding would set ' + (size(variables.keys) == 1 ? 'the annotation ' + variables.keys[0] : 'the annotations ' + variables.keys.join(', ')) + ')'`,
+        message: `${who}: GMSA settings cannot be changed on an existing pod (a binding may not carry GMSA annotations)`,
+        reason: "Forbidden",
+      },
+    ],
+  });
 }

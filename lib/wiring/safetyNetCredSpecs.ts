@@ -22,7 +22,7 @@ import {
 import { reservedCredSpecKeys, reservedKeyProblem } from "../credspec/checkCredSpec.js";
 import { longKeyProblem, nonAsciiProblem, repeatedKeyProblem } from "../credspec/credSpecKeyCase.js";
 import { maxListed } from "../credspec/validateCredSpecObject.js";
-import { celString, denyingBinding, safetyNetLabels, safetyNetWho } from "./safetyNetParts.js";
+import { celString, denyingPolicy, safetyNetWho } from "./safetyNetParts.js";
 import { safetyNetCredSpecPolicyName } from "./safetyNetNames.js";
 
 /**
@@ -42,7 +42,6 @@ import { safetyNetCredSpecPolicyName } from "./safetyNetNames.js";
  */
 export { safetyNetCredSpecPolicyName } from "./safetyNetNames.js";
 
-const labels = safetyNetLabels;
 const who = safetyNetWho;
 
 const cel = celString;
@@ -279,38 +278,29 @@ const maxListedFindings = maxListed;
 export function safetyNetCredSpecObjects() {
   const rules = credSpecRules();
   const name = "(has(object.metadata.name) ? object.metadata.name : '')";
-  return [
-    {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingAdmissionPolicy",
-      metadata: { name: safetyNetCredSpecPolicyName, labels },
-      spec: {
-        failurePolicy: "Fail",
-        matchConstraints: {
-          resourceRules: [{ apiGroups: ["windows.k8s.io"], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"] }],
-        },
-        // As the webhook: an UPDATE that leaves `credspec` as it was is not judged, so the labels
-        // and finalizers of a spec that predates these rules stay manageable. Dry runs store
-        // nothing and pass to the webhook, whose answer also carries its warnings.
-        matchConditions: [
-          { name: "not-a-dry-run", expression: "request.dryRun != true" },
-          {
-            name: "credspec-set-or-changed",
-            expression: "request.operation == 'CREATE' || has(object.credspec) != has(oldObject.credspec) || (has(object.credspec) && object.credspec != oldObject.credspec)",
-          },
-        ],
-        variables: [...rules.variables, { name: "findings", expression: rules.findings.join(" + ") }],
-        validations: [
-          {
-            expression: "size(variables.findings) == 0",
-            // As the webhook: the first few findings and how many more (a message has a bounded length, 5 KiB in the API server).
-            messageExpression: `${cel(`${who}: GMSACredentialSpec "`)} + ${name} + '" is not a valid Windows credential spec: ' + [${Array.from({ length: maxListedFindings }, (_, i) => i).join(", ")}].filter(i, i < size(variables.findings)).map(i, variables.findings[i]).join('; ') + (size(variables.findings) > ${maxListedFindings} ? ' (and ' + string(size(variables.findings) - ${maxListedFindings}) + ' more)' : '')`,
-            message: `${who}: the GMSACredentialSpec is not a valid Windows credential spec`,
-            reason: "Invalid",
-          },
-        ],
-      },
+  return denyingPolicy(safetyNetCredSpecPolicyName, {
+    matchConstraints: {
+      resourceRules: [{ apiGroups: ["windows.k8s.io"], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"] }],
     },
-    denyingBinding(safetyNetCredSpecPolicyName),
-  ];
+    // As the webhook: an UPDATE that leaves `credspec` as it was is not judged, so the labels
+    // and finalizers of a spec that predates these rules stay manageable. Dry runs store
+    // nothing and pass to the webhook, whose answer also carries its warnings.
+    matchConditions: [
+      { name: "not-a-dry-run", expression: "request.dryRun != true" },
+      {
+        name: "credspec-set-or-changed",
+        expression: "request.operation == 'CREATE' || has(object.credspec) != has(oldObject.credspec) || (has(object.credspec) && object.credspec != oldObject.credspec)",
+      },
+    ],
+    variables: [...rules.variables, { name: "findings", expression: rules.findings.join(" + ") }],
+    validations: [
+      {
+        expression: "size(variables.findings) == 0",
+        // As the webhook: the first few findings and how many more (a message has a bounded length, 5 KiB in the API server).
+        messageExpression: `${cel(`${who}: GMSACredentialSpec "`)} + ${name} + '" is not a valid Windows credential spec: ' + [${Array.from({ length: maxListedFindings }, (_, i) => i).join(", ")}].filter(i, i < size(variables.findings)).map(i, variables.findings[i]).join('; ') + (size(variables.findings) > ${maxListedFindings} ? ' (and ' + string(size(variables.findings) - ${maxListedFindings}) + ' more)' : '')`,
+        message: `${who}: the GMSACredentialSpec is not a valid Windows credential spec`,
+        reason: "Invalid",
+      },
+    ],
+  });
 }

@@ -8,6 +8,16 @@ import { gmsaMatchConditions } from "./matchConditions.js";
  */
 export const webhookConfigurationName = "gmsa-admission";
 
+/** Where each webhook is served: the end of its URL, or its path on the relay's service. */
+export const webhookPaths = {
+  "mutate.gmsa-admission.windows.k8s.io": "/mutate",
+  "validate.gmsa-admission.windows.k8s.io": "/validate",
+  "credspec.gmsa-admission.windows.k8s.io": "/validate-credspec",
+} as const;
+
+export type WebhookName = keyof typeof webhookPaths;
+export type WebhookPath = (typeof webhookPaths)[WebhookName];
+
 export const excludedNamespaceLabel = { key: "windows.k8s.io/disabled", value: "true" } as const;
 
 /**
@@ -27,7 +37,7 @@ const always = { admissionReviewVersions: ["v1", "v1beta1"], sideEffects: "None"
 
 export function mutateWebhook() {
   return {
-    name: "mutate.gmsa-admission.windows.k8s.io",
+    name: "mutate.gmsa-admission.windows.k8s.io" as const,
     ...always,
     namespaceSelector,
     matchConditions: gmsaMatchConditions(),
@@ -42,7 +52,7 @@ export function mutateWebhook() {
 
 export function validateWebhook() {
   return {
-    name: "validate.gmsa-admission.windows.k8s.io",
+    name: "validate.gmsa-admission.windows.k8s.io" as const,
     ...always,
     namespaceSelector,
     matchConditions: gmsaMatchConditions(),
@@ -67,7 +77,7 @@ export function validateWebhook() {
  */
 export function credSpecWebhook() {
   return {
-    name: "credspec.gmsa-admission.windows.k8s.io",
+    name: "credspec.gmsa-admission.windows.k8s.io" as const,
     ...always,
     rules: [{ apiGroups: ["windows.k8s.io"], apiVersions: ["v1", "v1alpha1"], operations: ["CREATE", "UPDATE"], resources: ["gmsacredentialspecs"], scope: "Cluster" }],
   };
