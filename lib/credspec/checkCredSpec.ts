@@ -56,18 +56,21 @@ function reservedKeyPaths(value: unknown, root: string, max = 10): string[] {
   };
   const found: string[] = [];
   const pending: Step[] = [{ value, parent: undefined, segment: root }];
+  // Only objects and arrays are walked: a leaf holds no key (most of a spec is leaves).
+  const holdsKeys = (child: unknown) => typeof child === "object" && child !== null;
   while (pending.length > 0 && found.length < max) {
     const step = pending.pop()!;
-    const next = step.value;
-    if (typeof next !== "object" || next === null) continue;
+    const next = step.value as object;
     if (Array.isArray(next)) {
-      for (let i = next.length - 1; i >= 0; i--) pending.push({ value: next[i], parent: step, segment: `[${i}]` });
+      for (let i = next.length - 1; i >= 0; i--) if (holdsKeys(next[i])) pending.push({ value: next[i], parent: step, segment: `[${i}]` });
       continue;
     }
-    for (const [key, child] of Object.entries(next).reverse()) {
-      const at = { value: child, parent: step, segment: `.${key}` };
-      if (reservedCredSpecKeys.has(key)) found.push(pathOf(at));
-      else pending.push(at);
+    const keys = Object.keys(next);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i]!;
+      const child: unknown = (next as Record<string, unknown>)[key];
+      if (reservedCredSpecKeys.has(key)) found.push(pathOf({ value: child, parent: step, segment: `.${key}` }));
+      else if (holdsKeys(child)) pending.push({ value: child, parent: step, segment: `.${key}` });
     }
   }
   return found;

@@ -34,7 +34,8 @@ function respell(value: unknown, level: string, path: string, findings: Findings
       findings.errors.push({ path, problem: `has ${value.length} entries; a credential spec lists at most ${maxAccounts} accounts` });
       return value;
     }
-    return value.map((item, i) => respellObject(item, level, `${path}[${i}]`, findings));
+    const items = value.map((item, i) => respellObject(item, level, `${path}[${i}]`, findings));
+    return items.every((item, i) => item === value[i]) ? value : items;
   }
   return respellObject(value, level, path, findings);
 }
@@ -49,18 +50,24 @@ const documentedByLevel = new Map<string, ReadonlyMap<string, string>>(
   Object.entries(knownKeys).map(([level, keys]) => [level, new Map((keys ?? []).map((key) => [key.toLowerCase(), key]))]),
 );
 const noKeys: ReadonlyMap<string, string> = new Map();
+/** Each level's documented keys as they are spelled. */
+const spelledByLevel = new Map<string, ReadonlySet<string>>(Object.entries(knownKeys).map(([level, keys]) => [level, new Set(keys)]));
+const noSpellings: ReadonlySet<string> = new Set();
 
 function respellObject(value: unknown, level: string, path: string, findings: Findings): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const keys = Object.keys(value);
+  if (keys.length > maxKeysPerObject) {
+    findings.errors.push({ path, problem: `has ${keys.length} keys; an object of a credential spec has at most ${maxKeysPerObject}` });
+    return value;
+  }
+  const spelled = spelledByLevel.get(level) ?? noSpellings;
+  if (keys.every((key) => spelled.has(key))) return withRespelledChildren(value as Record<string, unknown>, keys, level, path, findings);
   const documentedKeys = documentedByLevel.get(level) ?? noKeys;
   // No prototype: whatever a key is called, it stays a key and never reaches one.
   const result: Record<string, unknown> = Object.create(null);
   const entries = Object.entries(value);
   const pathOf = (key: string) => (path === "" ? key : `${path}.${key}`);
-  if (entries.length > maxKeysPerObject) {
-    findings.errors.push({ path, problem: `has ${entries.length} keys; an object of a credential spec has at most ${maxKeysPerObject}` });
-    return value;
-  }
   for (const [key] of entries) {
     // Named by its start: the key itself may be as long as the body allows.
     if (key.length > maxKeyLength) findings.errors.push({ path: pathOf(`${[...key].slice(0, maxKeyLength).join("")}…`), problem: longKeyProblem });
@@ -89,4 +96,27 @@ function respellObject(value: unknown, level: string, path: string, findings: Fi
     result[documented] = level === "GroupManagedServiceAccounts" ? child : respell(child, documented, pathOf(key), findings);
   }
   return result;
+}
+
+/**
+ * An object whose every key already has its documented spelling, the common case (every
+ * credential spec admission runs this): nothing at its level to report (documented keys are
+ * ASCII, short and distinct in any case), only what it holds to look at. The object itself is
+ * kept when nothing it holds is respelled; only then is a copy made.
+ */
+function withRespelledChildren(value: Record<string, unknown>, keys: readonly string[], level: string, path: string, findings: Findings): unknown {
+  if (level === "GroupManagedServiceAccounts") return value;
+  let copy: Record<string, unknown> | undefined;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const child = value[key];
+    const respelled = typeof child === "object" && child !== null && documentedByLevel.has(key) ? respell(child, key, path === "" ? key : `${path}.${key}`, findings) : child;
+    if (respelled !== child && copy === undefined) {
+      // No prototype, as for any respelled object.
+      copy = Object.create(null) as Record<string, unknown>;
+      for (let j = 0; j < i; j++) copy[keys[j]!] = value[keys[j]!];
+    }
+    if (copy !== undefined) copy[key] = respelled;
+  }
+  return copy ?? value;
 }
