@@ -79,6 +79,9 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   return { zipPath, bundleBytes, zipBytes: zip.byteLength };
 }
 
+/** What app.js is wrapped in: a function of a module's own variables, called by the entry point. */
+export const bundleWrapper = { head: "(function (exports, require, module, __filename, __dirname) {", tail: "})" } as const;
+
 /**
  * One esbuild run of the package bundle: every function module and what it imports, dependencies
  * as they are published (no plugin rewrites a dependency's modules).
@@ -100,6 +103,10 @@ export function bundle(options: { write?: boolean } = {}) {
     // only when that sign-in runs, and would fail there (the package has no node_modules).
     external: ["@azure/functions-core", "bufferutil", "utf-8-validate", "open"],
     minify: true,
+    // The function Node wraps a CommonJS module in, written into the file: the entry point runs
+    // the file's text as it is read (scripts/packageEntry.js), and the map counts these lines.
+    banner: { js: bundleWrapper.head },
+    footer: { js: bundleWrapper.tail },
     sourcemap: "external",
     legalComments: "external",
     metafile: true,

@@ -17,18 +17,13 @@ try {
 } catch {
   // No cache shipped: compile as usual.
 }
-// Latin-1: the bundle is ASCII (scripts/package.ts checks), and Node makes a string of Latin-1
-// bytes faster than it decodes UTF-8.
-const script = new Script(wrap(readFileSync(filename, "latin1")), { filename, lineOffset: -1, ...(cachedData ? { cachedData } : {}) });
+// The bundle is written as the function Node wraps every CommonJS module in (scripts/package.ts),
+// so that its text is the script's source as read: a copy with a wrapper added would be a second
+// 2 MB string, held in V8's heap for as long as the app runs. Latin-1: the bundle is ASCII
+// (scripts/package.ts checks), and Node makes a string of Latin-1 bytes faster than it decodes
+// UTF-8, keeping one this large outside V8's heap.
+const script = new Script(readFileSync(filename, "latin1"), { filename, ...(cachedData ? { cachedData } : {}) });
 script.runInThisContext().call(module.exports, module.exports, require, module, filename, __dirname);
-
-/**
- * The bundle inside the function Node wraps every CommonJS module in, the parameters on a line of
- * their own so that line and column numbers in stack traces stay those of app.js and its map.
- */
-function wrap(source) {
-  return `(function (exports, require, module, __filename, __dirname) {\n${source}\n})`;
-}
 
 // For `npm run package`, which loads the bundle through here once and keeps what V8 compiled,
 // and for the package's tests: whether this start used the cache.

@@ -3,11 +3,12 @@ import { promisify } from "node:util";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
+import { SourceMap } from "node:module";
 import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { assertAscii, packageApp, packageDir } from "../../scripts/package.js";
+import { assertAscii, bundleWrapper, packageApp, packageDir } from "../../scripts/package.js";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
 import { credSpecFixture } from "../support/fixtures.js";
@@ -248,6 +249,33 @@ Package("the code cache was made after a first admission, and holds more than lo
   const loadedOnly = readFileSync(join(copy, "dist", "functions", "app.js.v8cache")).byteLength;
   rmSync(dirname(copy), { recursive: true, force: true });
   assert.ok(trained > loadedOnly * 1.05, `trained ${trained} bytes, loading only ${loadedOnly}`);
+});
+
+Package("V8 runs the bundle's text as read, outside its heap, and the map still points each line of app.js at its source", async (context) => {
+  const app = join(context.dir, "dist", "functions", "app.js");
+  const text = readFileSync(app, "latin1");
+  assert.ok(text.startsWith(`${bundleWrapper.head}\n`), "app.js opens with the module wrapper on a line of its own");
+  // Loaded as the worker loads it, the script's source is the string read from the file: no copy
+  // with a wrapper added lives in V8's heap.
+  const probe = `
+    const v8 = require("node:v8");
+    const { requireMain, standInCore } = require(${JSON.stringify(join(__dirname, "..", "..", "scripts", "workerStandIn.js"))});
+    standInCore();
+    const before = v8.getHeapCodeStatistics().external_script_source_size;
+    requireMain(${JSON.stringify(context.dir)});
+    process.stdout.write(String(v8.getHeapCodeStatistics().external_script_source_size - before));
+    process.exit(0);`;
+  const { stdout } = await promisify(execFile)(process.execPath, ["-e", probe], { env: { PATH: process.env.PATH, KUBECONFIG: context.api.kubeconfig } });
+  assert.ok(Number(stdout) >= text.length, `the script sources outside the heap grew by ${stdout} bytes; app.js has ${text.length}`);
+  // A message of our own, found in app.js, maps back to the line of the source that writes it.
+  const map = new SourceMap(JSON.parse(readFileSync(`${app}.map`, "utf8")));
+  const lines = text.split("\n");
+  const line = lines.findIndex((l) => l.includes("admission budget of "));
+  assert.ok(line > 0, "the deadline's message is in the bundle");
+  const entry = map.findEntry(line, lines[line]!.indexOf("admission budget of "));
+  assert.ok("originalSource" in entry && entry.originalSource.endsWith("lib/admission/deadline.ts"), JSON.stringify(entry));
+  const original = readFileSync(join(__dirname, "..", "..", "lib", "admission", "deadline.ts"), "utf8").split("\n");
+  assert.ok(original[entry.originalLine]!.includes("admission budget of "), original[entry.originalLine]);
 });
 
 Package("packaging refuses a bundle with a byte past ASCII, and says where", () => {
