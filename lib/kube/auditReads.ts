@@ -24,6 +24,14 @@ export interface ClusterAudit {
 const Page = t.intersection([t.type({ items: t.array(t.unknown) }), t.partial({ metadata: t.partial({ continue: t.string }) })]);
 const Named = t.type({ metadata: t.type({ name: t.string }) });
 
+/** The identity may not list what the audit reads. */
+class ListForbiddenError extends Error {
+  constructor(what: string) {
+    super(`this identity may not list ${what}: the audit needs list on pods, RBAC objects and NetworkPolicies (for the function's identity: npm run wire -- --audit)`);
+    this.name = "ListForbiddenError";
+  }
+}
+
 export interface AuditOptions {
   readonly randomHostname: boolean;
   readonly signal: AbortSignal;
@@ -40,10 +48,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       apiCalls += 1;
       const query = new URLSearchParams({ limit: "500", ...(next ? { continue: next } : {}) });
       const reply = await connection.send({ method: "GET", path: `${path}?${query}`, signal: options.signal });
-      if (reply.status === 403)
-        throw new Error(
-          `this identity may not list ${what}: the audit needs list on pods, RBAC objects and NetworkPolicies (for the function's identity: npm run wire -- --audit)`,
-        );
+      if (reply.status === 403) throw new ListForbiddenError(what);
       if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
       const page = Page.decode(reply.body);
       if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
@@ -89,15 +94,22 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     byName("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
     byName("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
   ]);
-  // Relay wiring: who may reach the relay the webhooks call.
+  // Relay wiring: who may reach the relay the webhooks call. A role from before the audit read
+  // them may not list NetworkPolicies: named like the other objects it may not read, and the
+  // credential specs are still audited.
   const relayNamespace = relayNamespaceOf([mutating, validating]);
-  const relay =
-    relayNamespace === undefined
-      ? undefined
-      : {
-          namespace: relayNamespace,
-          networkPolicies: await list(`/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(relayNamespace)}/networkpolicies`, "NetworkPolicies"),
-        };
+  let relay: { namespace: string; networkPolicies: unknown[] } | undefined;
+  if (relayNamespace !== undefined) {
+    const what = `NetworkPolicies in namespace ${relayNamespace}`;
+    const networkPolicies = await list(`/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(relayNamespace)}/networkpolicies`, what).catch((error: unknown) => {
+      if (error instanceof ListForbiddenError) {
+        unreadable.push(what);
+        return undefined;
+      }
+      throw error;
+    });
+    if (networkPolicies !== undefined) relay = { namespace: relayNamespace, networkPolicies };
+  }
   const findings = auditCluster({
     credSpecs: specs
       .filter((spec) => Named.is(spec))
