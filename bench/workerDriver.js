@@ -12,7 +12,11 @@
 // bodies.json: {"<function name>": "<request body>", ...}. Prints one JSON object:
 //   startedMs: process start → functions registered; firstAnswerMs: → first admission answered;
 //   per function: cpuUs (CPU time, user and system, per invocation), p50Ms, p99Ms;
-//   rssMiB, heapMiB (in use), heapCommittedMiB and externalMiB after the invocations and a full collection.
+//   rssMiB, heapMiB (in use), heapCommittedMiB and externalMiB after the invocations and a full collection;
+//   peakRssMiB, the most the process held resident at any time; heldRssMiB, resident once V8 has
+//   also given back the free pages it keeps for reuse (a last-resort collection, as under memory pressure).
+// With BENCH_PROFILE_DIR set, writes CPU profiles there: the start to the first answer, and each
+// function's timed invocations (<app>-<start|function>.cpuprofile, <app> the package folder's name).
 "use strict";
 const { readFileSync } = require("node:fs");
 const { performance } = require("node:perf_hooks");
@@ -28,7 +32,24 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 }
 
+/** Starts a CPU profile when BENCH_PROFILE_DIR is set; the function returned stops it and writes it there. */
+function profile(label) {
+  const dir = process.env.BENCH_PROFILE_DIR;
+  if (!dir) return async () => {};
+  const session = new (require("node:inspector").Session)();
+  session.connect();
+  const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+  const started = post("Profiler.enable").then(() => post("Profiler.start"));
+  return async () => {
+    await started;
+    const { profile: taken } = await post("Profiler.stop");
+    session.disconnect();
+    require("node:fs").writeFileSync(require("node:path").join(dir, `${require("node:path").basename(packageDir)}-${label}.cpuprofile`), JSON.stringify(taken));
+  };
+}
+
 async function main() {
+  const startProfile = profile("start");
   const registered = standInCore();
   const entry = requireMain(packageDir);
   const startedMs = performance.now();
@@ -38,10 +59,14 @@ async function main() {
   const invoke = async (name) => {
     const answer = await invokeHttp(registered, name, { body: bodies[name] });
     if (answer.status !== 200) throw new Error(`${name} answered ${answer.status}: ${answer.body.slice(0, 300)}`);
+    // Every figure is of an admission allowed: a refusal (a 503 of an overloaded instance, say)
+    // takes another path, and counted as an answer it would flatter the figures.
+    if (!answer.body.includes('"allowed":true')) throw new Error(`${name} did not allow the admission: ${answer.body.slice(0, 300)}`);
     return answer;
   };
   await invoke(names[0]);
   const firstAnswerMs = performance.now();
+  await startProfile();
   // The product lists its credential specs after its first admission: wait until a lookup no
   // longer reaches the API server (its /metrics says so), as a warm instance is.
   if (registered.functions.some((f) => f.metadata.name === "metrics")) {
@@ -70,18 +95,27 @@ async function main() {
     };
     await run(warmup);
     const latencies = [];
+    const stopProfile = profile(name);
     const cpu = process.cpuUsage();
     await run(count, latencies);
     const used = process.cpuUsage(cpu);
+    await stopProfile();
     latencies.sort((a, b) => a - b);
     functions[name] = { cpuUs: (used.user + used.system) / count, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
   }
   require("node:v8").setFlagsFromString("--expose-gc");
-  require("node:vm").runInNewContext("gc")();
+  const gc = require("node:vm").runInNewContext("gc");
+  gc();
   const memory = process.memoryUsage();
+  const peakRssMiB = process.resourceUsage().maxRSS / 1024;
+  // V8 keeps the pages a collection freed, for the heap to grow into again, until memory runs
+  // short: a last-resort collection gives them back, which leaves what the app itself holds.
+  gc({ type: "major", execution: "sync", flavor: "last-resort" });
+  const heldRssMiB = process.memoryUsage.rss() / 1048576;
   const codeCache = entry && typeof entry === "object" && "codeCache" in entry ? entry.codeCache : "none";
+  const mib = (bytes) => bytes / 1048576;
   process.stdout.write(
-    `${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: memory.rss / 1048576, heapMiB: memory.heapUsed / 1048576, heapCommittedMiB: memory.heapTotal / 1048576, externalMiB: memory.external / 1048576 })}\n`,
+    `${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: mib(memory.rss), heapMiB: mib(memory.heapUsed), heapCommittedMiB: mib(memory.heapTotal), externalMiB: mib(memory.external), peakRssMiB, heldRssMiB })}\n`,
   );
 }
 
