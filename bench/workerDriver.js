@@ -39,7 +39,9 @@ function profile(label) {
   const session = new (require("node:inspector").Session)();
   session.connect();
   const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
-  const started = post("Profiler.enable").then(() => post("Profiler.start"));
+  // Both posted at once: the session handles them in order before this returns, so the profile
+  // covers what runs next even when that is synchronous (loading the package).
+  const started = Promise.all([post("Profiler.enable"), post("Profiler.start")]);
   return async () => {
     await started;
     const { profile: taken } = await post("Profiler.stop");
