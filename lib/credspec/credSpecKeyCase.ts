@@ -62,7 +62,12 @@ function respellObject(value: unknown, level: string, path: string, findings: Fi
     return value;
   }
   const spelled = spelledByLevel.get(level) ?? noSpellings;
-  if (keys.every((key) => spelled.has(key))) return withRespelledChildren(value as Record<string, unknown>, keys, level, path, findings);
+  // Kept as it is only when it is a plain object (as JSON and YAML readers make them): the codecs
+  // then read nothing a prototype of its own could lend it.
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if ((prototype === Object.prototype || prototype === null) && keys.every((key) => spelled.has(key))) {
+    return withRespelledChildren(value as Record<string, unknown>, keys, level, path, findings);
+  }
   const documentedKeys = documentedByLevel.get(level) ?? noKeys;
   // No prototype: whatever a key is called, it stays a key and never reaches one.
   const result: Record<string, unknown> = Object.create(null);

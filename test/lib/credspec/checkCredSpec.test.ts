@@ -67,4 +67,34 @@ Check("findings start from the root they are given", () => {
   );
 });
 
+Check("a plug-in list past the bound is refused as a list, its items not read one by one", () => {
+  const spec = credSpecFile("domain-joined.yaml").credspec;
+  // About 4 MB of JSON, past the body limit, as a bound far above any spec: decoded item by item
+  // it took seconds and gave a finding per item.
+  spec.CmsPlugins = new Array(2_000_000).fill(1);
+  const report = checkCredSpec(spec);
+  assert.equal(
+    report.errors.map((e) => `${e.path}: ${e.problem}`),
+    ['credspec.CmsPlugins: must be a list of at most 16 strings that contains "ActiveDirectory"'],
+  );
+  // Within the bound, each item is still judged.
+  spec.CmsPlugins = ["ActiveDirectory", 7];
+  assert.equal(
+    checkCredSpec(spec).errors.map((e) => e.path),
+    ["credspec.CmsPlugins.1"],
+  );
+});
+
+Check("an object that lends fields through a prototype of its own is judged by its own keys only", () => {
+  const { Guid, ...ownFields } = credSpecFile("domain-joined.yaml").credspec.DomainJoinConfig;
+  const spec = credSpecFile("domain-joined.yaml").credspec;
+  // Every key spelled as documented, the Guid only inherited: no JSON or YAML reader makes this,
+  // but a caller in this process could.
+  spec.DomainJoinConfig = Object.assign(Object.create({ Guid }), ownFields);
+  assert.equal(
+    checkCredSpec(spec).errors.map((e) => `${e.path}: ${e.problem}`),
+    ["credspec.DomainJoinConfig.Guid: is required"],
+  );
+});
+
 Check.run();
