@@ -264,14 +264,24 @@ function wellFormedPod(w: World): fc.Arbitrary<Record<string, unknown>> {
       initContainers: wellFormedContainers(w, ["setup"], 1),
       ephemeralContainers: wellFormedContainers(w, ["debug"], 1),
       podAnnotation: fc.option(fc.constantFrom(...knownNames), { nil: undefined, freq: 6 }),
+      // A container's alpha annotation, the debug container's included: the kubelet reads none for
+      // an ephemeral container, which runs under the pod's spec whatever its annotation names.
+      containerAnnotation: fc.option(fc.tuple(fc.constantFrom("iis", "app", "sidecar", "setup", "debug"), fc.constantFrom(...knownNames)), { nil: undefined, freq: 4 }),
     })
-    .map(({ podLevel, containers, initContainers, ephemeralContainers, podAnnotation }) => ({
+    .map(({ podLevel, containers, initContainers, ephemeralContainers, podAnnotation, containerAnnotation }) => ({
       kind: "Pod",
       apiVersion: "v1",
       metadata: {
         name: "web-0",
         namespace: "apps",
-        ...(podAnnotation ? { annotations: { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": podAnnotation } } : {}),
+        ...(podAnnotation || containerAnnotation
+          ? {
+              annotations: {
+                ...(podAnnotation ? { "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": podAnnotation } : {}),
+                ...(containerAnnotation ? { [`${containerAnnotation[0]}.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name`]: containerAnnotation[1] } : {}),
+              },
+            }
+          : {}),
       },
       spec: {
         serviceAccountName: "web",
