@@ -1,5 +1,5 @@
 import * as t from "io-ts";
-import { booleanSetting, decodeWith, emptyAsUnset, integerSetting, SettingsError, withDefault } from "./environment.js";
+import { booleanSetting, decodeWith, emptyAsUnset, integerSetting, withDefault } from "./environment.js";
 
 /**
  * The canary's timer: on by default, every five minutes. The schedule is the Functions timer's
@@ -27,24 +27,35 @@ const schedule = new t.Type<string, string, unknown>(
   (value) => value,
 );
 
+const hostNameWithPort = /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$/;
+
+/** WEBSITE_HOSTNAME: a host name, with a port on a local host; the host name alone is kept. */
+const websiteHostName = new t.Type<string, string, unknown>(
+  "WEBSITE_HOSTNAME",
+  (value): value is string => typeof value === "string",
+  (value, context) =>
+    typeof value === "string" && hostNameWithPort.test(value.trim())
+      ? t.success(value.trim().replace(/:\d+$/, ""))
+      : t.failure(value, context, `WEBSITE_HOSTNAME must be a host name, got ${JSON.stringify(value)}`),
+  (value) => value,
+);
+
 const CanaryEnvironment = t.type({
   GMSA_CANARY: withDefault(booleanSetting("GMSA_CANARY"), true),
   GMSA_CANARY_SCHEDULE: withDefault(schedule, "0 */5 * * * *"),
   GMSA_AUDIT: withDefault(booleanSetting("GMSA_AUDIT"), false),
   GMSA_AUDIT_INTERVAL_MINUTES: withDefault(integerSetting("GMSA_AUDIT_INTERVAL_MINUTES", 1, 1440), 15),
+  WEBSITE_HOSTNAME: t.union([websiteHostName, t.undefined]),
 });
 
 export function readCanarySettings(env: NodeJS.ProcessEnv = process.env): CanarySettings {
-  const raw = decodeWith(CanaryEnvironment, emptyAsUnset(env, ["GMSA_CANARY", "GMSA_CANARY_SCHEDULE", "GMSA_AUDIT", "GMSA_AUDIT_INTERVAL_MINUTES"]));
-  const host = env.WEBSITE_HOSTNAME?.trim();
-  if (host && !/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$/.test(host)) {
-    throw new SettingsError([`WEBSITE_HOSTNAME must be a host name, got ${JSON.stringify(host)}`]);
-  }
+  const names = ["GMSA_CANARY", "GMSA_CANARY_SCHEDULE", "GMSA_AUDIT", "GMSA_AUDIT_INTERVAL_MINUTES"];
+  const raw = decodeWith(CanaryEnvironment, { ...emptyAsUnset(env, names), WEBSITE_HOSTNAME: env.WEBSITE_HOSTNAME?.trim() || undefined });
   return {
     enabled: raw.GMSA_CANARY,
     schedule: raw.GMSA_CANARY_SCHEDULE,
     audit: raw.GMSA_AUDIT,
     auditIntervalMinutes: raw.GMSA_AUDIT_INTERVAL_MINUTES,
-    ...(host ? { functionHost: host.replace(/:\d+$/, "") } : {}),
+    ...(raw.WEBSITE_HOSTNAME ? { functionHost: raw.WEBSITE_HOSTNAME } : {}),
   };
 }

@@ -20,6 +20,12 @@ Settings("on every five minutes by default; off, or another schedule, when set; 
   assert.is(readCanarySettings({ WEBSITE_HOSTNAME: "localhost:7071" }).functionHost, "localhost");
   assert.is(readCanarySettings({}).functionHost, undefined);
   assert.throws(() => readCanarySettings({ WEBSITE_HOSTNAME: "https://func.example/" }), /WEBSITE_HOSTNAME must be a host name/);
+  assert.is(readCanarySettings({ WEBSITE_HOSTNAME: "  func-gmsa.azurewebsites.net " }).functionHost, "func-gmsa.azurewebsites.net");
+  // Decoded with the other settings: every problem is named at once.
+  assert.throws(
+    () => readCanarySettings({ WEBSITE_HOSTNAME: "func example", GMSA_AUDIT: "sometimes" }),
+    (error: Error) => ["WEBSITE_HOSTNAME must be a host name", "GMSA_AUDIT"].every((part) => error.message.includes(part)),
+  );
   assert.is(readCanarySettings({ GMSA_AUDIT: "true" }).audit, true, "the audit is opt-in: it needs a read-only role of its own");
   assert.throws(() => readCanarySettings({ GMSA_AUDIT: "sometimes" }), /GMSA_AUDIT/);
   assert.throws(() => readCanarySettings({ GMSA_CANARY_SCHEDULE: "*/5 * * * *" }), /GMSA_CANARY_SCHEDULE must be a six-field NCRONTAB expression/);
