@@ -1,3 +1,4 @@
+import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 
 /**
@@ -54,23 +55,27 @@ export const NetBiosName = patterned('a NetBIOS name (1 to 15 characters, no spa
 /** The most plug-ins a spec lists (it needs one). */
 export const maxCmsPlugins = 16;
 
-const pluginList = t.refinement(
-  t.array(t.string),
-  (plugins) => plugins.length <= maxCmsPlugins && plugins.includes("ActiveDirectory"),
-  `a list of at most ${maxCmsPlugins} strings that contains "ActiveDirectory"`,
-);
+const pluginItems = t.array(t.string);
+const pluginListOk = (plugins: string[]) => plugins.length <= maxCmsPlugins && plugins.includes("ActiveDirectory");
 
 /**
  * The plug-in list the runtime reads: it must name the Active Directory plug-in. A list past the
  * bound is refused before its items are read, in the words of the whole list (as the in-cluster
  * policy words it): a body of millions of items would otherwise be decoded item by item, seconds
- * of one instance's CPU for one admission.
+ * of one instance's CPU for one admission. Still a refinement of a list, so that a finding names
+ * an item as `CmsPlugins[1]`.
  */
-export const CmsPlugins = new t.Type<t.TypeOf<typeof pluginList>, t.OutputOf<typeof pluginList>, unknown>(
-  pluginList.name,
-  pluginList.is,
-  (input, context) => (Array.isArray(input) && input.length > maxCmsPlugins ? t.failure(input, context) : pluginList.validate(input, context)),
-  pluginList.encode,
+export const CmsPlugins = new t.RefinementType<typeof pluginItems>(
+  `a list of at most ${maxCmsPlugins} strings that contains "ActiveDirectory"`,
+  (value): value is string[] => pluginItems.is(value) && pluginListOk(value),
+  (input, context) => {
+    if (Array.isArray(input) && input.length > maxCmsPlugins) return t.failure(input, context);
+    const items = pluginItems.validate(input, context);
+    return isLeft(items) || pluginListOk(items.right) ? items : t.failure(input, context);
+  },
+  pluginItems.encode,
+  pluginItems,
+  pluginListOk,
 );
 
 export const DomainJoinConfig = t.type({

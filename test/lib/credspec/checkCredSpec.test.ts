@@ -81,7 +81,7 @@ Check("a plug-in list past the bound is refused as a list, its items not read on
   spec.CmsPlugins = ["ActiveDirectory", 7];
   assert.equal(
     checkCredSpec(spec).errors.map((e) => e.path),
-    ["credspec.CmsPlugins.1"],
+    ["credspec.CmsPlugins[1]"],
   );
 });
 
