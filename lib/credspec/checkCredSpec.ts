@@ -45,32 +45,44 @@ function reservedKeyPaths(value: unknown, root: string, max = 10): string[] {
     readonly value: unknown;
     readonly parent: Step | undefined;
     readonly segment: string;
+    /** Levels below the root. */
+    readonly depth: number;
+    /** The path's first segments, as many as a message names (shared by every deeper step). */
+    readonly head: string;
   }
+  const headSegments = 6;
+  const tailSegments = 5;
+  const stepOf = (parent: Step | undefined, segment: string, child: unknown): Step => {
+    const depth = parent === undefined ? 0 : parent.depth + 1;
+    return { value: child, parent, segment, depth, head: depth < headSegments ? `${parent?.head ?? ""}${segment}` : parent!.head };
+  };
+  // A message names the place, not every level of a made-up nesting: a path of more than twelve
+  // segments is written as its first six and last five, without walking the levels between.
   const pathOf = (step: Step): string => {
-    const segments: string[] = [];
-    for (let at: Step | undefined = step; at !== undefined; at = at.parent) segments.push(at.segment);
-    segments.reverse();
-    // A message names the place, not every level of a made-up nesting.
-    if (segments.length <= 12) return segments.join("");
-    return `${segments.slice(0, 6).join("")}…(${segments.length - 11} levels)…${segments.slice(-5).join("")}`;
+    const segments = step.depth + 1;
+    const last: string[] = [];
+    for (let at: Step | undefined = step; at !== undefined && last.length < (segments <= 12 ? segments : tailSegments); at = at.parent) last.push(at.segment);
+    last.reverse();
+    if (segments <= 12) return last.join("");
+    return `${step.head}\u2026(${segments - headSegments - tailSegments} levels)\u2026${last.join("")}`;
   };
   const found: string[] = [];
-  const pending: Step[] = [{ value, parent: undefined, segment: root }];
+  const pending: Step[] = [stepOf(undefined, root, value)];
   // Only objects and arrays are walked: a leaf holds no key (most of a spec is leaves).
   const holdsKeys = (child: unknown) => typeof child === "object" && child !== null;
   while (pending.length > 0 && found.length < max) {
     const step = pending.pop()!;
     const next = step.value as object;
     if (Array.isArray(next)) {
-      for (let i = next.length - 1; i >= 0; i--) if (holdsKeys(next[i])) pending.push({ value: next[i], parent: step, segment: `[${i}]` });
+      for (let i = next.length - 1; i >= 0; i--) if (holdsKeys(next[i])) pending.push(stepOf(step, `[${i}]`, next[i]));
       continue;
     }
     const keys = Object.keys(next);
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
       const child: unknown = (next as Record<string, unknown>)[key];
-      if (reservedCredSpecKeys.has(key)) found.push(pathOf({ value: child, parent: step, segment: `.${key}` }));
-      else if (holdsKeys(child)) pending.push({ value: child, parent: step, segment: `.${key}` });
+      if (reservedCredSpecKeys.has(key)) found.push(pathOf(stepOf(step, `.${key}`, child)));
+      else if (holdsKeys(child)) pending.push(stepOf(step, `.${key}`, child));
     }
   }
   return found;
@@ -129,7 +141,9 @@ function withoutTrailingDot(name: string): string {
 }
 
 /** A `password=`, `pwd:` or `"password":` style key in the plug-in's input. */
-const passwordKey = /(?:^|[^a-z])(?:password|passwd|pwd)\s*["']?\s*[=:]/i;
+// One run of white space on either side of an optional quote: two adjacent \s* would make a long
+// run of spaces after the word cost quadratic time (seconds for 100 000 spaces).
+const passwordKey = /(?:^|[^a-z])(?:password|passwd|pwd)\s*(?:["']\s*)?[=:]/i;
 
 export function carriesPassword(pluginInput: string): boolean {
   return passwordKey.test(pluginInput);

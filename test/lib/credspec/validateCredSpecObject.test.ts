@@ -117,6 +117,25 @@ Webhook("a credential spec nested many thousands of levels deep is judged, not a
   }
 });
 
+Webhook("a plug-in input of a password-like word and a long run of spaces is judged within the admission budget", async () => {
+  // The password check once backtracked over two adjacent runs of white space: 100 000 spaces cost
+  // about ten seconds of one instance's CPU, and a whole body of them hours.
+  const spec = credSpecFile("aks-keyvault.yaml");
+  spec.credspec.ActiveDirectoryConfig.HostAccountConfig.PluginInput = `pwd${" ".repeat(100_000)}x`;
+  const started = performance.now();
+  const { review } = await answer(credSpecReview("CREATE", spec));
+  const elapsed = performance.now() - started;
+  assert.is(review.response.allowed, true);
+  assert.ok(elapsed < deps().budgetMs, `answered after ${elapsed.toFixed(0)} ms, budget ${deps().budgetMs} ms`);
+  // The same words still warn when they carry a value.
+  spec.credspec.ActiveDirectoryConfig.HostAccountConfig.PluginInput = `user=a; pwd ${" ".repeat(1000)}' = secret`;
+  const { review: warned } = await answer(credSpecReview("CREATE", spec));
+  assert.ok(
+    (warned.response.warnings ?? []).some((w) => w.includes("appears to carry a password inline")),
+    JSON.stringify(warned.response.warnings),
+  );
+});
+
 Webhook("refuses an object without credspec", async () => {
   const { review } = await answer(credSpecReview("CREATE", credSpecFile("no-credspec.yaml")));
   assert.is(review.response.status?.code, 422);
