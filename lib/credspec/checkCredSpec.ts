@@ -44,27 +44,34 @@ function reservedKeyPaths(value: unknown, root: string, max = 10): string[] {
   interface Step {
     readonly value: unknown;
     readonly parent: Step | undefined;
-    readonly segment: string;
+    /** The key or index that leads here from the parent (the root's name at the root), written only for a message. */
+    readonly segment: string | number;
     /** Levels below the root. */
     readonly depth: number;
-    /** The path's first segments, as many as a message names (shared by every deeper step). */
-    readonly head: string;
+    /** The step at the last level a message names from the root down, once the path is that deep. */
+    top: Step | undefined;
   }
   const headSegments = 6;
   const tailSegments = 5;
-  const stepOf = (parent: Step | undefined, segment: string, child: unknown): Step => {
+  const stepOf = (parent: Step | undefined, segment: string | number, child: unknown): Step => {
     const depth = parent === undefined ? 0 : parent.depth + 1;
-    return { value: child, parent, segment, depth, head: depth < headSegments ? `${parent?.head ?? ""}${segment}` : parent!.head };
+    const step: Step = { value: child, parent, segment, depth, top: parent?.top };
+    if (depth === headSegments - 1) step.top = step;
+    return step;
+  };
+  const segmentsUp = (from: Step | undefined, count: number): string => {
+    const segments: string[] = [];
+    for (let at = from; at !== undefined && segments.length < count; at = at.parent) {
+      segments.push(at.parent === undefined ? String(at.segment) : typeof at.segment === "number" ? `[${at.segment}]` : `.${at.segment}`);
+    }
+    return segments.reverse().join("");
   };
   // A message names the place, not every level of a made-up nesting: a path of more than twelve
   // segments is written as its first six and last five, without walking the levels between.
   const pathOf = (step: Step): string => {
     const segments = step.depth + 1;
-    const last: string[] = [];
-    for (let at: Step | undefined = step; at !== undefined && last.length < (segments <= 12 ? segments : tailSegments); at = at.parent) last.push(at.segment);
-    last.reverse();
-    if (segments <= 12) return last.join("");
-    return `${step.head}\u2026(${segments - headSegments - tailSegments} levels)\u2026${last.join("")}`;
+    if (segments <= 12) return segmentsUp(step, segments);
+    return `${segmentsUp(step.top, headSegments)}\u2026(${segments - headSegments - tailSegments} levels)\u2026${segmentsUp(step, tailSegments)}`;
   };
   const found: string[] = [];
   const pending: Step[] = [stepOf(undefined, root, value)];
@@ -74,15 +81,15 @@ function reservedKeyPaths(value: unknown, root: string, max = 10): string[] {
     const step = pending.pop()!;
     const next = step.value as object;
     if (Array.isArray(next)) {
-      for (let i = next.length - 1; i >= 0; i--) if (holdsKeys(next[i])) pending.push(stepOf(step, `[${i}]`, next[i]));
+      for (let i = next.length - 1; i >= 0; i--) if (holdsKeys(next[i])) pending.push(stepOf(step, i, next[i]));
       continue;
     }
     const keys = Object.keys(next);
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
       const child: unknown = (next as Record<string, unknown>)[key];
-      if (reservedCredSpecKeys.has(key)) found.push(pathOf(stepOf(step, `.${key}`, child)));
-      else if (holdsKeys(child)) pending.push(stepOf(step, `.${key}`, child));
+      if (reservedCredSpecKeys.has(key)) found.push(pathOf(stepOf(step, key, child)));
+      else if (holdsKeys(child)) pending.push(stepOf(step, key, child));
     }
   }
   return found;
