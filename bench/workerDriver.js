@@ -18,7 +18,8 @@
 // With BENCH_PROFILE_DIR set, writes CPU profiles there: the start to the first answer, and each
 // function's timed invocations (<app>-<start|function>.cpuprofile, <app> the package folder's name).
 "use strict";
-const { readFileSync } = require("node:fs");
+const { readFileSync, writeFileSync } = require("node:fs");
+const { basename, join } = require("node:path");
 const { performance } = require("node:perf_hooks");
 const { invokeHttp, requireMain, standInCore, startApp } = require("../scripts/workerStandIn.js");
 
@@ -46,7 +47,7 @@ function profile(label) {
     await started;
     const { profile: taken } = await post("Profiler.stop");
     session.disconnect();
-    require("node:fs").writeFileSync(require("node:path").join(dir, `${require("node:path").basename(packageDir)}-${label}.cpuprofile`), JSON.stringify(taken));
+    writeFileSync(join(dir, `${basename(packageDir)}-${label}.cpuprofile`), JSON.stringify(taken));
   };
 }
 
@@ -108,14 +109,14 @@ async function main() {
   require("node:v8").setFlagsFromString("--expose-gc");
   const gc = require("node:vm").runInNewContext("gc");
   gc();
+  const mib = (bytes) => bytes / 1048576;
   const memory = process.memoryUsage();
-  const peakRssMiB = process.resourceUsage().maxRSS / 1024;
+  const peakRssMiB = mib(process.resourceUsage().maxRSS * 1024);
   // V8 keeps the pages a collection freed, for the heap to grow into again, until memory runs
   // short: a last-resort collection gives them back, which leaves what the app itself holds.
   gc({ type: "major", execution: "sync", flavor: "last-resort" });
-  const heldRssMiB = process.memoryUsage.rss() / 1048576;
+  const heldRssMiB = mib(process.memoryUsage.rss());
   const codeCache = entry && typeof entry === "object" && "codeCache" in entry ? entry.codeCache : "none";
-  const mib = (bytes) => bytes / 1048576;
   process.stdout.write(
     `${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: mib(memory.rss), heapMiB: mib(memory.heapUsed), heapCommittedMiB: mib(memory.heapTotal), externalMiB: mib(memory.external), peakRssMiB, heldRssMiB })}\n`,
   );

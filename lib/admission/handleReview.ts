@@ -90,8 +90,7 @@ async function respond<P>(request: AdmissionRequest, policy: WebhookPolicy<P>, p
     if (decoded.kind === "refuse") return { response: responseFor(request.uid, denied(400, decoded.problem)) };
     if (decoded.kind === "pass") return { response: { uid: request.uid, allowed: true } };
     // Whatever a port does with the signal, the answer leaves when the budget is spent.
-    const scope = { signal: deadline.signal, namespace: request.namespace ?? "" };
-    const verdict = await Promise.race([decoded.judge(ports, scope), deadline.expired()]);
+    const verdict = await Promise.race([decoded.judge(ports, { signal: deadline.signal }), deadline.expired()]);
     return { response: responseFor(request.uid, verdict), ...(verdict.kind === "allowed" && verdict.unchanged !== undefined ? { unchanged: verdict.unchanged } : {}) };
   } catch (error) {
     const correlationId = randomUUID();

@@ -1,6 +1,6 @@
 import { isJsonObject } from "../jsonObject.js";
 import { productFieldManager, renderedFieldsNotStored } from "../wiring/asRendered.js";
-import { relayIngressProblem, relayName, relayPodLabels } from "../wiring/relayIngress.js";
+import { relayIngressProblem, relayName, relayPodLabels, selectsEverything } from "../wiring/relayIngress.js";
 import { credSpecCrd, credSpecCrdName } from "../wiring/credSpecCrd.js";
 import { safetyNetObjects } from "../wiring/safetyNet.js";
 import { denyingBindingSpec, safetyNetPolicyNames } from "../wiring/safetyNetNames.js";
@@ -50,13 +50,9 @@ const rewire = "wire the cluster again (npm run wire -- ... --apply, or the depl
 
 const record = (value: unknown): Record<string, unknown> | undefined => (isJsonObject(value) ? value : undefined);
 
+/** A selector left out, or one that selects everything: what "none rendered" allows. */
 function isEmptySelector(value: unknown): boolean {
-  const selector = record(value);
-  if (value === undefined || value === null) return true;
-  if (!selector) return false;
-  const labels = record(selector.matchLabels);
-  const expressions = selector.matchExpressions;
-  return (labels === undefined || Object.keys(labels).length === 0) && (expressions === undefined || (Array.isArray(expressions) && expressions.length === 0));
+  return value === undefined || value === null || selectsEverything(value);
 }
 
 /** Where a stored webhook no longer holds what the product renders for it. */

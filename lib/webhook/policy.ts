@@ -18,10 +18,11 @@ export type Decoded<P> =
   /** Not a request this webhook judges, or its object is not what it claims: refused with 400 and this reason. */
   | { readonly kind: "refuse"; readonly problem: string };
 
-/** What one admission is, for the ports: its deadline, and the namespace its calls are counted under. */
+/**
+ * What one admission is, for the ports: its deadline. (The namespace its calls are counted under
+ * is the request's, which the policy has decoded: lib/gmsa/podWebhook.ts.)
+ */
 export interface AdmissionScope {
   /** Aborts when the admission's time budget is spent. */
   readonly signal: AbortSignal;
-  /** The request's namespace ("" for a cluster-scoped object). */
-  readonly namespace: string;
 }

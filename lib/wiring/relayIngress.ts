@@ -1,6 +1,7 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 import { isIPv6 } from "node:net";
+import { isJsonObject } from "../jsonObject.js";
 
 /**
  * Whether the relay's NetworkPolicies let only the API server reach it (the relay adds the
@@ -62,8 +63,13 @@ export function selects(selector: LabelSelector | null | undefined, labels: Read
   return true;
 }
 
-function isEmptyLabelSelector(selector: LabelSelector | null | undefined): boolean {
-  return selector !== undefined && selector !== null && Object.keys(selector.matchLabels ?? {}).length === 0 && (selector.matchExpressions ?? []).length === 0;
+/** Whether a label selector is given and selects everything: no label and no expression to match. */
+export function selectsEverything(selector: unknown): boolean {
+  if (!isJsonObject(selector)) return false;
+  const { matchLabels, matchExpressions } = selector;
+  const noLabels = matchLabels === undefined || matchLabels === null || (isJsonObject(matchLabels) && Object.keys(matchLabels).length === 0);
+  const noExpressions = matchExpressions === undefined || matchExpressions === null || (Array.isArray(matchExpressions) && matchExpressions.length === 0);
+  return noLabels && noExpressions;
 }
 
 /**
@@ -87,7 +93,7 @@ export function relayIngressProblem(policies: readonly unknown[], podLabels: Rea
     for (const rule of spec.ingress ?? []) {
       if (rule.from === undefined || rule.from === null || rule.from.length === 0) return `${where} has an ingress rule without sources, which admits every source`;
       for (const peer of rule.from) {
-        if (isEmptyLabelSelector(peer.namespaceSelector) && (peer.podSelector === undefined || peer.podSelector === null || isEmptyLabelSelector(peer.podSelector))) {
+        if (selectsEverything(peer.namespaceSelector) && (peer.podSelector === undefined || peer.podSelector === null || selectsEverything(peer.podSelector))) {
           return `${where} admits every pod of every namespace`;
         }
         // Labels are chosen by whoever creates a pod or (often) a namespace: only a namespace's
