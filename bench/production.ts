@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { buildSync } from "esbuild";
@@ -16,13 +16,16 @@ import { packageApp, packageDir } from "../scripts/package.js";
 import { credSpecFixture } from "../test/support/fixtures.js";
 import { gmsa, pod, review } from "../test/support/reviews.js";
 import { useGrant } from "../test/support/useGrants.js";
+import { infraFile, valueOf } from "../test/infra/bicepTree.js";
+import { instanceMemory, type InstanceMemory } from "./instanceMemory.js";
 
 /**
  * The production path: the deployment package as the Functions worker loads and invokes it
  * (bench/workerDriver.js), reaching the cluster through Microsoft Entra with a managed identity as
  * a Function App does (the token from a stand-in for the platform's identity endpoint), beside a minimal Functions app that does the least a webhook does
- * (bench/minimalApp.js, bundled the same way), each in a process of its own on one core, rounds
- * alternating. Figures are ratios within this run: CPU per warm invocation, latency with
+ * (bench/minimalApp.js, bundled the same way), each in a process of its own on one core and with
+ * the memory of one instance of the plan the infrastructure deploys (bench/instanceMemory.ts),
+ * rounds alternating. Figures are ratios within this run: CPU per warm invocation, latency with
  * invocations in flight, the process's memory, and process start to the first admission answered.
  */
 const root = join(__dirname, "..");
@@ -43,6 +46,8 @@ interface DriverResult {
   readonly externalMiB: number;
   readonly peakRssMiB: number;
   readonly heldRssMiB: number;
+  readonly constrainedMiB: number;
+  readonly heapLimitMiB: number;
 }
 
 function median(values: readonly number[]): number {
@@ -99,13 +104,33 @@ function bodies(dir: string): string {
   return file;
 }
 
-async function drive(packageFolder: string, settings: Record<string, string>, bodiesFile: string): Promise<DriverResult> {
-  const { stdout } = await promisify(execFile)(
-    "taskset",
-    ["-c", core, process.execPath, join(__dirname, "workerDriver.js"), packageFolder, bodiesFile, String(inFlight), String(invocations)],
-    { env: { PATH: process.env.PATH, ...(process.env.BENCH_PROFILE_DIR ? { BENCH_PROFILE_DIR: process.env.BENCH_PROFILE_DIR } : {}), ...settings }, maxBuffer: 1 << 20 },
-  );
-  return JSON.parse(stdout.trim().split("\n").at(-1)!) as DriverResult;
+/** One driver run, in the instance's memory cgroup when there is one (a shell moves itself in, then becomes the driver). */
+async function drive(packageFolder: string, settings: Record<string, string>, bodiesFile: string, memory: InstanceMemory | undefined): Promise<DriverResult> {
+  const driver = ["taskset", "-c", core, process.execPath, join(__dirname, "workerDriver.js"), packageFolder, bodiesFile, String(inFlight), String(invocations)];
+  const [command, ...args] = memory ? ["sh", "-c", 'echo $$ > "$0" && exec "$@"', memory.procs, ...driver] : driver;
+  const { stdout } = await promisify(execFile)(command!, args, {
+    env: { PATH: process.env.PATH, ...(process.env.BENCH_PROFILE_DIR ? { BENCH_PROFILE_DIR: process.env.BENCH_PROFILE_DIR } : {}), ...settings },
+    maxBuffer: 1 << 20,
+  });
+  const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as DriverResult;
+  // What the process was given, as Node itself read it: a limit it did not see would leave V8 sizing its heap for this machine.
+  if (memory && Math.round(result.constrainedMiB) !== memory.mib) {
+    throw new Error(`the driver was to run with ${memory.mib} MiB, but Node read ${result.constrainedMiB.toFixed(0)} MiB as its limit`);
+  }
+  return result;
+}
+
+/** The memory of one instance, as infra/main.bicep deploys it unless told otherwise (BENCH_INSTANCE_MEMORY_MB; 0 for none). */
+async function instanceMemoryMiB(): Promise<number> {
+  const chosen = process.env.BENCH_INSTANCE_MEMORY_MB;
+  if (chosen !== undefined) {
+    const mib = Number(chosen);
+    if (!Number.isInteger(mib) || mib < 0) throw new Error(`BENCH_INSTANCE_MEMORY_MB must be a whole number of MiB (0 for no limit), not ${JSON.stringify(chosen)}`);
+    return mib;
+  }
+  const deployed = valueOf(await infraFile("infra/main.bicep"), "instanceMemoryMB");
+  if (typeof deployed !== "number") throw new Error("infra/main.bicep gives instanceMemoryMB no number as its default");
+  return deployed;
 }
 
 export async function productionBench(): Promise<void> {
@@ -145,13 +170,20 @@ export async function productionBench(): Promise<void> {
     const bodiesFile = bodies(work);
     const product: DriverResult[] = [];
     const floor: DriverResult[] = [];
+    const instanceMiB = await instanceMemoryMiB();
+    const made = instanceMiB > 0 ? instanceMemory(instanceMiB) : { unavailable: "BENCH_INSTANCE_MEMORY_MB=0" };
+    const memory = "unavailable" in made ? undefined : made;
+    const unavailable = "unavailable" in made ? made.unavailable : undefined;
+    if (memory) stops.push(async () => memory.remove());
     console.error(`production path: ${rounds} alternated rounds of ${invocations} invocations per webhook, ${inFlight} in flight…`);
     for (let round = 0; round < rounds; round++) {
-      const productRun = async () => void product.push(await drive(packageDir, productSettings, bodiesFile));
-      const floorRun = async () => void floor.push(await drive(minimal, {}, bodiesFile));
+      const productRun = async () => void product.push(await drive(packageDir, productSettings, bodiesFile, memory));
+      const floorRun = async () => void floor.push(await drive(minimal, {}, bodiesFile, memory));
       if (round % 2 === 0) await productRun().then(floorRun);
       else await floorRun().then(productRun);
     }
+    // For comparison, one round of each as V8 sizes the heap with this whole machine in view.
+    const unlimited = memory ? { product: await drive(packageDir, productSettings, bodiesFile, undefined), floor: await drive(minimal, {}, bodiesFile, undefined) } : undefined;
     const rows: string[][] = [["figure", "product", "minimal app", "ratio", "target", ""]];
     const add = (figure: string, p: number, f: number, unit: string, digits: number, target?: { text: string; met: boolean }) =>
       rows.push([
@@ -172,6 +204,15 @@ export async function productionBench(): Promise<void> {
     add("RSS of the process after the invocations, full GC", rss[0], rss[1], "MiB", 0, { text: "≤ the minimal app's + 30 MiB", met: rss[0] <= rss[1] + 30 });
     add("RSS at its peak, during the run", median(product.map((r) => r.peakRssMiB)), median(floor.map((r) => r.peakRssMiB)), "MiB", 0);
     add("RSS once V8 has given back the pages it keeps free (last-resort GC)", median(product.map((r) => r.heldRssMiB)), median(floor.map((r) => r.heldRssMiB)), "MiB", 0);
+    if (unlimited) {
+      add(
+        `RSS after the invocations, full GC, with no memory limit (${(totalmem() / 1073741824).toFixed(0)} GiB in view; one round)`,
+        unlimited.product.rssMiB,
+        unlimited.floor.rssMiB,
+        "MiB",
+        0,
+      );
+    }
     add("heap in use after the invocations, full GC", median(product.map((r) => r.heapMiB)), median(floor.map((r) => r.heapMiB)), "MiB", 1);
     // What RSS holds besides the heap in use: the heap V8 keeps committed, and memory outside it (buffers, sockets' TLS state).
     add("heap committed by V8 after the invocations", median(product.map((r) => r.heapCommittedMiB)), median(floor.map((r) => r.heapCommittedMiB)), "MiB", 1);
@@ -185,6 +226,11 @@ export async function productionBench(): Promise<void> {
     const width = (i: number) => Math.max(...rows.map((r) => r[i]!.length));
     console.log(
       `\nProduction path: the package under the Functions programming model (bench/workerDriver.js) beside a minimal app, core ${core}, medians of ${rounds} rounds; the package's code cache: ${[...new Set(product.map((r) => r.codeCache))].join(", ")}`,
+    );
+    console.log(
+      memory
+        ? `each process had the memory of one instance: ${memory.mib} MiB (infra/main.bicep's instanceMemoryMB), as a cgroup's limit that Node read; V8 sized its heap to ${median(product.map((r) => r.heapLimitMiB)).toFixed(0)} MiB`
+        : `warning: the processes had this machine's memory (${(totalmem() / 1073741824).toFixed(0)} GiB), not an instance's (${instanceMiB > 0 ? `no memory cgroup could be made: ${unavailable}` : unavailable}): V8 sized its heap to ${median(product.map((r) => r.heapLimitMiB)).toFixed(0)} MiB, which no instance does, and the memory figures are not an instance's`,
     );
     const busy = loadavg()[0]! > cpus().length;
     if (busy) console.log(`warning: the machine was busy (load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} cores): figures are less comparable`);

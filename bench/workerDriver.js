@@ -14,7 +14,9 @@
 //   per function: cpuUs (CPU time, user and system, per invocation), p50Ms, p99Ms;
 //   rssMiB, heapMiB (in use), heapCommittedMiB and externalMiB after the invocations and a full collection;
 //   peakRssMiB, the most the process held resident at any time; heldRssMiB, resident once V8 has
-//   also given back the free pages it keeps for reuse (a last-resort collection, as under memory pressure).
+//   also given back the free pages it keeps for reuse (a last-resort collection, as under memory pressure);
+//   constrainedMiB, the memory Node was given (its cgroup's limit, as process.constrainedMemory()
+//   reads it), and heapLimitMiB, the heap size V8 chose from it.
 // With BENCH_PROFILE_DIR set, writes CPU profiles there: the start to the first answer, and each
 // function's timed invocations (<app>-<start|function>.cpuprofile, <app> the package folder's name).
 "use strict";
@@ -118,7 +120,7 @@ async function main() {
   const heldRssMiB = mib(process.memoryUsage.rss());
   const codeCache = entry && typeof entry === "object" && "codeCache" in entry ? entry.codeCache : "none";
   process.stdout.write(
-    `${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: mib(memory.rss), heapMiB: mib(memory.heapUsed), heapCommittedMiB: mib(memory.heapTotal), externalMiB: mib(memory.external), peakRssMiB, heldRssMiB })}\n`,
+    `${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: mib(memory.rss), heapMiB: mib(memory.heapUsed), heapCommittedMiB: mib(memory.heapTotal), externalMiB: mib(memory.external), peakRssMiB, heldRssMiB, constrainedMiB: mib(process.constrainedMemory()), heapLimitMiB: mib(require("node:v8").getHeapStatistics().heap_size_limit) })}\n`,
   );
 }
 
