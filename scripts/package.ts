@@ -102,6 +102,10 @@ export function bundle(options: { write?: boolean } = {}) {
     // browser for @azure/identity's interactive sign-in, which no instance does: it is imported
     // only when that sign-in runs, and would fail there (the package has no node_modules).
     external: ["@azure/functions-core", "bufferutil", "utf-8-validate", "open"],
+    // A package's ESM build where it publishes one beside its CommonJS build without an exports
+    // map (fp-ts and io-ts): esbuild joins ES modules into the bundle's scope, where each import of
+    // a CommonJS module gets a namespace copy of its exports, a getter per name, at every start.
+    mainFields: ["module", "main"],
     minify: true,
     // The function Node wraps a CommonJS module in, written into the file: the entry point runs
     // the file's text as it is read (scripts/packageEntry.js), and the map counts these lines.

@@ -42,4 +42,19 @@ StartImports("the Kubernetes client and the Azure identity libraries are in the 
   }
 });
 
+StartImports("fp-ts and io-ts are bundled from their ES module builds, so no import site copies their exports", async () => {
+  const { metafile } = await bundle({ write: false });
+  for (const library of ["fp-ts", "io-ts"]) {
+    const bundled = Object.keys(metafile.inputs).filter((path) => path.includes(`node_modules/${library}/`));
+    assert.ok(bundled.length > 0, `${library} is in the package`);
+    // Their CommonJS build (lib/) would be joined through a namespace copy, a getter per export,
+    // made at every import site of every module at every start.
+    assert.equal(
+      bundled.filter((path) => !path.includes(`node_modules/${library}/es6/`)),
+      [],
+      `${library} is bundled from its CommonJS build`,
+    );
+  }
+});
+
 StartImports.run();
