@@ -6,6 +6,7 @@
 // least a webhook does, in processes of their own, pinned to one core by the bench.
 //
 // node bench/workerDriver.js <packageDir> <bodies.json> <in flight> <invocations>
+// (0 invocations: a start alone, up to the first admission answered, and only its figures printed)
 // (the app's settings come in the environment, as the Function App's do)
 // (no V8 flags: the package's code cache is accepted only under the flags that made it; the full
 // collection before the memory reading is enabled once the package has loaded)
@@ -72,6 +73,12 @@ async function main() {
   await invoke(names[0]);
   const firstAnswerMs = performance.now();
   await startProfile();
+  const codeCache = entry && typeof entry === "object" && "codeCache" in entry ? entry.codeCache : "none";
+  if (count === 0) {
+    // A start alone: its figures are all this run is for.
+    process.stdout.write(`${JSON.stringify({ startedMs, firstAnswerMs, codeCache })}\n`);
+    return;
+  }
   // The product lists its credential specs after its first admission: wait until a lookup no
   // longer reaches the API server (its /metrics says so), as a warm instance is.
   if (registered.functions.some((f) => f.metadata.name === "metrics")) {
@@ -118,7 +125,6 @@ async function main() {
   // short: a last-resort collection gives them back, which leaves what the app itself holds.
   gc({ type: "major", execution: "sync", flavor: "last-resort" });
   const heldRssMiB = mib(process.memoryUsage.rss());
-  const codeCache = entry && typeof entry === "object" && "codeCache" in entry ? entry.codeCache : "none";
   process.stdout.write(
     `${JSON.stringify({ startedMs, firstAnswerMs, codeCache, functions, rssMiB: mib(memory.rss), heapMiB: mib(memory.heapUsed), heapCommittedMiB: mib(memory.heapTotal), externalMiB: mib(memory.external), peakRssMiB, heldRssMiB, constrainedMiB: mib(process.constrainedMemory()), heapLimitMiB: mib(require("node:v8").getHeapStatistics().heap_size_limit) })}\n`,
   );
