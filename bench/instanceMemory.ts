@@ -1,3 +1,5 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -8,57 +10,77 @@ import { join } from "node:path";
  * instance has the memory its plan gives it (infra/main.bicep's `instanceMemoryMB`), not this
  * machine's: without the limit, the memory figures are those of a machine no instance runs on.
  *
- * A memory cgroup of that size, cgroup v2 or v1, made under the hierarchy's root; a process is
- * put in it by writing its PID to `procs`. Needs the right to make cgroups (root, as the bench
- * runs on this project's machines); `unavailable` says why not otherwise.
+ * A memory cgroup of that size, made inside the cgroup the bench itself runs in (cgroup v2, or
+ * v1's memory hierarchy), so that whatever else limits the bench limits its processes too. Needs
+ * the right to make cgroups there (root, as the bench runs on this project's machines);
+ * `unavailable` says why not otherwise.
  */
 export interface InstanceMemory {
   readonly mib: number;
-  /** The cgroup's process list: a PID written here moves that process in. */
-  readonly procs: string;
-  remove(): void;
+  readonly dir: string;
+  /** The command line that runs `argv` inside the cgroup: a shell moves itself in, then becomes `argv`. */
+  command(argv: readonly string[]): string[];
+  /** Removes the cgroup (empty by then); says why when it cannot. */
+  remove(): string | undefined;
 }
 
-export function instanceMemory(mib: number, name = `gmsa-bench-${process.pid}`): InstanceMemory | { unavailable: string } {
+export function instanceMemory(mib: number, name = `gmsa-bench-${process.pid}-${randomBytes(4).toString("hex")}`): InstanceMemory | { unavailable: string } {
   if (!Number.isInteger(mib) || mib <= 0) throw new Error(`instance memory must be a positive number of MiB, not ${mib}`);
   const bytes = String(mib * 1024 * 1024);
-  const tries: Array<{ root: string; limitFile: string; ready: () => boolean }> = [
-    // v2: the memory controller must be enabled for the root's children.
-    { root: "/sys/fs/cgroup", limitFile: "memory.max", ready: () => readOr("/sys/fs/cgroup/cgroup.subtree_control").split(/\s+/).includes("memory") },
-    { root: "/sys/fs/cgroup/memory", limitFile: "memory.limit_in_bytes", ready: () => existsSync("/sys/fs/cgroup/memory/memory.limit_in_bytes") },
-  ];
   const reasons: string[] = [];
-  for (const { root, limitFile, ready } of tries) {
-    if (!ready()) {
-      reasons.push(`${root}: no memory controller there`);
-      continue;
-    }
-    const dir = join(root, name);
+  for (const hierarchy of ownCgroups()) {
+    const dir = join(hierarchy.dir, name);
     try {
       mkdirSync(dir);
     } catch (error) {
       reasons.push(`${dir}: ${(error as Error).message}`);
       continue;
     }
-    const remove = () => {
-      try {
-        rmdirSync(dir);
-      } catch {
-        // A process still in it (one that outlived the bench) keeps it: nothing to undo here.
-      }
+    const memory: InstanceMemory = {
+      mib,
+      dir,
+      command: (argv) => ["sh", "-c", 'echo $$ > "$0" && exec "$@"', join(dir, "cgroup.procs"), ...argv],
+      remove() {
+        try {
+          rmdirSync(dir);
+          return undefined;
+        } catch (error) {
+          return `${dir} is left behind: ${(error as Error).message}`;
+        }
+      },
     };
     try {
-      writeFileSync(join(dir, limitFile), bytes);
-      // The kernel rounds a v1 limit to whole pages: a MiB multiple is kept exactly.
-      const kept = readFileSync(join(dir, limitFile), "utf8").trim();
+      writeFileSync(join(dir, hierarchy.limitFile), bytes);
+      const kept = readFileSync(join(dir, hierarchy.limitFile), "utf8").trim();
       if (kept !== bytes) throw new Error(`the limit reads back as ${kept}, not ${bytes}`);
-      return { mib, procs: join(dir, "cgroup.procs"), remove };
+      // What counts is what Node reads: a limit it does not see leaves V8 sizing its heap for the machine.
+      const [command, ...args] = memory.command([process.execPath, "-e", "process.stdout.write(String(process.constrainedMemory()))"]);
+      const seen = execFileSync(command!, args, { encoding: "utf8" });
+      if (seen !== bytes) throw new Error(`Node in it reads ${seen} bytes as its limit, not ${bytes}`);
+      return memory;
     } catch (error) {
-      remove();
-      reasons.push(`${dir}: ${(error as Error).message}`);
+      const left = memory.remove();
+      reasons.push(`${dir}: ${(error as Error).message}${left ? `; ${left}` : ""}`);
     }
   }
-  return { unavailable: reasons.join("; ") };
+  return { unavailable: reasons.length > 0 ? reasons.join("; ") : "no cgroup v2 or v1 memory hierarchy holds this process" };
+}
+
+/** Where a child cgroup with a memory limit can be made for this process: v2, then v1's memory hierarchy. */
+function ownCgroups(): Array<{ dir: string; limitFile: string }> {
+  const lines = readOr("/proc/self/cgroup").split("\n");
+  const found: Array<{ dir: string; limitFile: string }> = [];
+  const unified = lines.find((line) => line.startsWith("0::"));
+  if (unified !== undefined && existsSync("/sys/fs/cgroup/cgroup.controllers")) {
+    const dir = join("/sys/fs/cgroup", unified.slice(3));
+    // A v2 cgroup's children get a memory limit only where it hands them the memory controller.
+    if (readOr(join(dir, "cgroup.subtree_control")).split(/\s+/).includes("memory")) found.push({ dir, limitFile: "memory.max" });
+  }
+  const v1 = lines.find((line) => line.split(":")[1]?.split(",").includes("memory"));
+  if (v1 !== undefined && existsSync("/sys/fs/cgroup/memory/memory.limit_in_bytes")) {
+    found.push({ dir: join("/sys/fs/cgroup/memory", v1.split(":").slice(2).join(":")), limitFile: "memory.limit_in_bytes" });
+  }
+  return found;
 }
 
 function readOr(path: string): string {

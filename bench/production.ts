@@ -12,7 +12,8 @@ import { applyObjects } from "../cluster/applyObjects.js";
 import { canonicalJson } from "../lib/gmsa/canonicalJson.js";
 import { clusterManifests } from "../cluster/manifests.js";
 import { loadKubeconfigFile, localWebhookUser, startLocalCluster } from "../host/localCluster.js";
-import { packageApp, packageDir } from "../scripts/package.js";
+import { startTrainingCluster } from "../scripts/codeCacheTraining.js";
+import { assertAscii, bundleWrapper, packageApp, packageDir } from "../scripts/package.js";
 import { credSpecFixture } from "../test/support/fixtures.js";
 import { gmsa, pod, review } from "../test/support/reviews.js";
 import { useGrant } from "../test/support/useGrants.js";
@@ -26,23 +27,46 @@ import { instanceMemory, type InstanceMemory } from "./instanceMemory.js";
  * (bench/minimalApp.js, bundled the same way), each in a process of its own on one core and with
  * the memory of one instance of the plan the infrastructure deploys (bench/instanceMemory.ts),
  * rounds alternating. Figures are ratios within this run: CPU per warm invocation, latency with
- * invocations in flight, the process's memory, and process start to the first admission answered.
+ * invocations in flight, the process's memory, and process start to the first admission answered,
+ * that last one also beside a minimal app that reads its cluster the product's way
+ * (bench/readingApp.mjs), which shows what of the product's start is its own.
  */
 const root = join(__dirname, "..");
 const core = "1";
-const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
-const invocations = Number(process.env.BENCH_INVOCATIONS ?? 4000);
 const inFlight = 16;
-const credSpecCount = Number(process.env.BENCH_CREDSPECS ?? 1000);
-// Starts alone, beside each round's: one start a round moves by tens of milliseconds with the
-// machine, and a median of five is too few for a ratio of two starts.
-const extraStarts = Number(process.env.BENCH_STARTS ?? 20);
-if (!Number.isInteger(extraStarts) || extraStarts < 0) throw new Error(`BENCH_STARTS must be a whole number of starts, not ${JSON.stringify(process.env.BENCH_STARTS)}`);
 
-interface DriverResult {
+/** A whole number from the environment, at least `least`; empty or anything else is refused by name. */
+function wholeNumber(name: string, fallback: number, least: number): number {
+  const text = process.env[name];
+  if (text === undefined) return fallback;
+  const value = text.trim() === "" ? Number.NaN : Number(text);
+  if (!Number.isInteger(value) || value < least) throw new Error(`${name} must be a whole number of at least ${least}, not ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** The bench's settings, read when it starts: a bad one stops it before anything is built. */
+function benchSettings() {
+  return {
+    rounds: wholeNumber("BENCH_ROUNDS", 5, 1),
+    invocations: wholeNumber("BENCH_INVOCATIONS", 4000, 1),
+    credSpecCount: wholeNumber("BENCH_CREDSPECS", 1000, 8),
+    // Starts alone, beside each round's: one start moves by tens of milliseconds with the
+    // machine, and a median of five is too few for a ratio of two starts.
+    extraStarts: wholeNumber("BENCH_STARTS", 20, 0),
+    // 0: no limit. Unset: the instance memory infra/main.bicep deploys.
+    instanceMiB: process.env.BENCH_INSTANCE_MEMORY_MB === undefined ? undefined : wholeNumber("BENCH_INSTANCE_MEMORY_MB", 0, 0),
+  };
+}
+
+/** What a start alone reports (bench/workerDriver.js with 0 invocations). */
+interface StartResult {
   readonly startedMs: number;
   readonly firstAnswerMs: number;
   readonly codeCache: string;
+  readonly constrainedMiB: number;
+}
+
+interface DriverResult extends StartResult {
   readonly functions: Record<string, { cpuUs: number; p50Ms: number; p99Ms: number }>;
   readonly rssMiB: number;
   readonly heapMiB: number;
@@ -50,7 +74,6 @@ interface DriverResult {
   readonly externalMiB: number;
   readonly peakRssMiB: number;
   readonly heldRssMiB: number;
-  readonly constrainedMiB: number;
   readonly heapLimitMiB: number;
 }
 
@@ -76,6 +99,44 @@ function minimalPackage(): string {
   });
   copyFileSync(join(root, "host.json"), join(dir, "host.json"));
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "minimal", version: "1.0.0", main: "dist/main.js" }));
+  return dir;
+}
+
+/**
+ * The floor that reads its cluster (bench/readingApp.mjs), packaged as the product is: one bundle
+ * written in the module wrapper, the package's entry point, and a V8 code cache trained on one
+ * admission against the same stand-in the product's is (scripts/package.ts).
+ */
+async function readingPackage(work: string): Promise<string> {
+  const dir = join(work, "reading");
+  mkdirSync(join(dir, "dist"), { recursive: true });
+  const app = join(dir, "dist", "app.js");
+  buildSync({
+    entryPoints: [join(__dirname, "readingApp.mjs")],
+    bundle: true,
+    platform: "node",
+    target: "node22",
+    format: "cjs",
+    outfile: app,
+    external: ["@azure/functions-core", "open"],
+    minify: true,
+    banner: { js: bundleWrapper.head },
+    footer: { js: bundleWrapper.tail },
+    legalComments: "external",
+    logLevel: "warning",
+  });
+  assertAscii(readFileSync(app));
+  copyFileSync(join(root, "scripts", "packageEntry.js"), join(dir, "dist", "main.js"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "reading", version: "1.0.0", main: "dist/main.js" }));
+  const training = await startTrainingCluster(join(root, "examples", "credspecs", "webapp1.yaml"));
+  try {
+    await promisify(execFile)(process.execPath, [join(root, "scripts", "packageCodeCache.js"), join(dir, "dist", "main.js"), training.mutateReviewFile], {
+      env: { PATH: process.env.PATH, ...training.settings },
+      timeout: 120_000,
+    });
+  } finally {
+    await training.close();
+  }
   return dir;
 }
 
@@ -108,36 +169,61 @@ function bodies(dir: string): string {
   return file;
 }
 
-/** One driver run, in the instance's memory cgroup when there is one (a shell moves itself in, then becomes the driver). */
-async function drive(packageFolder: string, settings: Record<string, string>, bodiesFile: string, memory: InstanceMemory | undefined, count = invocations): Promise<DriverResult> {
+/**
+ * One driver run, in the instance's memory cgroup when there is one: `count` invocations per
+ * webhook, or a start alone with 0. Only the rounds whose figures the table gives write CPU
+ * profiles (BENCH_PROFILE_DIR), so that a start alone or the unlimited round does not replace them.
+ */
+async function drive(
+  packageFolder: string,
+  settings: Record<string, string>,
+  bodiesFile: string,
+  memory: InstanceMemory | undefined,
+  count: number,
+  profile: boolean,
+): Promise<unknown> {
   const driver = ["taskset", "-c", core, process.execPath, join(__dirname, "workerDriver.js"), packageFolder, bodiesFile, String(inFlight), String(count)];
-  const [command, ...args] = memory ? ["sh", "-c", 'echo $$ > "$0" && exec "$@"', memory.procs, ...driver] : driver;
+  const [command, ...args] = memory ? memory.command(driver) : driver;
   const { stdout } = await promisify(execFile)(command!, args, {
-    env: { PATH: process.env.PATH, ...(process.env.BENCH_PROFILE_DIR ? { BENCH_PROFILE_DIR: process.env.BENCH_PROFILE_DIR } : {}), ...settings },
+    env: { PATH: process.env.PATH, ...(profile && process.env.BENCH_PROFILE_DIR ? { BENCH_PROFILE_DIR: process.env.BENCH_PROFILE_DIR } : {}), ...settings },
     maxBuffer: 1 << 20,
   });
-  const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as DriverResult;
+  const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as StartResult;
   // What the process was given, as Node itself read it: a limit it did not see would leave V8 sizing its heap for this machine.
-  if (memory && count > 0 && Math.round(result.constrainedMiB) !== memory.mib) {
-    throw new Error(`the driver was to run with ${memory.mib} MiB, but Node read ${result.constrainedMiB.toFixed(0)} MiB as its limit`);
+  if (memory && Math.round(result.constrainedMiB) !== memory.mib) {
+    throw new Error(`${packageFolder} was to run with ${memory.mib} MiB, but Node read ${result.constrainedMiB.toFixed(0)} MiB as its limit`);
   }
   return result;
 }
 
-/** The memory of one instance, as infra/main.bicep deploys it unless told otherwise (BENCH_INSTANCE_MEMORY_MB; 0 for none). */
-async function instanceMemoryMiB(): Promise<number> {
-  const chosen = process.env.BENCH_INSTANCE_MEMORY_MB;
-  if (chosen !== undefined) {
-    const mib = Number(chosen);
-    if (!Number.isInteger(mib) || mib < 0) throw new Error(`BENCH_INSTANCE_MEMORY_MB must be a whole number of MiB (0 for no limit), not ${JSON.stringify(chosen)}`);
-    return mib;
-  }
+/** A round: `count` invocations per webhook, profiled when asked for. */
+async function driveRound(
+  packageFolder: string,
+  settings: Record<string, string>,
+  bodiesFile: string,
+  memory: InstanceMemory | undefined,
+  count: number,
+  profile = true,
+): Promise<DriverResult> {
+  return (await drive(packageFolder, settings, bodiesFile, memory, count, profile)) as DriverResult;
+}
+
+/** A start alone, up to the first admission answered. */
+async function driveStart(packageFolder: string, settings: Record<string, string>, bodiesFile: string, memory: InstanceMemory | undefined): Promise<StartResult> {
+  return (await drive(packageFolder, settings, bodiesFile, memory, 0, false)) as StartResult;
+}
+
+/** The memory of one instance as infra/main.bicep deploys it. */
+async function deployedInstanceMiB(): Promise<number> {
   const deployed = valueOf(await infraFile("infra/main.bicep"), "instanceMemoryMB");
   if (typeof deployed !== "number") throw new Error("infra/main.bicep gives instanceMemoryMB no number as its default");
   return deployed;
 }
 
 export async function productionBench(): Promise<void> {
+  const { rounds, invocations, credSpecCount, extraStarts, instanceMiB: chosenMiB } = benchSettings();
+  const instanceMiB = chosenMiB ?? (await deployedInstanceMiB());
+  const memorySource = chosenMiB === undefined ? "infra/main.bicep's instanceMemoryMB" : "BENCH_INSTANCE_MEMORY_MB";
   const work = mkdtempSync(join(tmpdir(), "gmsa-bench-production-"));
   console.error("production path: a local control plane and the package…");
   const local = await startLocalCluster({ log: () => {} });
@@ -172,31 +258,44 @@ export async function productionBench(): Promise<void> {
     };
     const minimal = minimalPackage();
     const bodiesFile = bodies(work);
+    const reading = await readingPackage(work);
     const product: DriverResult[] = [];
     const floor: DriverResult[] = [];
-    const instanceMiB = await instanceMemoryMiB();
     const made = instanceMiB > 0 ? instanceMemory(instanceMiB) : { unavailable: "BENCH_INSTANCE_MEMORY_MB=0" };
     const memory = "unavailable" in made ? undefined : made;
     const unavailable = "unavailable" in made ? made.unavailable : undefined;
-    if (memory) stops.push(async () => memory.remove());
+    if (memory) {
+      stops.push(async () => {
+        const left = memory.remove();
+        if (left) console.error(`warning: ${left}`);
+      });
+    }
     console.error(`production path: ${rounds} alternated rounds of ${invocations} invocations per webhook, ${inFlight} in flight…`);
     for (let round = 0; round < rounds; round++) {
-      const productRun = async () => void product.push(await drive(packageDir, productSettings, bodiesFile, memory));
-      const floorRun = async () => void floor.push(await drive(minimal, {}, bodiesFile, memory));
+      const productRun = async () => void product.push(await driveRound(packageDir, productSettings, bodiesFile, memory, invocations));
+      const floorRun = async () => void floor.push(await driveRound(minimal, {}, bodiesFile, memory, invocations));
       if (round % 2 === 0) await productRun().then(floorRun);
       else await floorRun().then(productRun);
     }
-    const productStarts = product.map((r) => ({ startedMs: r.startedMs, firstAnswerMs: r.firstAnswerMs }));
-    const floorStarts = floor.map((r) => ({ startedMs: r.startedMs, firstAnswerMs: r.firstAnswerMs }));
-    if (extraStarts > 0) console.error(`production path: ${extraStarts} more starts of each app, alternated…`);
-    for (let i = 0; i < extraStarts; i++) {
-      const productStart = async () => void productStarts.push(await drive(packageDir, productSettings, bodiesFile, memory, 0));
-      const floorStart = async () => void floorStarts.push(await drive(minimal, {}, bodiesFile, memory, 0));
-      if (i % 2 === 0) await productStart().then(floorStart);
-      else await floorStart().then(productStart);
+    const productStarts: StartResult[] = [...product];
+    const floorStarts: StartResult[] = [...floor];
+    const readingStarts: StartResult[] = [];
+    console.error(`production path: ${extraStarts} more starts of each app, and of a minimal app that reads its cluster, in turn…`);
+    for (let i = 0; i < Math.max(extraStarts, 1); i++) {
+      const starts = [
+        async () => void (i < extraStarts && productStarts.push(await driveStart(packageDir, productSettings, bodiesFile, memory))),
+        async () => void (i < extraStarts && floorStarts.push(await driveStart(minimal, {}, bodiesFile, memory))),
+        async () => void readingStarts.push(await driveStart(reading, productSettings, bodiesFile, memory)),
+      ];
+      for (let k = 0; k < starts.length; k++) await starts[(i + k) % starts.length]!();
     }
-    // For comparison, one round of each as V8 sizes the heap with this whole machine in view.
-    const unlimited = memory ? { product: await drive(packageDir, productSettings, bodiesFile, undefined), floor: await drive(minimal, {}, bodiesFile, undefined) } : undefined;
+    // For comparison, one round of each as V8 sizes the heap with no limit but this machine's memory.
+    const unlimited = memory
+      ? {
+          product: await driveRound(packageDir, productSettings, bodiesFile, undefined, invocations, false),
+          floor: await driveRound(minimal, {}, bodiesFile, undefined, invocations, false),
+        }
+      : undefined;
     const rows: string[][] = [["figure", "product", "minimal app", "ratio", "target", ""]];
     const add = (figure: string, p: number, f: number, unit: string, digits: number, target?: { text: string; met: boolean }) =>
       rows.push([
@@ -219,7 +318,7 @@ export async function productionBench(): Promise<void> {
     add("RSS once V8 has given back the pages it keeps free (last-resort GC)", median(product.map((r) => r.heldRssMiB)), median(floor.map((r) => r.heldRssMiB)), "MiB", 0);
     if (unlimited) {
       add(
-        `RSS after the invocations, full GC, with no memory limit (${(totalmem() / 1073741824).toFixed(0)} GiB in view; one round)`,
+        `RSS after the invocations, full GC, with no memory limit (V8's heap limit ${unlimited.product.heapLimitMiB.toFixed(0)} MiB; one round)`,
         unlimited.product.rssMiB,
         unlimited.floor.rssMiB,
         "MiB",
@@ -231,7 +330,7 @@ export async function productionBench(): Promise<void> {
     add("heap committed by V8 after the invocations", median(product.map((r) => r.heapCommittedMiB)), median(floor.map((r) => r.heapCommittedMiB)), "MiB", 1);
     add("memory outside the heap (external)", median(product.map((r) => r.externalMiB)), median(floor.map((r) => r.externalMiB)), "MiB", 1);
     add(
-      `process start → functions registered (${productStarts.length} starts each)`,
+      `process start → functions registered (medians of ${productStarts.length} starts)`,
       median(productStarts.map((r) => r.startedMs)),
       median(floorStarts.map((r) => r.startedMs)),
       "ms",
@@ -242,14 +341,18 @@ export async function productionBench(): Promise<void> {
       text: "≤ 1.7× the minimal app's",
       met: first[0] <= 1.7 * first[1],
     });
+    const readingFirst = median(readingStarts.map((r) => r.firstAnswerMs));
     const width = (i: number) => Math.max(...rows.map((r) => r[i]!.length));
     console.log(
       `\nProduction path: the package under the Functions programming model (bench/workerDriver.js) beside a minimal app, core ${core}, medians of ${rounds} rounds; the package's code cache: ${[...new Set(product.map((r) => r.codeCache))].join(", ")}`,
     );
     console.log(
       memory
-        ? `each process had the memory of one instance: ${memory.mib} MiB (infra/main.bicep's instanceMemoryMB), as a cgroup's limit that Node read; V8 sized its heap to ${median(product.map((r) => r.heapLimitMiB)).toFixed(0)} MiB`
+        ? `each process had the memory of one instance: ${memory.mib} MiB (${memorySource}), as a cgroup's limit that Node read; V8 sized its heap to ${median(product.map((r) => r.heapLimitMiB)).toFixed(0)} MiB`
         : `warning: the processes had this machine's memory (${(totalmem() / 1073741824).toFixed(0)} GiB), not an instance's (${instanceMiB > 0 ? `no memory cgroup could be made: ${unavailable}` : unavailable}): V8 sized its heap to ${median(product.map((r) => r.heapLimitMiB)).toFixed(0)} MiB, which no instance does, and the memory figures are not an instance's`,
+    );
+    console.log(
+      `a minimal app that also gets a managed identity token and reads one credential spec through undici (bench/readingApp.mjs, packaged with a trained code cache as the product is) answered first after ${readingFirst.toFixed(0)} ms (median of ${readingStarts.length} starts; code cache ${[...new Set(readingStarts.map((r) => r.codeCache))].join(", ")}): ${(readingFirst / first[1]).toFixed(2)}× the minimal app's, and the product's first answer is ${(first[0] / readingFirst).toFixed(2)}× that`,
     );
     const busy = loadavg()[0]! > cpus().length;
     if (busy) console.log(`warning: the machine was busy (load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} cores): figures are less comparable`);
@@ -258,7 +361,13 @@ export async function productionBench(): Promise<void> {
       if (i === 0) console.log(`|${r.map((_, c) => "-".repeat(width(c) + 2)).join("|")}|`);
     }
   } finally {
-    for (const stop of stops) await stop();
+    for (const stop of stops) {
+      try {
+        await stop();
+      } catch (error) {
+        console.error(`warning: cleaning up after the production bench: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
     await local.stop();
   }
 }
