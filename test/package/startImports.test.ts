@@ -42,7 +42,7 @@ StartImports("the Kubernetes client and the Azure identity libraries are in the 
   }
 });
 
-StartImports("fp-ts and io-ts are bundled from their ES module builds, so no import site copies their exports", async () => {
+StartImports("fp-ts and io-ts are bundled from their ES module builds only, so no import site of ours copies their exports", async () => {
   const { metafile } = await bundle({ write: false });
   for (const library of ["fp-ts", "io-ts"]) {
     const bundled = Object.keys(metafile.inputs).filter((path) => path.includes(`node_modules/${library}/`));
