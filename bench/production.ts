@@ -12,8 +12,7 @@ import { applyObjects } from "../cluster/applyObjects.js";
 import { canonicalJson } from "../lib/gmsa/canonicalJson.js";
 import { clusterManifests } from "../cluster/manifests.js";
 import { loadKubeconfigFile, localWebhookUser, startLocalCluster } from "../host/localCluster.js";
-import { startTrainingCluster } from "../scripts/codeCacheTraining.js";
-import { assertAscii, bundleWrapper, packageApp, packageDir } from "../scripts/package.js";
+import { appBuildOptions, assertAscii, packageApp, packageDir, trainCodeCache } from "../scripts/package.js";
 import { credSpecFixture } from "../test/support/fixtures.js";
 import { gmsa, pod, review } from "../test/support/reviews.js";
 import { useGrant } from "../test/support/useGrants.js";
@@ -49,6 +48,7 @@ function benchSettings() {
   return {
     rounds: wholeNumber("BENCH_ROUNDS", 5, 1),
     invocations: wholeNumber("BENCH_INVOCATIONS", 4000, 1),
+    // The reviews name spec-7.
     credSpecCount: wholeNumber("BENCH_CREDSPECS", 1000, 8),
     // Starts alone, beside each round's: one start moves by tens of milliseconds with the
     // machine, and a median of five is too few for a ratio of two starts.
@@ -111,32 +111,11 @@ async function readingPackage(work: string): Promise<string> {
   const dir = join(work, "reading");
   mkdirSync(join(dir, "dist"), { recursive: true });
   const app = join(dir, "dist", "app.js");
-  buildSync({
-    entryPoints: [join(__dirname, "readingApp.mjs")],
-    bundle: true,
-    platform: "node",
-    target: "node22",
-    format: "cjs",
-    outfile: app,
-    external: ["@azure/functions-core", "open"],
-    minify: true,
-    banner: { js: bundleWrapper.head },
-    footer: { js: bundleWrapper.tail },
-    legalComments: "external",
-    logLevel: "warning",
-  });
+  buildSync({ ...appBuildOptions, entryPoints: [join(__dirname, "readingApp.mjs")], outfile: app, external: ["@azure/functions-core", "open"] });
   assertAscii(readFileSync(app));
   copyFileSync(join(root, "scripts", "packageEntry.js"), join(dir, "dist", "main.js"));
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "reading", version: "1.0.0", main: "dist/main.js" }));
-  const training = await startTrainingCluster(join(root, "examples", "credspecs", "webapp1.yaml"));
-  try {
-    await promisify(execFile)(process.execPath, [join(root, "scripts", "packageCodeCache.js"), join(dir, "dist", "main.js"), training.mutateReviewFile], {
-      env: { PATH: process.env.PATH, ...training.settings },
-      timeout: 120_000,
-    });
-  } finally {
-    await training.close();
-  }
+  await trainCodeCache(join(dir, "dist", "main.js"));
   return dir;
 }
 
@@ -169,48 +148,31 @@ function bodies(dir: string): string {
   return file;
 }
 
+/** A package the driver loads, and the settings it is started with (as a Function App's). */
+interface App {
+  readonly folder: string;
+  readonly settings: Record<string, string>;
+}
+
 /**
  * One driver run, in the instance's memory cgroup when there is one: `count` invocations per
- * webhook, or a start alone with 0. Only the rounds whose figures the table gives write CPU
- * profiles (BENCH_PROFILE_DIR), so that a start alone or the unlimited round does not replace them.
+ * webhook (a DriverResult), or a start alone with 0. Only the rounds whose figures the table gives
+ * write CPU profiles (BENCH_PROFILE_DIR), so that a start alone or the unlimited round does not
+ * replace them.
  */
-async function drive(
-  packageFolder: string,
-  settings: Record<string, string>,
-  bodiesFile: string,
-  memory: InstanceMemory | undefined,
-  count: number,
-  profile: boolean,
-): Promise<unknown> {
-  const driver = ["taskset", "-c", core, process.execPath, join(__dirname, "workerDriver.js"), packageFolder, bodiesFile, String(inFlight), String(count)];
+async function drive(app: App, bodiesFile: string, memory: InstanceMemory | undefined, count: number, profile: boolean): Promise<StartResult> {
+  const driver = ["taskset", "-c", core, process.execPath, join(__dirname, "workerDriver.js"), app.folder, bodiesFile, String(inFlight), String(count)];
   const [command, ...args] = memory ? memory.command(driver) : driver;
   const { stdout } = await promisify(execFile)(command!, args, {
-    env: { PATH: process.env.PATH, ...(profile && process.env.BENCH_PROFILE_DIR ? { BENCH_PROFILE_DIR: process.env.BENCH_PROFILE_DIR } : {}), ...settings },
+    env: { PATH: process.env.PATH, ...(profile && process.env.BENCH_PROFILE_DIR ? { BENCH_PROFILE_DIR: process.env.BENCH_PROFILE_DIR } : {}), ...app.settings },
     maxBuffer: 1 << 20,
   });
   const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as StartResult;
   // What the process was given, as Node itself read it: a limit it did not see would leave V8 sizing its heap for this machine.
   if (memory && Math.round(result.constrainedMiB) !== memory.mib) {
-    throw new Error(`${packageFolder} was to run with ${memory.mib} MiB, but Node read ${result.constrainedMiB.toFixed(0)} MiB as its limit`);
+    throw new Error(`${app.folder} was to run with ${memory.mib} MiB, but Node read ${result.constrainedMiB.toFixed(0)} MiB as its limit`);
   }
   return result;
-}
-
-/** A round: `count` invocations per webhook, profiled when asked for. */
-async function driveRound(
-  packageFolder: string,
-  settings: Record<string, string>,
-  bodiesFile: string,
-  memory: InstanceMemory | undefined,
-  count: number,
-  profile = true,
-): Promise<DriverResult> {
-  return (await drive(packageFolder, settings, bodiesFile, memory, count, profile)) as DriverResult;
-}
-
-/** A start alone, up to the first admission answered. */
-async function driveStart(packageFolder: string, settings: Record<string, string>, bodiesFile: string, memory: InstanceMemory | undefined): Promise<StartResult> {
-  return (await drive(packageFolder, settings, bodiesFile, memory, 0, false)) as StartResult;
 }
 
 /** The memory of one instance as infra/main.bicep deploys it. */
@@ -256,9 +218,10 @@ export async function productionBench(): Promise<void> {
       IDENTITY_ENDPOINT: identity.url,
       IDENTITY_HEADER: identity.header,
     };
-    const minimal = minimalPackage();
+    const productApp: App = { folder: packageDir, settings: productSettings };
+    const minimalApp: App = { folder: minimalPackage(), settings: {} };
+    const readingApp: App = { folder: await readingPackage(work), settings: productSettings };
     const bodiesFile = bodies(work);
-    const reading = await readingPackage(work);
     const product: DriverResult[] = [];
     const floor: DriverResult[] = [];
     const made = instanceMiB > 0 ? instanceMemory(instanceMiB) : { unavailable: "BENCH_INSTANCE_MEMORY_MB=0" };
@@ -270,32 +233,35 @@ export async function productionBench(): Promise<void> {
         if (left) console.error(`warning: ${left}`);
       });
     }
+    // A measured round: in the instance's memory, profiled when asked; or, for comparison, with neither.
+    const round = async (app: App, limited = true) => (await drive(app, bodiesFile, limited ? memory : undefined, invocations, limited)) as DriverResult;
+    const start = (app: App) => drive(app, bodiesFile, memory, 0, false);
     console.error(`production path: ${rounds} alternated rounds of ${invocations} invocations per webhook, ${inFlight} in flight…`);
-    for (let round = 0; round < rounds; round++) {
-      const productRun = async () => void product.push(await driveRound(packageDir, productSettings, bodiesFile, memory, invocations));
-      const floorRun = async () => void floor.push(await driveRound(minimal, {}, bodiesFile, memory, invocations));
-      if (round % 2 === 0) await productRun().then(floorRun);
+    for (let i = 0; i < rounds; i++) {
+      const productRun = async () => void product.push(await round(productApp));
+      const floorRun = async () => void floor.push(await round(minimalApp));
+      if (i % 2 === 0) await productRun().then(floorRun);
       else await floorRun().then(productRun);
     }
-    const productStarts: StartResult[] = [...product];
-    const floorStarts: StartResult[] = [...floor];
-    const readingStarts: StartResult[] = [];
+    const startsOf = new Map<App, StartResult[]>([
+      [productApp, [...product]],
+      [minimalApp, [...floor]],
+      [readingApp, []],
+    ]);
     console.error(`production path: ${extraStarts} more starts of each app, and of a minimal app that reads its cluster, in turn…`);
+    // The reading app starts as often as the others, and once at least; who goes first rotates.
     for (let i = 0; i < Math.max(extraStarts, 1); i++) {
-      const starts = [
-        async () => void (i < extraStarts && productStarts.push(await driveStart(packageDir, productSettings, bodiesFile, memory))),
-        async () => void (i < extraStarts && floorStarts.push(await driveStart(minimal, {}, bodiesFile, memory))),
-        async () => void readingStarts.push(await driveStart(reading, productSettings, bodiesFile, memory)),
-      ];
-      for (let k = 0; k < starts.length; k++) await starts[(i + k) % starts.length]!();
+      const turn = i < extraStarts ? [productApp, minimalApp, readingApp] : [readingApp];
+      for (let k = 0; k < turn.length; k++) {
+        const app = turn[(i + k) % turn.length]!;
+        startsOf.get(app)!.push(await start(app));
+      }
     }
+    const productStarts = startsOf.get(productApp)!;
+    const floorStarts = startsOf.get(minimalApp)!;
+    const readingStarts = startsOf.get(readingApp)!;
     // For comparison, one round of each as V8 sizes the heap with no limit but this machine's memory.
-    const unlimited = memory
-      ? {
-          product: await driveRound(packageDir, productSettings, bodiesFile, undefined, invocations, false),
-          floor: await driveRound(minimal, {}, bodiesFile, undefined, invocations, false),
-        }
-      : undefined;
+    const unlimited = memory ? { product: await round(productApp, false), floor: await round(minimalApp, false) } : undefined;
     const rows: string[][] = [["figure", "product", "minimal app", "ratio", "target", ""]];
     const add = (figure: string, p: number, f: number, unit: string, digits: number, target?: { text: string; met: boolean }) =>
       rows.push([

@@ -3,15 +3,16 @@
 // At start it gets a managed identity token with @azure/identity, as a Function App does; each
 // admission that names a credential spec reads that spec with one GET through undici, over one
 // kept-alive connection (HTTP/2 where the API server offers it), then answers the minimal app's
-// fixed AdmissionReview. No cache, no checks: its warm figures would mean nothing, and the bench
-// times only its starts. An ES module, so that esbuild keeps only the credential it uses.
+// fixed AdmissionReview (bench/fixedAnswer.js). No cache, no checks: its warm figures would mean
+// nothing, and the bench times only its starts. An ES module, so that esbuild keeps only the
+// credential it uses. (The scope is written out: importing the product's would bring its modules.)
 import { app } from "@azure/functions";
 import { ManagedIdentityCredential } from "@azure/identity";
 import { Agent, request } from "undici";
+import { fixedAnswer } from "./fixedAnswer.js";
 
 // The AKS server application's scope, as the product asks for it.
 const scope = "6dae42f8-4368-4678-94ff-3960e28e3630/.default";
-const patch = Buffer.from(JSON.stringify([{ op: "add", path: "/metadata/labels", value: { bench: "floor" } }])).toString("base64");
 let cluster;
 
 app.hook.appStart(async () => {
@@ -33,11 +34,7 @@ async function answer(httpRequest) {
     const spec = await response.body.json();
     if (response.statusCode !== 200) throw new Error(`GET ${name}: ${response.statusCode} ${JSON.stringify(spec).slice(0, 200)}`);
   }
-  return {
-    status: 200,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid, allowed: true, patchType: "JSONPatch", patch } }),
-  };
+  return fixedAnswer(uid);
 }
 
 for (const name of ["mutate", "validate", "validate-credspec"]) {

@@ -1,4 +1,4 @@
-import { build } from "esbuild";
+import { build, type BuildOptions } from "esbuild";
 import { zipSync } from "fflate";
 import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -33,24 +33,7 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   const app = readFileSync(join(root, appPath));
   assertAscii(app);
   copyFileSync(join(root, "scripts", "packageEntry.js"), join(root, bundlePath));
-  // A Node of its own and no flags of the parent's (tsx's loader, --cpu-prof): V8 takes a cache
-  // only in a process whose flags match the one that made it. It answers one admission first,
-  // against a stand-in API server here, so that the cache also holds what a new instance's first
-  // admission compiles. The training takes production's path, Microsoft Entra access with a
-  // managed identity; a kubeconfig member's loading, and the ARM lookup, compile on first use.
-  const training = await startTrainingCluster(join(root, "examples", "credspecs", "webapp1.yaml"));
-  try {
-    // Not execFileSync: the stand-in answers from this process's event loop.
-    const { stderr } = await promisify(execFile)(process.execPath, [join(root, "scripts", "packageCodeCache.js"), join(root, bundlePath), training.mutateReviewFile], {
-      env: { PATH: process.env.PATH, ...training.settings },
-      timeout: 120_000,
-    }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
-      throw new Error(`the code cache could not be made: ${[error.message, error.stderr, error.stdout].filter(Boolean).join("\n")}`);
-    });
-    if (stderr) process.stderr.write(stderr);
-  } finally {
-    await training.close();
-  }
+  await trainCodeCache(join(root, bundlePath));
   const source = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { name: string; version: string; engines: unknown };
   const manifest = { name: source.name, version: source.version, private: true, main: bundlePath, engines: source.engines, dependencies: {} };
   const files: Record<string, Uint8Array> = {
@@ -79,8 +62,55 @@ export async function packageApp(): Promise<{ zipPath: string; bundleBytes: numb
   return { zipPath, bundleBytes, zipBytes: zip.byteLength };
 }
 
+/**
+ * Writes the V8 code cache beside a package's app.js, run through its entry point (`main`, a copy
+ * of scripts/packageEntry.js). A Node of its own and no flags of the parent's (tsx's loader,
+ * --cpu-prof): V8 takes a cache only in a process whose flags match the one that made it. It
+ * answers one admission first, against a stand-in API server here, so that the cache also holds
+ * what a new instance's first admission compiles. The training takes production's path, Microsoft
+ * Entra access with a managed identity; a kubeconfig member's loading, and the ARM lookup, compile
+ * on first use.
+ */
+export async function trainCodeCache(main: string): Promise<void> {
+  const training = await startTrainingCluster(join(root, "examples", "credspecs", "webapp1.yaml"));
+  try {
+    // Not execFileSync: the stand-in answers from this process's event loop.
+    const { stderr } = await promisify(execFile)(process.execPath, [join(root, "scripts", "packageCodeCache.js"), main, training.mutateReviewFile], {
+      env: { PATH: process.env.PATH, ...training.settings },
+      timeout: 120_000,
+    }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
+      throw new Error(`the code cache could not be made: ${[error.message, error.stderr, error.stdout].filter(Boolean).join("\n")}`);
+    });
+    if (stderr) process.stderr.write(stderr);
+  } finally {
+    await training.close();
+  }
+}
+
 /** What app.js is wrapped in: a function of a module's own variables, called by the entry point. */
 export const bundleWrapper = { head: "(function (exports, require, module, __filename, __dirname) {", tail: "})" } as const;
+
+/**
+ * How a package's app.js is built, whatever it bundles: for Node 22 as one CommonJS file,
+ * minified, in the module wrapper, its licence comments in a file of their own.
+ */
+export const appBuildOptions = {
+  bundle: true,
+  platform: "node",
+  target: "node22",
+  format: "cjs",
+  // A package's ESM build where it publishes one beside its CommonJS build without an exports
+  // map (fp-ts and io-ts): esbuild joins ES modules into the bundle's scope, where each import of
+  // a CommonJS module gets a namespace copy of its exports, a getter per name, at every start.
+  mainFields: ["module", "main"],
+  minify: true,
+  // The function Node wraps a CommonJS module in, written into the file: the entry point runs
+  // the file's text as it is read (scripts/packageEntry.js), and the map counts these lines.
+  banner: { js: bundleWrapper.head },
+  footer: { js: bundleWrapper.tail },
+  legalComments: "external",
+  logLevel: "warning",
+} as const satisfies BuildOptions;
 
 /**
  * One esbuild run of the package bundle: every function module and what it imports, dependencies
@@ -92,29 +122,15 @@ export function bundle(options: { write?: boolean } = {}) {
     .sort();
   const entry = modules.map((f) => `import "./functions/${f.replace(/\.ts$/, "")}";`).join("\n");
   return build({
+    ...appBuildOptions,
     stdin: { contents: entry, resolveDir: root, sourcefile: "functions-entry.js", loader: "js" },
-    bundle: true,
-    platform: "node",
-    target: "node22",
-    format: "cjs",
     outfile: join(root, appPath),
     // The worker provides the core API; native speed-ups of `ws` are optional; `open` starts a
     // browser for @azure/identity's interactive sign-in, which no instance does: it is imported
     // only when that sign-in runs, and would fail there (the package has no node_modules).
     external: ["@azure/functions-core", "bufferutil", "utf-8-validate", "open"],
-    // A package's ESM build where it publishes one beside its CommonJS build without an exports
-    // map (fp-ts and io-ts): esbuild joins ES modules into the bundle's scope, where each import of
-    // a CommonJS module gets a namespace copy of its exports, a getter per name, at every start.
-    mainFields: ["module", "main"],
-    minify: true,
-    // The function Node wraps a CommonJS module in, written into the file: the entry point runs
-    // the file's text as it is read (scripts/packageEntry.js), and the map counts these lines.
-    banner: { js: bundleWrapper.head },
-    footer: { js: bundleWrapper.tail },
     sourcemap: "external",
-    legalComments: "external",
     metafile: true,
-    logLevel: "warning",
     write: options.write ?? true,
   });
 }

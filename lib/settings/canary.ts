@@ -29,13 +29,13 @@ const schedule = new t.Type<string, string, unknown>(
 
 const hostNameWithPort = /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$/;
 
-/** WEBSITE_HOSTNAME: a host name, with a port on a local host; the host name alone is kept. */
+/** WEBSITE_HOSTNAME, trimmed: a host name, with a port on a local host; the host name alone is kept. */
 const websiteHostName = new t.Type<string, string, unknown>(
   "WEBSITE_HOSTNAME",
   (value): value is string => typeof value === "string",
   (value, context) =>
-    typeof value === "string" && hostNameWithPort.test(value.trim())
-      ? t.success(value.trim().replace(/:\d+$/, ""))
+    typeof value === "string" && hostNameWithPort.test(value)
+      ? t.success(value.replace(/:\d+$/, ""))
       : t.failure(value, context, `WEBSITE_HOSTNAME must be a host name, got ${JSON.stringify(value)}`),
   (value) => value,
 );
