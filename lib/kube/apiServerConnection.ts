@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
+import type { Socket } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { Agent, ProxyAgent, request, Socks5ProxyAgent, type Dispatcher } from "undici";
+import { Agent, buildConnector, ProxyAgent, request, Socks5ProxyAgent, type Dispatcher } from "undici";
 import { isLoopbackHttp, plainHttpProblem } from "./plainHttp.js";
 
 /**
@@ -160,7 +161,7 @@ export function apiServerConnection(config: ApiServerCredentials, options: { tim
     const key = fingerprint(server, cluster.proxyUrl, tls);
     if (pool?.key !== key) {
       if (pool?.dispatcher) retire(pool.dispatcher);
-      pool = { key, dispatcher: dispatcherFor(cluster.proxyUrl, tls) };
+      pool = { key, dispatcher: dispatcherFor(cluster.proxyUrl, tls, key) };
     }
     return { server, headers, pool: pool.dispatcher };
   }
@@ -311,7 +312,7 @@ function target(config: ApiServerCredentials): { server: string; cluster: NonNul
 }
 
 /** The TLS settings a connection takes from what client-node's applyToHTTPSOptions wrote. */
-interface TlsSettings {
+export interface TlsSettings {
   readonly ca?: string | Buffer;
   readonly cert?: string | Buffer;
   readonly key?: string | Buffer;
@@ -350,8 +351,69 @@ function fingerprint(server: string, proxyUrl: string | undefined, tls: TlsSetti
   return hash.digest("base64");
 }
 
-function dispatcherFor(proxyUrl: string | undefined, tls: TlsSettings): Dispatcher {
+function dispatcherFor(proxyUrl: string | undefined, tls: TlsSettings, key: string): Dispatcher {
   if (proxyUrl?.toLowerCase().startsWith("socks")) return new Socks5ProxyAgent(proxyUrl, { requestTls: tls });
   if (proxyUrl) return new ProxyAgent({ uri: proxyUrl, requestTls: tls, connect: { keepAlive: true } });
-  return new Agent({ connect: { ...tls, keepAlive: true } });
+  const ahead = openedAhead.get(key);
+  if (ahead === undefined) return new Agent({ connect: { ...tls, keepAlive: true } });
+  // The pool's first connection is the one opened ahead, if it is still open; every other one,
+  // and that one too if it failed or closed meanwhile, is connected as the pool would have.
+  openedAhead.delete(key);
+  const connect = buildConnector({ ...tls, keepAlive: true });
+  let first: OpenedAhead | undefined = ahead;
+  return new Agent({
+    connect: (options, callback) => {
+      const taken = first;
+      first = undefined;
+      if (taken === undefined) return connect(options, callback);
+      clearTimeout(taken.closeTimer);
+      void taken.socket.then((socket) => (socket !== undefined && !socket.destroyed ? callback(null, socket) : connect(options, callback)));
+    },
+  });
+}
+
+/** A TLS connection opened before the pool that will use it (connectAhead). */
+interface OpenedAhead {
+  /** The connection once its handshake is done; undefined if it failed. */
+  readonly socket: Promise<Socket | undefined>;
+  readonly closeTimer: NodeJS.Timeout;
+}
+
+/** Connections opened ahead, by the key of the pool that is to take them: at most one each. */
+const openedAhead = new Map<string, OpenedAhead>();
+
+/** How long a connection opened ahead waits for its pool before it is closed. */
+const aheadLifetimeMs = 30_000;
+
+/**
+ * Opens a TLS connection to an API server before anything calls it, so that its handshake's round
+ * trips overlap what a new instance does before its first call (fetching its first Entra token).
+ * The first pool made for the same server and TLS settings takes it as its first connection
+ * instead of connecting then; one that no pool takes within `lifetimeMs` (30 s) is closed. A
+ * connection that fails is dropped without a word: the pool connects itself and reports a failure
+ * as it always does. Nothing is sent on the connection before the pool's first call.
+ */
+export function connectAhead(server: string, tls: TlsSettings, options: { lifetimeMs?: number } = {}): void {
+  // Named as the pool names itself: the server as the cluster gives it, without trailing slashes.
+  const trimmed = server.replace(/\/+$/, "");
+  const url = new URL(trimmed);
+  if (url.protocol !== "https:") return;
+  const key = fingerprint(trimmed, undefined, tls);
+  if (openedAhead.has(key)) return;
+  const connect = buildConnector({ ...tls, keepAlive: true });
+  // The address as a pool connects to it: an IPv6 literal without its brackets.
+  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  const socket = new Promise<Socket | undefined>((resolve) => {
+    connect({ protocol: url.protocol, hostname, host: url.host, port: url.port }, (error, opened) => {
+      // Waiting unused, it keeps no process alive; the pool that takes it holds it as its own.
+      opened?.unref();
+      resolve(error ? undefined : (opened as Socket));
+    });
+  });
+  const closeTimer = setTimeout(() => {
+    if (openedAhead.get(key)?.socket === socket) openedAhead.delete(key);
+    void socket.then((opened) => opened?.destroy());
+  }, options.lifetimeMs ?? aheadLifetimeMs);
+  closeTimer.unref();
+  openedAhead.set(key, { socket, closeTimer });
 }
