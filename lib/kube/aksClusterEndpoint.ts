@@ -98,21 +98,36 @@ function armUrl(request: AksEndpointRequest, path: string): string {
   return `${armEndpointOrigin(request.armEndpoint)}/${path}?api-version=${encodeURIComponent(request.apiVersion ?? aksArmApiVersion)}`;
 }
 
-export async function fetchAksEndpoint(request: AksEndpointRequest): Promise<ApiServerEndpoint> {
+/** The ARM token of a call: asked afresh by default, or shared by reads made together. */
+type ArmToken = () => Promise<string>;
+
+export async function fetchAksEndpoint(request: AksEndpointRequest, token: ArmToken = () => armToken(request)): Promise<ApiServerEndpoint> {
   const url = armUrl(request, `${clusterPath(request.resourceId)}/listClusterUserCredential`);
   const what = `listClusterUserCredential for ${request.resourceId.id}`;
-  const body = await sendWithRetries("POST", url, what, request);
+  const body = await sendWithRetries("POST", url, what, request, token);
   return endpointFromCredentialResults(body, what);
+}
+
+/**
+ * The managed cluster's declared host names and its endpoint, read at once: a new instance
+ * waits for one ARM round trip instead of two. They share one ARM token, asked once: two reads
+ * asking at the same moment would each go to the identity endpoint before its cache held one.
+ */
+export async function readManagedCluster(request: AksEndpointRequest): Promise<{ readonly hostNames: string[]; readonly endpoint: ApiServerEndpoint }> {
+  let asked: Promise<string> | undefined;
+  const token = () => (asked ??= armToken(request));
+  const [hostNames, endpoint] = await Promise.all([fetchManagedClusterHostNames(request, token), fetchAksEndpoint(request, token)]);
+  return { hostNames, endpoint };
 }
 
 /**
  * The host names the managed cluster resource declares for its API server: `fqdn`,
  * `privateFQDN` and `azurePortalFQDN`, lower case, without the ones it does not have.
  */
-export async function fetchManagedClusterHostNames(request: AksEndpointRequest): Promise<string[]> {
+export async function fetchManagedClusterHostNames(request: AksEndpointRequest, token: ArmToken = () => armToken(request)): Promise<string[]> {
   const url = armUrl(request, clusterPath(request.resourceId));
   const what = `the managed cluster ${request.resourceId.id}`;
-  const body = await sendWithRetries("GET", url, what, request);
+  const body = await sendWithRetries("GET", url, what, request, token);
   const decoded = ManagedClusterNames.decode(body);
   if (isLeft(decoded)) throw new ArmRequestError(`the answer to a read of ${what} ${decodeFailure(decoded.left)}`);
   const { fqdn, privateFQDN, azurePortalFQDN } = decoded.right.properties;
@@ -121,12 +136,12 @@ export async function fetchManagedClusterHostNames(request: AksEndpointRequest):
   return names.map((name) => name.trim().toLowerCase().replace(/\.$/, ""));
 }
 
-async function sendWithRetries(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest): Promise<unknown> {
+async function sendWithRetries(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest, token: ArmToken): Promise<unknown> {
   const attempts = Math.max(1, request.attempts ?? 3);
   const retryDelayMs = request.retryDelayMs ?? 500;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await sendOnce(method, url, what, request);
+      return await sendOnce(method, url, what, request, await token());
     } catch (error) {
       if (!(error instanceof ArmRequestError) || !error.transient || attempt >= attempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, retryDelayMs * 2 ** (attempt - 1)));
@@ -134,10 +149,10 @@ async function sendWithRetries(method: "POST" | "GET", url: string, what: string
   }
 }
 
-async function sendOnce(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest): Promise<unknown> {
+/** A token for ARM from the credential, within the time one call may take. */
+async function armToken(request: AksEndpointRequest): Promise<string> {
   const scope = armScope(request.armEndpoint);
   const timeoutMs = request.timeoutMs ?? 15_000;
-  let token: string;
   try {
     const access = await settleWithin(
       timeoutMs,
@@ -145,11 +160,15 @@ async function sendOnce(method: "POST" | "GET", url: string, what: string, reque
       () => new Error(`the credential did not answer within ${timeoutMs} ms`),
     );
     if (!access?.token) throw new Error("the credential returned no token");
-    token = access.token;
+    return access.token;
   } catch (error) {
     // Not retried here: the credential retries on its own, and the next re-read tries again.
     throw new ArmRequestError(`could not get a Microsoft Entra token for Azure Resource Manager (scope ${scope}): ${firstLine(error)}`, { cause: error });
   }
+}
+
+async function sendOnce(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest, token: string): Promise<unknown> {
+  const timeoutMs = request.timeoutMs ?? 15_000;
   const send = request.fetch ?? fetch;
   let response: Response;
   let text: string;

@@ -1,15 +1,7 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { DefaultAzureCredential } from "@azure/identity";
 import { checkAksApiServer, isLoopbackOrigin } from "./aksApiServerHost.js";
-import {
-  aksArmApiVersion,
-  armEndpointOrigin,
-  defaultArmEndpoint,
-  fetchAksEndpoint,
-  fetchManagedClusterHostNames,
-  type ArmFetch,
-  type AksEndpointRequest,
-} from "./aksClusterEndpoint.js";
+import { aksArmApiVersion, armEndpointOrigin, defaultArmEndpoint, readManagedCluster, type ArmFetch, type AksEndpointRequest } from "./aksClusterEndpoint.js";
 import { parseAksResourceId } from "./aksResourceId.js";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
 import { entraTokenCache, type EntraTokenCache } from "./entraTokenCache.js";
@@ -115,10 +107,9 @@ export async function entraApiAccessParts(options: EntraClusterOptions): Promise
     };
     const loopbackForTests = options.loopbackApiServerForTests === true;
     reread = async () => {
-      // What the cluster resource says its names are, then where the kubeconfig points: the
-      // token goes only where both agree.
-      const clusterHostNames = await fetchManagedClusterHostNames(request);
-      const fetched = await fetchAksEndpoint(request);
+      // What the cluster resource says its names are, and where the kubeconfig points (both read
+      // at once): the token goes only where both agree.
+      const { hostNames: clusterHostNames, endpoint: fetched } = await readManagedCluster(request);
       checkAksApiServer(fetched.server, { clusterHostNames, loopbackForTests }, `listClusterUserCredential for ${parsed.id}`);
       return fetched;
     };

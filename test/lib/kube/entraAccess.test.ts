@@ -130,14 +130,27 @@ Options("with a resource ID, an API server the cluster resource declares is acce
   const credential = someToken();
   const kc = await entraApiAccess({ credential, resourceId, armFetch: arm.fetch });
   assert.is(kc.server, `https://${aksHost}`);
-  assert.equal(
-    arm.sent.map((s) => s.method),
-    ["GET", "POST"],
-  );
+  assert.equal(arm.sent.map((s) => s.method).sort(), ["GET", "POST"]);
+  // One ARM token for both reads, then the API server's.
   assert.equal(
     credential.calls.map((c) => c.scopes),
-    ["https://management.azure.com/.default", "https://management.azure.com/.default", aksServerScope],
+    ["https://management.azure.com/.default", aksServerScope],
   );
+});
+
+Options("with a resource ID, the two ARM reads are made at once: neither waits for the other's answer", async ({ ca }) => {
+  const arm = scriptedArm(ca.certPem, [aksHost], `https://${aksHost}:443`);
+  // Each read is answered only once the other has been sent: made one after the other, the
+  // first would never be answered, and start-up would fail at its ARM timeout.
+  const sent = { GET: Promise.withResolvers<void>(), POST: Promise.withResolvers<void>() };
+  const answer = arm.fetch;
+  const fetch: ArmFetch = async (url, init) => {
+    sent[init.method].resolve();
+    await sent[init.method === "GET" ? "POST" : "GET"].promise;
+    return answer(url, init);
+  };
+  const kc = await entraApiAccess({ credential: someToken(), resourceId, armFetch: fetch, armTimeoutMs: 2000, armRetryDelayMs: 10 });
+  assert.is(kc.server, `https://${aksHost}`);
 });
 
 const foreignServers: Array<[string, string[], string, RegExp]> = [
@@ -476,13 +489,15 @@ Cluster("with a resource ID, the URL and CA come from ARM with an ARM token, and
     credential.scripts.set(`${arm.endpoint}/.default`, [{ token: "arm-token", lifetimeMs: hour }]);
     const kc: EntraApiAccess = await entraApiAccess({ credential, resourceId, armEndpoint: arm.endpoint, armFetch: arm.fetch, now: clock.now, loopbackApiServerForTests: true });
 
-    assert.is(arm.requests.length, 2);
-    assert.equal(arm.requests[0], {
+    // Both reads go at once; in whatever order they arrive, each carries the ARM token.
+    const requests = [...arm.requests].sort((a, b) => a.method.localeCompare(b.method));
+    assert.is(requests.length, 2);
+    assert.equal(requests[0], {
       method: "GET",
       url: "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one?api-version=2025-10-01",
       authorization: "Bearer arm-token",
     });
-    assert.equal(arm.requests[1], {
+    assert.equal(requests[1], {
       method: "POST",
       url: "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroups/rg-aks/providers/Microsoft.ContainerService/managedClusters/aks-one/listClusterUserCredential?api-version=2025-10-01",
       authorization: "Bearer arm-token",
@@ -495,7 +510,7 @@ Cluster("with a resource ID, the URL and CA come from ARM with an ARM token, and
     });
     assert.equal(
       credential.calls.map((c) => c.scopes),
-      [`${arm.endpoint}/.default`, `${arm.endpoint}/.default`, aksServerScope],
+      [`${arm.endpoint}/.default`, aksServerScope],
     );
   } finally {
     await arm.close();
