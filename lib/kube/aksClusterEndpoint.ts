@@ -98,13 +98,19 @@ function armUrl(request: AksEndpointRequest, path: string): string {
   return `${armEndpointOrigin(request.armEndpoint)}/${path}?api-version=${encodeURIComponent(request.apiVersion ?? aksArmApiVersion)}`;
 }
 
-/** The ARM token of a call: asked afresh by default, or shared by reads made together. */
-type ArmToken = () => Promise<string>;
+/**
+ * What reads made together share: the ARM token (asked afresh by default), and a signal that says
+ * the other read failed, after which a read tries no more.
+ */
+interface SharedRead {
+  readonly token: () => Promise<string>;
+  readonly givenUp?: AbortSignal;
+}
 
-export async function fetchAksEndpoint(request: AksEndpointRequest, token: ArmToken = () => armToken(request)): Promise<ApiServerEndpoint> {
+export async function fetchAksEndpoint(request: AksEndpointRequest, shared: SharedRead = { token: () => armToken(request) }): Promise<ApiServerEndpoint> {
   const url = armUrl(request, `${clusterPath(request.resourceId)}/listClusterUserCredential`);
   const what = `listClusterUserCredential for ${request.resourceId.id}`;
-  const body = await sendWithRetries("POST", url, what, request, token);
+  const body = await sendWithRetries("POST", url, what, request, shared);
   return endpointFromCredentialResults(body, what);
 }
 
@@ -115,8 +121,15 @@ export async function fetchAksEndpoint(request: AksEndpointRequest, token: ArmTo
  */
 export async function readManagedCluster(request: AksEndpointRequest): Promise<{ readonly hostNames: string[]; readonly endpoint: ApiServerEndpoint }> {
   let asked: Promise<string> | undefined;
-  const token = () => (asked ??= armToken(request));
-  const [hostNames, endpoint] = await Promise.all([fetchManagedClusterHostNames(request, token), fetchAksEndpoint(request, token)]);
+  const givenUp = new AbortController();
+  const shared: SharedRead = { token: () => (asked ??= armToken(request)), givenUp: givenUp.signal };
+  // Once one read fails, start-up fails with it: the other makes no more attempts.
+  const failing = <T>(read: Promise<T>) =>
+    read.catch((error: unknown) => {
+      givenUp.abort();
+      throw error;
+    });
+  const [hostNames, endpoint] = await Promise.all([failing(fetchManagedClusterHostNames(request, shared)), failing(fetchAksEndpoint(request, shared))]);
   return { hostNames, endpoint };
 }
 
@@ -124,10 +137,10 @@ export async function readManagedCluster(request: AksEndpointRequest): Promise<{
  * The host names the managed cluster resource declares for its API server: `fqdn`,
  * `privateFQDN` and `azurePortalFQDN`, lower case, without the ones it does not have.
  */
-export async function fetchManagedClusterHostNames(request: AksEndpointRequest, token: ArmToken = () => armToken(request)): Promise<string[]> {
+export async function fetchManagedClusterHostNames(request: AksEndpointRequest, shared: SharedRead = { token: () => armToken(request) }): Promise<string[]> {
   const url = armUrl(request, clusterPath(request.resourceId));
   const what = `the managed cluster ${request.resourceId.id}`;
-  const body = await sendWithRetries("GET", url, what, request, token);
+  const body = await sendWithRetries("GET", url, what, request, shared);
   const decoded = ManagedClusterNames.decode(body);
   if (isLeft(decoded)) throw new ArmRequestError(`the answer to a read of ${what} ${decodeFailure(decoded.left)}`);
   const { fqdn, privateFQDN, azurePortalFQDN } = decoded.right.properties;
@@ -136,15 +149,16 @@ export async function fetchManagedClusterHostNames(request: AksEndpointRequest, 
   return names.map((name) => name.trim().toLowerCase().replace(/\.$/, ""));
 }
 
-async function sendWithRetries(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest, token: ArmToken): Promise<unknown> {
+async function sendWithRetries(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest, shared: SharedRead): Promise<unknown> {
   const attempts = Math.max(1, request.attempts ?? 3);
   const retryDelayMs = request.retryDelayMs ?? 500;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await sendOnce(method, url, what, request, await token());
+      return await sendOnce(method, url, what, request, await shared.token());
     } catch (error) {
-      if (!(error instanceof ArmRequestError) || !error.transient || attempt >= attempts) throw error;
+      if (!(error instanceof ArmRequestError) || !error.transient || attempt >= attempts || shared.givenUp?.aborted) throw error;
       await new Promise((resolve) => setTimeout(resolve, retryDelayMs * 2 ** (attempt - 1)));
+      if (shared.givenUp?.aborted) throw error;
     }
   }
 }

@@ -2,7 +2,15 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { stringify } from "yaml";
 import { createCertificateAuthority } from "../../../controlplane/pki.js";
-import { ArmRequestError, armScope, endpointFromCredentialResults, fetchAksEndpoint, fetchManagedClusterHostNames, type ArmFetch } from "../../../lib/kube/aksClusterEndpoint.js";
+import {
+  ArmRequestError,
+  armScope,
+  endpointFromCredentialResults,
+  fetchAksEndpoint,
+  fetchManagedClusterHostNames,
+  readManagedCluster,
+  type ArmFetch,
+} from "../../../lib/kube/aksClusterEndpoint.js";
 import { parseAksResourceId } from "../../../lib/kube/aksResourceId.js";
 import { fakeCredential } from "../../support/fakeCredential.js";
 
@@ -347,6 +355,32 @@ Call("an ARM answer that never comes, from a fetch that ignores its signal: trie
     assert.match((error as Error).message, "did not answer listClusterUserCredential");
   }
   assert.is(sent.length, 3);
+});
+
+Call("read together, a read that fails ends the other's attempts: no retry follows the failure", async () => {
+  const sent: string[] = [];
+  // The cluster resource is refused for good; listClusterUserCredential answers 503, which is retried.
+  const fetch: ArmFetch = async (_url, init) => {
+    sent.push(init.method);
+    if (init.method === "GET") {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return new Response(JSON.stringify({ error: { code: "AuthorizationFailed", message: "no" } }), { status: 403 });
+    }
+    return new Response("busy", { status: 503 });
+  };
+  const credential = fakeCredential([{ token: "arm-token", lifetimeMs: 3_600_000 }]);
+  const error = await readManagedCluster({ resourceId, credential, armEndpoint: "https://management.azure.com", fetch, retryDelayMs: 50, attempts: 5 }).then(
+    () => undefined,
+    (failure: unknown) => failure,
+  );
+  assert.instance(error, ArmRequestError);
+  assert.match((error as Error).message, /answered 403/);
+  const atFailure = sent.filter((m) => m === "POST").length;
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.is(sent.filter((m) => m === "POST").length, atFailure, "no POST was sent after the read failed");
+  assert.ok(atFailure < 5, `${atFailure} POSTs`);
+  // One ARM token for both reads.
+  assert.is(credential.calls.length, 1);
 });
 
 Call.run();

@@ -1,5 +1,9 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
-import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
+import { connect as connectTcp, createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createCertificateAuthority, issueCertificate } from "../../../controlplane/pki.js";
@@ -24,13 +28,17 @@ interface TlsServer {
   close(): Promise<void>;
 }
 
-async function startTlsServer(): Promise<TlsServer> {
+/** An HTTPS server on 127.0.0.1, named by that address or (`host`) by localhost; it answers after `answerAfterMs`. */
+async function startTlsServer(options: { host?: "127.0.0.1" | "localhost"; answerAfterMs?: number } = {}): Promise<TlsServer> {
+  const host = options.host ?? "127.0.0.1";
   const ca = await createCertificateAuthority("connect-ahead test CA");
-  const serving = await issueCertificate(ca, { commonName: "127.0.0.1", ipAddresses: ["127.0.0.1"], usage: "server" });
+  const serving = await issueCertificate(ca, { commonName: host, ...(host === "localhost" ? { dnsNames: ["localhost"] } : { ipAddresses: ["127.0.0.1"] }), usage: "server" });
   const seen = { handshakes: 0, connections: 0, closed: 0 };
   const server: Server = createServer({ cert: serving.certPem, key: serving.keyPem }, (_request, response) => {
-    response.writeHead(200, { "content-type": "application/json" });
-    response.end('{"kind":"APIVersions"}');
+    setTimeout(() => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end('{"kind":"APIVersions"}');
+    }, options.answerAfterMs ?? 0);
   });
   const self: TlsServer = {
     url: "",
@@ -52,7 +60,7 @@ async function startTlsServer(): Promise<TlsServer> {
     self.onHandshake?.(socket, index);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return Object.assign(self, { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  return Object.assign(self, { url: `https://${host}:${(server.address() as AddressInfo).port}` });
 }
 
 /** The credentials a connection reads: this server, a token, and `ca` as the CA. */
@@ -91,6 +99,92 @@ Ahead("the first pool for the same server and TLS settings takes it, done or sti
       await connection.close();
       await server.close();
     }
+  }
+});
+
+Ahead("for a server named by DNS name, the name the pool asks the server to prove is the one it proved: taken", async () => {
+  const server = await startTlsServer({ host: "localhost" });
+  const connection = apiServerConnection(credentialsFor(server.url, server.caPem));
+  try {
+    connectAhead(server.url, { ca: server.caPem });
+    await until("the handshake made ahead", () => server.seen.handshakes === 1);
+    assert.is((await connection.send({ method: "GET", path: "/apis" })).status, 200);
+    assert.is(server.seen.handshakes, 1);
+  } finally {
+    await connection.close();
+    await server.close();
+  }
+});
+
+Ahead("one whose handshake hangs holds the first call no longer than its deadline, and the next call connects afresh", async () => {
+  const server = await startTlsServer();
+  // The first TCP connection is accepted and never answered; the others reach the server.
+  let accepted = 0;
+  const sockets = new Set<Socket>();
+  const front = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on("error", () => undefined);
+    if (accepted++ === 0) return;
+    const upstream = connectTcp(Number(new URL(server.url).port), "127.0.0.1");
+    upstream.on("error", () => undefined);
+    socket.pipe(upstream).pipe(socket);
+  });
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+  const url = `https://127.0.0.1:${(front.address() as AddressInfo).port}`;
+  const connection = apiServerConnection(credentialsFor(url, server.caPem));
+  try {
+    connectAhead(url, { ca: server.caPem });
+    await until("the connection made ahead accepted", () => accepted === 1);
+    const first = Date.now();
+    const refused = await connection.send({ method: "GET", path: "/apis", timeoutMs: 300 }).then(
+      () => "answered",
+      (error: unknown) => String(error),
+    );
+    assert.match(refused, /no answer/);
+    assert.ok(Date.now() - first < 2000, `the first call took ${Date.now() - first} ms`);
+    const second = Date.now();
+    assert.is((await connection.send({ method: "GET", path: "/apis", timeoutMs: 5000 })).status, 200);
+    assert.ok(Date.now() - second < 2000, `the second call took ${Date.now() - second} ms`);
+  } finally {
+    await connection.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => front.close(() => resolve()));
+    await server.close();
+  }
+});
+
+Ahead("waiting, it keeps no process alive; taken, the pool keeps the process alive until its call is answered", async () => {
+  const child = join(__dirname, "..", "..", "support", "connectAheadChild.ts");
+  const dir = mkdtempSync(join(tmpdir(), "gmsa-connect-ahead-"));
+  // A server that never finishes a handshake: a process waiting on it alone exits at once.
+  // (Read, so that it sees the child's end of the connection and closes.)
+  const silent = createNetServer((socket) => socket.on("error", () => undefined).resume());
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  const server = await startTlsServer({ answerAfterMs: 1000 });
+  const caFile = join(dir, "ca.pem");
+  writeFileSync(caFile, server.caPem);
+  const run = (mode: string, url: string) =>
+    new Promise<{ ms: number; stdout: string }>((resolve, reject) => {
+      const started = Date.now();
+      execFile(process.execPath, ["--import", "tsx", child, mode, url, caFile], { timeout: 20_000 }, (error, stdout, stderr) =>
+        error ? reject(new Error(`${mode}: ${error.message}\n${stderr}`)) : resolve({ ms: Date.now() - started, stdout }),
+      );
+    });
+  try {
+    const [alone, calling, aloneBaseline] = await Promise.all([
+      run("ahead-only", `https://127.0.0.1:${(silent.address() as AddressInfo).port}`),
+      run("ahead-then-call", server.url),
+      // The same process's start and exit with nothing to wait for: what "at once" is here.
+      run("ahead-only", "http://127.0.0.1:1"),
+    ]);
+    assert.ok(
+      alone.ms < aloneBaseline.ms + 3000,
+      `a process waiting only on a connection opened ahead exited after ${alone.ms} ms (${aloneBaseline.ms} ms with nothing to wait for)`,
+    );
+    assert.is(calling.stdout.trim(), "status 200");
+  } finally {
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
+    await server.close();
   }
 });
 
