@@ -1,5 +1,6 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { isLeft } from "fp-ts/Either";
+import { setTimeout as sleep } from "node:timers/promises";
 import * as t from "io-ts";
 import { parse as parseYaml } from "yaml";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
@@ -157,7 +158,8 @@ async function sendWithRetries(method: "POST" | "GET", url: string, what: string
       return await sendOnce(method, url, what, request, await shared.token());
     } catch (error) {
       if (!(error instanceof ArmRequestError) || !error.transient || attempt >= attempts || shared.givenUp?.aborted) throw error;
-      await new Promise((resolve) => setTimeout(resolve, retryDelayMs * 2 ** (attempt - 1)));
+      // The wait ends early when the other read fails.
+      await sleep(retryDelayMs * 2 ** (attempt - 1), undefined, shared.givenUp ? { signal: shared.givenUp } : {}).catch(() => undefined);
       if (shared.givenUp?.aborted) throw error;
     }
   }

@@ -385,7 +385,7 @@ function handOver(ahead: OpenedAhead, options: buildConnector.Options, callback:
     String(options.port ?? "") === address.port &&
     serverNameOf(options.servername, address.tlsServername, options.hostname) === address.servername;
   const { outcome } = ahead;
-  if (!asked || outcome?.kind === "failed" || (outcome?.kind === "open" && (outcome.socket.destroyed || outcome.socket.readableEnded))) {
+  if (!asked || outcome?.kind === "failed" || ahead.socket.destroyed || ahead.socket.readableEnded) {
     ahead.socket.destroy();
     return ahead.connect(options, callback);
   }
@@ -470,7 +470,8 @@ export function connectAhead(server: string, tls: TlsSettings, options: { lifeti
   socket.unref();
   const closeTimer = setTimeout(() => {
     if (openedAhead.get(key) === opened) openedAhead.delete(key);
-    socket.destroy();
+    // With an error, so that a handshake still under way ends with an outcome.
+    socket.destroy(new Error("the connection opened ahead was not taken in time"));
   }, options.lifetimeMs ?? aheadLifetimeMs);
   closeTimer.unref();
   opened = { socket, address, connect, closeTimer };

@@ -153,6 +153,49 @@ Ahead("one whose handshake hangs holds the first call no longer than its deadlin
   }
 });
 
+Ahead("a pool made after it closed unused (its first call gave up before it was sent) connects afresh for its next call", async () => {
+  const server = await startTlsServer();
+  // The first TCP connection is accepted and never answered; the others reach the server.
+  let accepted = 0;
+  const sockets = new Set<Socket>();
+  const front = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on("error", () => undefined);
+    if (accepted++ === 0) return;
+    const upstream = connectTcp(Number(new URL(server.url).port), "127.0.0.1");
+    upstream.on("error", () => undefined);
+    socket.pipe(upstream).pipe(socket);
+  });
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+  const url = `https://127.0.0.1:${(front.address() as AddressInfo).port}`;
+  // Credentials that take longer than the first call may wait: its pool is made, but nothing is sent.
+  const slow = credentialsFor(url, server.caPem);
+  const apply = slow.applyToHTTPSOptions.bind(slow);
+  slow.applyToHTTPSOptions = async (options) => {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await apply(options);
+  };
+  const connection = apiServerConnection(slow);
+  try {
+    connectAhead(url, { ca: server.caPem }, { lifetimeMs: 400 });
+    const first = await connection.send({ method: "GET", path: "/apis", timeoutMs: 50 }).then(
+      () => "answered",
+      (error: unknown) => String(error),
+    );
+    assert.match(first, /credentials were not applied in time/);
+    // Past the connection's lifetime: it was closed, unused, by then.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const started = Date.now();
+    assert.is((await connection.send({ method: "GET", path: "/apis", timeoutMs: 3000 })).status, 200);
+    assert.ok(Date.now() - started < 1500, `the next call took ${Date.now() - started} ms`);
+  } finally {
+    await connection.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => front.close(() => resolve()));
+    await server.close();
+  }
+});
+
 Ahead("waiting, it keeps no process alive; taken, the pool keeps the process alive until its call is answered", async () => {
   const child = join(__dirname, "..", "..", "support", "connectAheadChild.ts");
   const dir = mkdtempSync(join(tmpdir(), "gmsa-connect-ahead-"));
