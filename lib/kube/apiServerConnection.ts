@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
-import { isIP, type Socket } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { Agent, buildConnector, ProxyAgent, request, Socks5ProxyAgent, type Dispatcher } from "undici";
+import { Agent, ProxyAgent, request, Socks5ProxyAgent, type Dispatcher } from "undici";
 import { isLoopbackHttp, plainHttpProblem } from "./plainHttp.js";
 
 /**
@@ -161,7 +160,7 @@ export function apiServerConnection(config: ApiServerCredentials, options: { tim
     const key = fingerprint(server, cluster.proxyUrl, tls);
     if (pool?.key !== key) {
       if (pool?.dispatcher) retire(pool.dispatcher);
-      pool = { key, dispatcher: dispatcherFor(cluster.proxyUrl, tls, key) };
+      pool = { key, dispatcher: dispatcherFor(cluster.proxyUrl, tls) };
     }
     return { server, headers, pool: pool.dispatcher };
   }
@@ -312,7 +311,7 @@ function target(config: ApiServerCredentials): { server: string; cluster: NonNul
 }
 
 /** The TLS settings a connection takes from what client-node's applyToHTTPSOptions wrote. */
-export interface TlsSettings {
+interface TlsSettings {
   readonly ca?: string | Buffer;
   readonly cert?: string | Buffer;
   readonly key?: string | Buffer;
@@ -351,129 +350,8 @@ function fingerprint(server: string, proxyUrl: string | undefined, tls: TlsSetti
   return hash.digest("base64");
 }
 
-function dispatcherFor(proxyUrl: string | undefined, tls: TlsSettings, key: string): Dispatcher {
+function dispatcherFor(proxyUrl: string | undefined, tls: TlsSettings): Dispatcher {
   if (proxyUrl?.toLowerCase().startsWith("socks")) return new Socks5ProxyAgent(proxyUrl, { requestTls: tls });
   if (proxyUrl) return new ProxyAgent({ uri: proxyUrl, requestTls: tls, connect: { keepAlive: true } });
-  const ahead = openedAhead.get(key);
-  if (ahead === undefined) return new Agent({ connect: { ...tls, keepAlive: true } });
-  openedAhead.delete(key);
-  // The connector that opened it makes the pool's other connections too: one TLS session cache.
-  const { connect } = ahead;
-  let first: OpenedAhead | undefined = ahead;
-  return new Agent({
-    connect: (options, callback) => {
-      const taken = first;
-      first = undefined;
-      return taken === undefined ? connect(options, callback) : handOver(taken, options, callback);
-    },
-  });
-}
-
-/**
- * The pool's first connection, from the one opened ahead. Done and still open, it is handed over
- * as a connector hands one over (from a later tick). Still shaking hands, it is returned, so that
- * the pool can give it up as it gives up any connection it no longer needs, and its outcome is
- * this connection's, a failure included. Failed, closed, or opened for another address than the
- * pool asks for: the pool connects as it would have.
- */
-function handOver(ahead: OpenedAhead, options: buildConnector.Options, callback: buildConnector.Callback): Socket | void {
-  clearTimeout(ahead.closeTimer);
-  const { address } = ahead;
-  const asked =
-    options.protocol === address.protocol &&
-    options.hostname === address.hostname &&
-    String(options.port ?? "") === address.port &&
-    serverNameOf(options.servername, address.tlsServername, options.hostname) === address.servername;
-  const { outcome } = ahead;
-  if (!asked || outcome?.kind === "failed" || ahead.socket.destroyed || ahead.socket.readableEnded) {
-    ahead.socket.destroy();
-    return ahead.connect(options, callback);
-  }
-  // The pool keeps the process alive while it uses the connection, as it does its own.
-  ahead.socket.ref();
-  if (outcome?.kind === "open") {
-    setImmediate(() => callback(null, outcome.socket));
-    return outcome.socket;
-  }
-  ahead.settled = (settled) => (settled.kind === "open" ? callback(null, settled.socket) : callback(settled.error, null));
-  return ahead.socket;
-}
-
-/**
- * The name a connection's server proves itself for, as undici's connector picks it: the one the
- * pool asks for, else the TLS settings', else the host's (none for an IP address).
- */
-function serverNameOf(asked: string | null | undefined, fromTls: string | undefined, hostname: string): string {
-  return asked || fromTls || (isIP(hostname) ? "" : hostname);
-}
-
-/** A TLS connection opened before the pool that will use it (connectAhead). */
-interface OpenedAhead {
-  /** The connection, from the moment it is opened. */
-  readonly socket: Socket;
-  /** Where it goes, as a pool asks for a connection, and the name the server proved. */
-  readonly address: { readonly protocol: string; readonly hostname: string; readonly port: string; readonly tlsServername: string | undefined; readonly servername: string };
-  /** How it was opened: the pool that takes it opens its other connections so too. */
-  readonly connect: buildConnector.connector;
-  /** Undefined while the handshake goes on. */
-  outcome?: { readonly kind: "open"; readonly socket: Socket } | { readonly kind: "failed"; readonly error: Error };
-  /** Told the outcome, once the handshake ends, when a pool took the connection before that. */
-  settled?: (outcome: NonNullable<OpenedAhead["outcome"]>) => void;
-  readonly closeTimer: NodeJS.Timeout;
-}
-
-/** Connections opened ahead, by the key of the pool that is to take them: at most one each. */
-const openedAhead = new Map<string, OpenedAhead>();
-
-/**
- * How long a connection opened ahead waits for its pool before it is closed: a new instance's
- * first token comes well within it, and it is short beside the time a server gives a connection
- * to send its first request before closing it.
- */
-const aheadLifetimeMs = 10_000;
-
-/**
- * Opens a TLS connection to an API server before anything calls it, so that its handshake's round
- * trips overlap what a new instance does before its first call (fetching its first Entra token).
- * The first pool made for the same server and TLS settings takes it as its first connection
- * instead of connecting then; one that no pool takes within `lifetimeMs` (10 s) is closed. One
- * that failed is dropped without a word: the pool connects itself and reports a failure as it
- * always does. Nothing is sent on the connection before the pool's first call, and while it waits
- * it keeps no process alive.
- */
-export function connectAhead(server: string, tls: TlsSettings, options: { lifetimeMs?: number } = {}): void {
-  // Named as the pool names itself: the server as the cluster gives it, without trailing slashes.
-  const trimmed = server.replace(/\/+$/, "");
-  const url = new URL(trimmed);
-  if (url.protocol !== "https:") return;
-  const key = fingerprint(trimmed, undefined, tls);
-  if (openedAhead.has(key)) return;
-  const connect = buildConnector({ ...tls, keepAlive: true });
-  // The address as a pool asks for it: an IPv6 literal without its brackets, the port as written.
-  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
-  const address = { protocol: url.protocol, hostname, port: url.port, tlsServername: tls.servername, servername: serverNameOf(undefined, tls.servername, hostname) };
-  let opened: OpenedAhead | undefined;
-  let socket: Socket;
-  try {
-    // A connector returns the socket it is establishing (undici's Connector documentation; its
-    // type declaration says void): the connection can be closed, and given up, before it is up.
-    socket = connect({ protocol: url.protocol, hostname, port: url.port, host: url.host }, (error, connected) => {
-      const outcome = error || !connected ? { kind: "failed" as const, error: error ?? new Error("no connection") } : { kind: "open" as const, socket: connected };
-      if (opened === undefined) return;
-      opened.outcome = outcome;
-      opened.settled?.(outcome);
-    }) as unknown as Socket;
-  } catch {
-    // TLS material the connector refuses: the pool will say so in its own words.
-    return;
-  }
-  socket.unref();
-  const closeTimer = setTimeout(() => {
-    if (openedAhead.get(key) === opened) openedAhead.delete(key);
-    // With an error, so that a handshake still under way ends with an outcome.
-    socket.destroy(new Error("the connection opened ahead was not taken in time"));
-  }, options.lifetimeMs ?? aheadLifetimeMs);
-  closeTimer.unref();
-  opened = { socket, address, connect, closeTimer };
-  openedAhead.set(key, opened);
+  return new Agent({ connect: { ...tls, keepAlive: true } });
 }

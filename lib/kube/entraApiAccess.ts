@@ -1,6 +1,6 @@
 import type { Cluster, User } from "@kubernetes/client-node";
 import type { RequestOptions } from "node:https";
-import { connectAhead, type ApiServerCredentials, type TlsSettings } from "./apiServerConnection.js";
+import type { ApiServerCredentials } from "./apiServerConnection.js";
 import type { ApiServerEndpoint } from "./apiServerEndpoint.js";
 import type { EntraApiAccessParts, EntraClusterOptions } from "./entraAccess.js";
 import type { EntraTokenCache, EntraTokenStatus } from "./entraTokenCache.js";
@@ -60,19 +60,7 @@ export class EntraApiAccess implements ApiServerCredentials {
   async applyToHTTPSOptions(options: RequestOptions): Promise<void> {
     const token = await this.#tokens.token();
     options.headers = { ...options.headers, Authorization: `Bearer ${token}` };
-    Object.assign(options, this.#tls());
-  }
-
-  /**
-   * Opens the connection to the API server now, with the TLS settings every call gets, so that
-   * the first call's pool takes it instead of connecting then (apiServerConnection's connectAhead).
-   */
-  connectAhead(): void {
-    connectAhead(this.#endpoint.server, this.#tls());
-  }
-
-  #tls(): TlsSettings {
-    return this.#endpoint.caPem === undefined ? {} : { ca: this.#endpoint.caPem };
+    if (this.#endpoint.caPem !== undefined) options.ca = this.#endpoint.caPem;
   }
 
   /** The API server URL in use. */
@@ -135,11 +123,6 @@ export async function entraApiAccess(options: EntraClusterOptions): Promise<Entr
   const { entraApiAccessParts } = await import("./entraAccess.js");
   const parts = await entraApiAccessParts(options);
   const config = new EntraApiAccess(parts);
-  if (options.prefetchToken ?? true) {
-    // The handshake with the API server goes on while the first token is fetched: on a new
-    // instance the first admission's first call then finds its connection open.
-    config.connectAhead();
-    await parts.tokens.token();
-  }
+  if (options.prefetchToken ?? true) await parts.tokens.token();
   return config;
 }
