@@ -1,7 +1,7 @@
 import type { TokenCredential } from "@azure/core-auth";
 import { isLeft } from "fp-ts/Either";
-import { setTimeout as sleep } from "node:timers/promises";
 import * as t from "io-ts";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parse as parseYaml } from "yaml";
 import { apiServerUrl, caBundlePem, type ApiServerEndpoint } from "./apiServerEndpoint.js";
 import type { AksResourceId } from "./aksResourceId.js";
@@ -100,15 +100,15 @@ function armUrl(request: AksEndpointRequest, path: string): string {
 }
 
 /**
- * What reads made together share: the ARM token (asked afresh by default), and a signal that says
- * the other read failed, after which a read tries no more.
+ * What reads made together share: the ARM token, and a signal that says the other read failed,
+ * after which a read tries no more. A read made alone asks for its token at each attempt.
  */
 interface SharedRead {
   readonly token: () => Promise<string>;
-  readonly givenUp?: AbortSignal;
+  readonly givenUp: AbortSignal;
 }
 
-export async function fetchAksEndpoint(request: AksEndpointRequest, shared: SharedRead = { token: () => armToken(request) }): Promise<ApiServerEndpoint> {
+export async function fetchAksEndpoint(request: AksEndpointRequest, shared?: SharedRead): Promise<ApiServerEndpoint> {
   const url = armUrl(request, `${clusterPath(request.resourceId)}/listClusterUserCredential`);
   const what = `listClusterUserCredential for ${request.resourceId.id}`;
   const body = await sendWithRetries("POST", url, what, request, shared);
@@ -138,7 +138,7 @@ export async function readManagedCluster(request: AksEndpointRequest): Promise<{
  * The host names the managed cluster resource declares for its API server: `fqdn`,
  * `privateFQDN` and `azurePortalFQDN`, lower case, without the ones it does not have.
  */
-export async function fetchManagedClusterHostNames(request: AksEndpointRequest, shared: SharedRead = { token: () => armToken(request) }): Promise<string[]> {
+export async function fetchManagedClusterHostNames(request: AksEndpointRequest, shared?: SharedRead): Promise<string[]> {
   const url = armUrl(request, clusterPath(request.resourceId));
   const what = `the managed cluster ${request.resourceId.id}`;
   const body = await sendWithRetries("GET", url, what, request, shared);
@@ -150,25 +150,27 @@ export async function fetchManagedClusterHostNames(request: AksEndpointRequest, 
   return names.map((name) => name.trim().toLowerCase().replace(/\.$/, ""));
 }
 
-async function sendWithRetries(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest, shared: SharedRead): Promise<unknown> {
+async function sendWithRetries(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest, shared: SharedRead | undefined): Promise<unknown> {
   const attempts = Math.max(1, request.attempts ?? 3);
   const retryDelayMs = request.retryDelayMs ?? 500;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await sendOnce(method, url, what, request, await shared.token());
+      return await sendOnce(method, url, what, request, await (shared ? shared.token() : armToken(request)));
     } catch (error) {
-      if (!(error instanceof ArmRequestError) || !error.transient || attempt >= attempts || shared.givenUp?.aborted) throw error;
-      // The wait ends early when the other read fails.
-      await sleep(retryDelayMs * 2 ** (attempt - 1), undefined, shared.givenUp ? { signal: shared.givenUp } : {}).catch(() => undefined);
-      if (shared.givenUp?.aborted) throw error;
+      if (!(error instanceof ArmRequestError) || !error.transient || attempt >= attempts) throw error;
+      // The wait ends at once when the other read has failed, or fails meanwhile.
+      await sleep(retryDelayMs * 2 ** (attempt - 1), undefined, shared ? { signal: shared.givenUp } : {}).catch(() => undefined);
+      if (shared?.givenUp.aborted) throw error;
     }
   }
 }
 
+const defaultTimeoutMs = 15_000;
+
 /** A token for ARM from the credential, within the time one call may take. */
 async function armToken(request: AksEndpointRequest): Promise<string> {
   const scope = armScope(request.armEndpoint);
-  const timeoutMs = request.timeoutMs ?? 15_000;
+  const timeoutMs = request.timeoutMs ?? defaultTimeoutMs;
   try {
     const access = await settleWithin(
       timeoutMs,
@@ -184,7 +186,7 @@ async function armToken(request: AksEndpointRequest): Promise<string> {
 }
 
 async function sendOnce(method: "POST" | "GET", url: string, what: string, request: AksEndpointRequest, token: string): Promise<unknown> {
-  const timeoutMs = request.timeoutMs ?? 15_000;
+  const timeoutMs = request.timeoutMs ?? defaultTimeoutMs;
   const send = request.fetch ?? fetch;
   let response: Response;
   let text: string;
