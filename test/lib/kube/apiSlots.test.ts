@@ -245,4 +245,83 @@ Slots("work its waiters hold the server for takes no hold of its own, and is nev
   assert.throws(() => slots.hold({ signal: new AbortController().signal, namespace: "team-a", sharedByWaiters: true } as PortCall), /backed up/);
 });
 
+Slots("admit: past its namespace's bound while that namespace is answered promptly, an admission waits for room and goes on when one settles", async () => {
+  let clock = 0;
+  const slots = apiSlots(1, 1, { slowAfterMs: 250, now: () => clock });
+  const leaves = [0, 1].map(() => slots.hold({ signal: new AbortController().signal, namespace: "team-a" }));
+  let admitted: (() => void) | undefined;
+  const waiting = slots.admit({ signal: new AbortController().signal, namespace: "team-a" }).then((leave) => (admitted = leave));
+  await turn();
+  assert.is(admitted, undefined, "no room yet: it waits, it is not refused");
+  assert.is(slots.held, 2);
+  // Another namespace is not held behind it.
+  slots.admit({ signal: new AbortController().signal, namespace: "team-b" }).then((leave) => leave());
+  clock = 100;
+  leaves[0]!();
+  await waiting;
+  assert.is(slots.held, 2, "it took the room the settled admission left");
+  admitted!();
+  leaves[1]!();
+  assert.is(slots.held, 0);
+});
+
+Slots("admit: when nothing of its namespace settles within a prompt answer's time, the waiting admission is refused then", async () => {
+  const slots = apiSlots(1, 1, { slowAfterMs: 40 });
+  for (let i = 0; i < 2; i++) slots.hold({ signal: new AbortController().signal, namespace: "team-a" });
+  const started = Date.now();
+  const outcome = await slots.admit({ signal: new AbortController().signal, namespace: "team-a" }).then(
+    () => "admitted",
+    (error: unknown) => error,
+  );
+  const waited = Date.now() - started;
+  assert.instance(outcome, ClusterUnavailableError);
+  assert.match(String(outcome), /2 admissions of namespace "team-a" already wait/);
+  assert.ok(waited >= 35 && waited < 1000, `waited ${waited} ms`);
+  assert.is(slots.held, 2);
+});
+
+Slots("admit: once the namespace's admissions have waited past a prompt answer, or the refusal is not its namespace's bound, it is refused at once", async () => {
+  let clock = 0;
+  const slots = apiSlots(1, 1, { slowAfterMs: 250, now: () => clock });
+  for (let i = 0; i < 2; i++) slots.hold({ signal: new AbortController().signal, namespace: "team-a" });
+  clock = 300;
+  let settled = "";
+  slots.admit({ signal: new AbortController().signal, namespace: "team-a" }).then(
+    () => (settled = "admitted"),
+    (error: unknown) => (settled = String(error)),
+  );
+  await turn();
+  assert.match(settled, /already wait/, "a slow namespace gets no grace");
+  // The cluster's share of the instance is full: another namespace is refused at once, as by hold.
+  const shared = apiSlots(16, 16, { maxHeldAtAll: 2, slowAfterMs: 250, now: () => 0 });
+  shared.hold({ signal: new AbortController().signal, namespace: "team-a" });
+  shared.hold({ signal: new AbortController().signal, namespace: "team-b" });
+  let other = "";
+  shared.admit({ signal: new AbortController().signal, namespace: "team-c" }).then(
+    () => (other = "admitted"),
+    (error: unknown) => (other = String(error)),
+  );
+  await turn();
+  assert.match(other, /2 admissions already wait/);
+});
+
+Slots("admit: a waiting admission whose own signal aborts leaves with its reason, and takes no room later", async () => {
+  const slots = apiSlots(1, 1, { slowAfterMs: 10_000 });
+  const leaves = [0, 1].map(() => slots.hold({ signal: new AbortController().signal, namespace: "team-a" }));
+  const controller = new AbortController();
+  const waiting = slots.admit({ signal: controller.signal, namespace: "team-a" });
+  await turn();
+  assert.is(getEventListeners(controller.signal, "abort").length, 1);
+  controller.abort(new Error("the admission's budget is spent"));
+  await waiting.then(
+    () => assert.unreachable("admitted after its admission gave up"),
+    (error: unknown) => assert.match(String(error), /budget is spent/),
+  );
+  assert.is(getEventListeners(controller.signal, "abort").length, 0);
+  leaves[0]!();
+  await turn();
+  assert.is(slots.held, 1, "the room went to nobody");
+  leaves[1]!();
+});
+
 Slots.run();
