@@ -15,10 +15,9 @@ export interface UseDecisionCacheOptions {
   readonly maxEntries?: number;
   /**
    * Counts an admission as waiting on the API server while it waits for a review (its own or
-   * one it joined); rejects, refusing it, when too many already do (ApiSlots.admit, which may
-   * first wait a moment for room).
+   * one it joined); throws, refusing it at once, when too many already do.
    */
-  readonly hold?: (call: PortCall) => Promise<() => void>;
+  readonly hold?: (call: PortCall) => () => void;
 }
 
 export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCacheOptions): UseAuthorizer {
@@ -34,28 +33,16 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
     async mayUse(principal, namespace, credSpecName, call) {
       const signal = call.signal;
       const key = cacheKey(principal, namespace, credSpecName);
-      const remembered = () => {
-        const known = answers.get(key);
-        if (known && known.expires > now()) return known.decision;
-        if (known) answers.delete(key);
-        return undefined;
-      };
-      const known = remembered();
-      if (known) {
+      const known = answers.get(key);
+      if (known && known.expires > now()) {
         countRequest("cacheHits", signal);
-        return known;
+        return known.decision;
       }
+      if (known) answers.delete(key);
+      countRequest("cacheMisses", signal);
       // Before a review is asked or joined: one refused leaves nothing behind.
       // Counted under the namespace the question is asked in, the one its key holds.
-      const leave = await options.hold?.({ signal, namespace });
-      // Admitted after waiting for room: the review those ahead of it shared may have answered.
-      const answered = leave ? remembered() : undefined;
-      if (answered) {
-        leave!();
-        countRequest("cacheHits", signal);
-        return answered;
-      }
-      countRequest("cacheMisses", signal);
+      const leave = options.hold?.({ signal, namespace });
       // The review's calls count for the admission that asks it; those that join count a miss each.
       return reviews.join(
         key,

@@ -39,9 +39,8 @@ const firstRetryDelayMs = 100;
  * retry count, is what bounds an admission.
  */
 export async function callApi(description: string, admission: PortCall, bounds: ApiCallOptions, call: ApiSend): Promise<ApiOutcome> {
-  // Refused when too many admissions already wait on this server (after a short wait for room
-  // while they are answered promptly, lib/kube/apiSlots.ts); counted until it settles, retries included.
-  const leave = await bounds.slots?.admit(admission);
+  // Refused at once when too many admissions already wait on this server; counted until it settles, retries included.
+  const leave = bounds.slots?.hold(admission);
   try {
     return await callWithRetries(description, admission, bounds, call);
   } finally {

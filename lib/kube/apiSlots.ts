@@ -20,8 +20,7 @@ import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
  * from its first call, or from joining a review another admission asked, until that settles;
  * the shared review's own calls hold nothing more.
  * The bound is kept per namespace: once `limit + maxWaiting` admissions of one namespace hold
- * the server, a new one of that namespace is refused (by `hold` at once; by `admit` after a
- * short wait for room while they are answered promptly), while another team's admission
+ * the server, a new one of that namespace is refused at once, while another team's admission
  * still waits its turn (a flood from one namespace, or a hung server, sheds that namespace's
  * excess without refusing everyone else). An admission's namespace is the one its call carries
  * (PortCall, lib/gmsa/ports.ts), whichever port the call comes through; calls that carry none are
@@ -52,16 +51,6 @@ export interface ApiSlots {
    * admission already counted may always go on; work its waiters share holds nothing more.
    */
   hold(call: PortCall): () => void;
-  /**
-   * hold, except that an admission its namespace's bound refuses while every admission of that
-   * namespace holding the server has waited less than a prompt answer takes (`slowAfterMs`) waits
-   * for one of them to settle, up to that long from its arrival, instead of being refused at once.
-   * A burst of one team's pods that all need the same answer (a `use` answer gone stale, a cold
-   * instance) is then served as the server answers; a server that hangs still refuses the excess
-   * within that time, and at once once the namespace's admissions are slow. Rejects with the
-   * call's signal's reason if it aborts while waiting.
-   */
-  admit(call: PortCall): Promise<() => void>;
   /** How many admissions wait on the server now. */
   readonly held: number;
 }
@@ -114,8 +103,6 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
   const holders = new Map<AbortSignal, { count: number; readonly namespace: string; readonly since: number }>();
   // Namespace -> how many admissions of it hold the server.
   const byNamespace = new Map<string, number>();
-  // Namespace -> admissions waiting for room under its bound (admit), woken when one of it leaves.
-  const roomWaiters = new Map<string, Set<() => void>>();
   let inUse = 0;
   let waiting = 0;
   // One queue per namespace ("": calls of no namespace), in the order they
@@ -140,109 +127,6 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
     if (lanes.size > 0) queues.set(namespace, lanes);
     return waiter;
   };
-
-  function hold(call: PortCall): () => void {
-    // Work shared by admissions that each hold the server while they wait (lib/gmsa/ports.ts).
-    if (isSharedWorkCall(call)) return () => {};
-    const signal = call.signal;
-    let holder = holders.get(signal);
-    if (holder === undefined) {
-      const namespace = call.namespace ?? "";
-      const ofNamespace = byNamespace.get(namespace) ?? 0;
-      const at = now();
-      let slow = 0;
-      if (Number.isFinite(slowOfNamespace) && ofNamespace >= slowOfNamespace) {
-        for (const other of holders.values()) if (other.namespace === namespace && at - other.since >= slowAfterMs) slow += 1;
-      }
-      const roomInAll = holders.size < maxHeldAtAll && (holders.size < maxHeldInAll || (ofNamespace === 0 && holders.size < 2 * maxHeldInAll));
-      if (ofNamespace >= maxHeld || slow >= slowOfNamespace || !roomInAll) {
-        const who =
-          ofNamespace >= maxHeld
-            ? `${ofNamespace} admissions of namespace "${namespace}" already wait`
-            : slow >= slowOfNamespace
-              ? `${slow} admissions of namespace "${namespace}" have waited more than ${slowAfterMs} ms`
-              : `${holders.size} admissions already wait`;
-        const share = Number.isFinite(maxHeldAtAll) ? `; at most ${maxHeldAtAll} of an instance's concurrent requests wait on one cluster` : "";
-        throw new ClusterUnavailableError(
-          `the cluster's API calls are backed up: ${who} on its API server (${limit} calls at once, ${maxWaiting} more admissions waiting per namespace${share})`,
-          "backedUp",
-        );
-      }
-      byNamespace.set(namespace, ofNamespace + 1);
-      holder = { count: 0, namespace, since: at };
-      holders.set(signal, holder);
-    }
-    holder.count += 1;
-    const counted = holder;
-    let left = false;
-    return () => {
-      if (left) return;
-      left = true;
-      counted.count -= 1;
-      if (counted.count > 0) return;
-      holders.delete(signal);
-      const others = byNamespace.get(counted.namespace)! - 1;
-      if (others === 0) byNamespace.delete(counted.namespace);
-      else byNamespace.set(counted.namespace, others);
-      // Room in its namespace: whoever waits for it (admit) tries again.
-      for (const wake of [...(roomWaiters.get(counted.namespace) ?? [])]) wake();
-    };
-  }
-
-  /**
-   * Whether a refused admission may wait for room (admit): refused by its namespace's bound alone,
-   * and no admission of that namespace holding the server has waited a prompt answer's time.
-   */
-  function waitsForRoom(call: PortCall, refusal: unknown): boolean {
-    if (!(refusal instanceof ClusterUnavailableError) || !Number.isFinite(slowAfterMs)) return false;
-    const namespace = call.namespace ?? "";
-    if ((byNamespace.get(namespace) ?? 0) < maxHeld) return false;
-    const at = now();
-    for (const other of holders.values()) if (other.namespace === namespace && at - other.since >= slowAfterMs) return false;
-    return true;
-  }
-
-  /** Tries hold again each time an admission of the call's namespace leaves, until it fits or `deadline` passes. */
-  async function waitForRoom(call: PortCall, refusal: unknown, deadline: number): Promise<() => void> {
-    const { signal } = call;
-    const namespace = call.namespace ?? "";
-    for (;;) {
-      const left = deadline - now();
-      if (left <= 0) throw refusal;
-      await new Promise<void>((resolve, reject) => {
-        let waiters = roomWaiters.get(namespace);
-        if (!waiters) {
-          waiters = new Set();
-          roomWaiters.set(namespace, waiters);
-        }
-        const own = waiters;
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", onAbort);
-          own.delete(wake);
-          if (own.size === 0 && roomWaiters.get(namespace) === own) roomWaiters.delete(namespace);
-        };
-        const wake = () => {
-          done();
-          resolve();
-        };
-        const onAbort = () => {
-          done();
-          reject(signal.reason);
-        };
-        const timer = setTimeout(wake, left);
-        if (signal.aborted) return onAbort();
-        signal.addEventListener("abort", onAbort, { once: true });
-        own.add(wake);
-      });
-      try {
-        return hold(call);
-      } catch (again) {
-        refusal = again;
-        if (!waitsForRoom(call, again)) throw again;
-      }
-    }
-  }
 
   const releaser = () => {
     let released = false;
@@ -299,14 +183,50 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
     },
     limit,
     maxWaiting,
-    hold,
-    admit(call) {
-      try {
-        return Promise.resolve(hold(call));
-      } catch (refusal) {
-        if (!waitsForRoom(call, refusal)) return Promise.reject(refusal);
-        return waitForRoom(call, refusal, now() + slowAfterMs);
+    hold(call) {
+      // Work shared by admissions that each hold the server while they wait (lib/gmsa/ports.ts).
+      if (isSharedWorkCall(call)) return () => {};
+      const signal = call.signal;
+      let holder = holders.get(signal);
+      if (holder === undefined) {
+        const namespace = call.namespace ?? "";
+        const ofNamespace = byNamespace.get(namespace) ?? 0;
+        const at = now();
+        let slow = 0;
+        if (Number.isFinite(slowOfNamespace) && ofNamespace >= slowOfNamespace) {
+          for (const other of holders.values()) if (other.namespace === namespace && at - other.since >= slowAfterMs) slow += 1;
+        }
+        const roomInAll = holders.size < maxHeldAtAll && (holders.size < maxHeldInAll || (ofNamespace === 0 && holders.size < 2 * maxHeldInAll));
+        if (ofNamespace >= maxHeld || slow >= slowOfNamespace || !roomInAll) {
+          const who =
+            ofNamespace >= maxHeld
+              ? `${ofNamespace} admissions of namespace "${namespace}" already wait`
+              : slow >= slowOfNamespace
+                ? `${slow} admissions of namespace "${namespace}" have waited more than ${slowAfterMs} ms`
+                : `${holders.size} admissions already wait`;
+          const share = Number.isFinite(maxHeldAtAll) ? `; at most ${maxHeldAtAll} of an instance's concurrent requests wait on one cluster` : "";
+          throw new ClusterUnavailableError(
+            `the cluster's API calls are backed up: ${who} on its API server (${limit} calls at once, ${maxWaiting} more admissions waiting per namespace${share})`,
+            "backedUp",
+          );
+        }
+        byNamespace.set(namespace, ofNamespace + 1);
+        holder = { count: 0, namespace, since: at };
+        holders.set(signal, holder);
       }
+      holder.count += 1;
+      const counted = holder;
+      let left = false;
+      return () => {
+        if (left) return;
+        left = true;
+        counted.count -= 1;
+        if (counted.count > 0) return;
+        holders.delete(signal);
+        const others = byNamespace.get(counted.namespace)! - 1;
+        if (others === 0) byNamespace.delete(counted.namespace);
+        else byNamespace.set(counted.namespace, others);
+      };
     },
     get held() {
       return holders.size;

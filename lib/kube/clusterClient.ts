@@ -195,7 +195,7 @@ function portsOver(config: ApiServerCredentials, connection: ApiServerConnection
     credSpecs: cache ?? rememberingNotFound(direct, notFoundMemory(), () => unwatchedNotFoundTtlMs),
     authorizer: useDecisionCache(useAuthorization(connection, bounds), {
       ttlMs: settings.authCacheTtlMs,
-      hold: (call) => slots.admit(call),
+      hold: (call) => slots.hold(call),
     }),
     server: config.getCurrentCluster()?.server ?? "",
     probe: (target, signal) => probeCluster(connection, target, signal),

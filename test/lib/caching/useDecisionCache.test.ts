@@ -211,31 +211,28 @@ Cache("an admission that joins a shared review keeps it alive, and gets its answ
   assert.is(context.asked, 1);
 });
 
-Cache(
-  "admissions joining a review count as waiting on the API server: past the bound one is refused once it has waited a prompt answer's time, and the count falls when the review answers",
-  async (context) => {
-    let open!: () => void;
-    context.gate = new Promise((resolve) => (open = resolve));
-    const slots = apiSlots(1, 1);
-    const cached = useDecisionCache(
-      { mayUse: async () => (context.asked++, await context.gate, context.answer) },
-      { ttlMs: 5000, now: () => context.clock, hold: (call) => slots.admit(call) },
-    );
-    const [a, b, c] = [0, 1, 2].map(() => new AbortController().signal);
-    const first = cached.mayUse(web, "apps", "spec", { signal: a! });
-    const second = cached.mayUse(web, "apps", "spec", { signal: b! });
-    try {
-      await cached.mayUse(web, "apps", "spec", { signal: c! });
-      assert.unreachable("a third admission joined the stalled review");
-    } catch (error) {
-      assert.match(String(error), /backed up/);
-    }
-    assert.is(context.asked, 1);
-    open();
-    assert.equal(await Promise.all([first, second]), [{ allowed: true }, { allowed: true }]);
-    assert.is(slots.held, 0);
-  },
-);
+Cache("admissions joining a review count as waiting on the API server: past the bound one is refused at once, and the count falls when the review answers", async (context) => {
+  let open!: () => void;
+  context.gate = new Promise((resolve) => (open = resolve));
+  const slots = apiSlots(1, 1);
+  const cached = useDecisionCache(
+    { mayUse: async () => (context.asked++, await context.gate, context.answer) },
+    { ttlMs: 5000, now: () => context.clock, hold: (call) => slots.hold(call) },
+  );
+  const [a, b, c] = [0, 1, 2].map(() => new AbortController().signal);
+  const first = cached.mayUse(web, "apps", "spec", { signal: a! });
+  const second = cached.mayUse(web, "apps", "spec", { signal: b! });
+  try {
+    await cached.mayUse(web, "apps", "spec", { signal: c! });
+    assert.unreachable("a third admission joined the stalled review");
+  } catch (error) {
+    assert.match(String(error), /backed up/);
+  }
+  assert.is(context.asked, 1);
+  open();
+  assert.equal(await Promise.all([first, second]), [{ allowed: true }, { allowed: true }]);
+  assert.is(slots.held, 0);
+});
 
 Cache("a review its waiters hold the server for holds nothing more itself; without a hold to take, it is counted as any call", async (context) => {
   const slots = apiSlots(1, 1);
@@ -249,7 +246,7 @@ Cache("a review its waiters hold the server for holds nothing more itself; witho
       return context.answer;
     },
   };
-  const held = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock, hold: (call) => slots.admit(call) });
+  const held = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock, hold: (call) => slots.hold(call) });
   await held.mayUse(web, "apps", "spec", { signal: new AbortController().signal });
   assert.is(heldDuringReview, 1, "the waiting admission, and not the review again");
   const unheld = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock });
@@ -268,26 +265,11 @@ Cache("a TTL of 0 asks every time", async (context) => {
 
 Cache('a question in namespace "" is bounded like any other namespace', async () => {
   const slots = apiSlots(1, 1);
-  const cached = useDecisionCache({ mayUse: () => new Promise<never>(() => {}) }, { ttlMs: 5000, hold: async (call) => slots.hold(call) });
+  const cached = useDecisionCache({ mayUse: () => new Promise<never>(() => {}) }, { ttlMs: 5000, hold: (call) => slots.hold(call) });
   let refused = 0;
   for (let i = 0; i < 6; i++) cached.mayUse(web, "", `spec-${i}`, { signal: new AbortController().signal }).catch(() => refused++);
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal([slots.held, refused], [2, 4]);
-});
-
-Cache("a burst past the bound that waits on one prompt review is answered whole, by that one review", async (context) => {
-  const slots = apiSlots(1, 1, { slowAfterMs: 5_000 });
-  let open!: () => void;
-  context.gate = new Promise((resolve) => (open = resolve));
-  const cached = useDecisionCache({ mayUse: async () => (context.asked++, await context.gate, context.answer) }, { ttlMs: 5000, hold: (call) => slots.admit(call) });
-  // Two may hold the server (one call, one more waiting); six admissions ask at once.
-  const burst = Array.from({ length: 6 }, () => cached.mayUse(web, "apps", "spec", { signal: new AbortController().signal, namespace: "apps" }));
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  assert.is(slots.held, 2);
-  open();
-  assert.equal(await Promise.all(burst), Array(6).fill({ allowed: true }));
-  assert.is(context.asked, 1, "those that waited for room found the answer, and asked nothing");
-  assert.is(slots.held, 0);
 });
 
 Cache.run();
