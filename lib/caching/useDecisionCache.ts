@@ -7,6 +7,12 @@ import { sharedFlight } from "./sharedFlight.js";
  * concurrent identical questions share one access review. The price: a revoked grant keeps
  * working for up to the TTL. Denials are kept for a fifth of it, so a fresh grant works almost at
  * once; failures are never kept, and a shared review lives no longer than its waiters do.
+ *
+ * An answer used in the last fifth of its life is asked again ahead of its expiry, once, by a
+ * review no admission waits on: a team whose pods keep coming finds the next answer already there
+ * instead of all waiting, each holding the server (`hold`), on the one review its expiry needs,
+ * and being refused past its namespace's share. That review stops when the answer it replaces
+ * expires; an answer is never used past its own TTL, so a revoked grant works no longer than before.
  */
 export interface UseDecisionCacheOptions {
   readonly ttlMs: number;
@@ -24,7 +30,7 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
   if (options.ttlMs <= 0) return inner;
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 10_000;
-  const answers = new Map<string, { decision: UseDecision; expires: number }>();
+  const answers = new Map<string, Answer>();
   // Each admission waits only as long as its own signal allows; a review runs while anyone still
   // waits, and when the last one gives up it is stopped and forgotten.
   const reviews = sharedFlight<UseDecision>();
@@ -33,9 +39,30 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
     async mayUse(principal, namespace, credSpecName, call) {
       const signal = call.signal;
       const key = cacheKey(principal, namespace, credSpecName);
+      const review = (stop: AbortSignal): Promise<UseDecision> => {
+        // Every admission that waits on the review holds the server itself (`hold`), so the
+        // review's own calls are not counted again; they wait for a slot in their namespace's
+        // turn, which every waiter shares (the namespace is part of the key).
+        const call: PortCall = options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
+        return inner.mayUse(principal, namespace, credSpecName, call).then((decision) => {
+          // A review stopped because nobody waited any more answers nobody: keep nothing from it.
+          if (stop.aborted) return decision;
+          const since = now();
+          answers.delete(key);
+          answers.set(key, { decision, since, expires: since + (decision.allowed ? options.ttlMs : options.ttlMs / 5), renewing: false });
+          if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
+          return decision;
+        });
+      };
       const known = answers.get(key);
-      if (known && known.expires > now()) {
+      const at = now();
+      if (known && known.expires > at) {
         countRequest("cacheHits", signal);
+        if (!known.renewing && known.expires - at <= (known.expires - known.since) / 5) {
+          known.renewing = true;
+          // No admission waits on it or is held for it: its own deadline is the answer's expiry.
+          reviews.join(key, AbortSignal.timeout(known.expires - at), review).catch(() => {});
+        }
         return known.decision;
       }
       if (known) answers.delete(key);
@@ -44,26 +71,18 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       // Counted under the namespace the question is asked in, the one its key holds.
       const leave = options.hold?.({ signal, namespace });
       // The review's calls count for the admission that asks it; those that join count a miss each.
-      return reviews.join(
-        key,
-        signal,
-        (stop) => {
-          // Every admission that waits on the review holds the server itself (`hold`), so the
-          // review's own calls are not counted again; they wait for a slot in their namespace's
-          // turn, which every waiter shares (the namespace is part of the key).
-          const review: PortCall = options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
-          return inner.mayUse(principal, namespace, credSpecName, review).then((decision) => {
-            // A review stopped because nobody waited any more answers nobody: keep nothing from it.
-            if (stop.aborted) return decision;
-            answers.set(key, { decision, expires: now() + (decision.allowed ? options.ttlMs : options.ttlMs / 5) });
-            if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
-            return decision;
-          });
-        },
-        leave,
-      );
+      return reviews.join(key, signal, review, leave);
     },
   };
+}
+
+interface Answer {
+  readonly decision: UseDecision;
+  /** When the review that gave it answered, and when it may no longer be used. */
+  readonly since: number;
+  readonly expires: number;
+  /** A review ahead of its expiry was started (it is started once). */
+  renewing: boolean;
 }
 
 /**

@@ -34,7 +34,8 @@ Cache.before.each((context) => {
 
 Cache("reuses a grant within its TTL and asks again after it", async (context) => {
   await context.cached.mayUse(web, "apps", "spec", { signal });
-  context.clock = 4999;
+  // Not used in the last fifth of its life: nothing is asked ahead of its expiry.
+  context.clock = 3999;
   await context.cached.mayUse(web, "apps", "spec", { signal });
   assert.is(context.asked, 1);
   context.clock = 5000;
@@ -45,7 +46,7 @@ Cache("reuses a grant within its TTL and asks again after it", async (context) =
 Cache("keeps a denial for a fifth of the TTL only", async (context) => {
   context.answer = { allowed: false };
   await context.cached.mayUse(web, "apps", "spec", { signal });
-  context.clock = 999;
+  context.clock = 799;
   assert.is((await context.cached.mayUse(web, "apps", "spec", { signal })).allowed, false);
   context.answer = { allowed: true };
   context.clock = 1000;
@@ -270,6 +271,86 @@ Cache('a question in namespace "" is bounded like any other namespace', async ()
   for (let i = 0; i < 6; i++) cached.mayUse(web, "", `spec-${i}`, { signal: new AbortController().signal }).catch(() => refused++);
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal([slots.held, refused], [2, 4]);
+});
+
+Cache("an answer used in the last fifth of its life is asked again ahead of its expiry, once; after it, admissions find the new answer", async (context) => {
+  await context.cached.mayUse(web, "apps", "spec", { signal });
+  context.clock = 4000;
+  await context.cached.mayUse(web, "apps", "spec", { signal });
+  assert.is(context.asked, 2, "asked again ahead of the expiry");
+  await new Promise((resolve) => setImmediate(resolve));
+  context.clock = 4500;
+  await context.cached.mayUse(web, "apps", "spec", { signal });
+  assert.is(context.asked, 2, "once");
+  // The answer asked at 4000 lasts until 9000.
+  context.clock = 8999;
+  assert.equal(await context.cached.mayUse(web, "apps", "spec", { signal }), { allowed: true });
+  assert.is(context.asked, 3, "the new answer, used in its own last fifth, is asked ahead in turn");
+});
+
+Cache("the review asked ahead holds no admission; a team's admissions past its namespace's share after the expiry are answered, not refused", async (context) => {
+  // One call and one more admission may wait per namespace: two.
+  const slots = apiSlots(1, 1);
+  let heldDuringReview = -1;
+  const inner: UseAuthorizer = { mayUse: async () => (context.asked++, (heldDuringReview = slots.held), context.answer) };
+  const cached = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock, hold: (call) => slots.hold(call) });
+  const admission = () => ({ signal: new AbortController().signal, namespace: "apps" });
+  await cached.mayUse(web, "apps", "spec", admission());
+  context.clock = 4500;
+  await cached.mayUse(web, "apps", "spec", admission());
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.is(context.asked, 2);
+  assert.is(heldDuringReview, 0, "nobody is held for the review asked ahead");
+  // Past the first answer's expiry, six admissions of the namespace at once.
+  context.clock = 5500;
+  const burst = await Promise.all(Array.from({ length: 6 }, () => cached.mayUse(web, "apps", "spec", admission())));
+  assert.equal(burst, Array(6).fill({ allowed: true }));
+  assert.is(context.asked, 2);
+  assert.is(slots.held, 0);
+});
+
+Cache("a grant revoked meanwhile: the denial asked ahead replaces it as soon as it arrives", async (context) => {
+  await context.cached.mayUse(web, "apps", "spec", { signal });
+  context.answer = { allowed: false };
+  context.clock = 4200;
+  assert.equal(await context.cached.mayUse(web, "apps", "spec", { signal }), { allowed: true }, "the grant still within its TTL");
+  await new Promise((resolve) => setImmediate(resolve));
+  context.clock = 4300;
+  assert.equal(await context.cached.mayUse(web, "apps", "spec", { signal }), { allowed: false });
+  assert.is(context.asked, 2);
+});
+
+Cache("a review asked ahead that fails leaves the answer to expire as before; one still on its way at the expiry is joined, not asked again", async (context) => {
+  let fail = true;
+  let open!: () => void;
+  const inner: UseAuthorizer = {
+    mayUse: async () => {
+      context.asked++;
+      if (context.asked === 2 && fail) throw new Error("the API server failed");
+      await context.gate;
+      return context.answer;
+    },
+  };
+  const cached = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock });
+  await cached.mayUse(web, "apps", "spec", { signal });
+  context.clock = 4500;
+  await cached.mayUse(web, "apps", "spec", { signal });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.is(context.asked, 2);
+  context.clock = 5000;
+  assert.equal(await cached.mayUse(web, "apps", "spec", { signal }), { allowed: true });
+  assert.is(context.asked, 3, "asked when the answer expired");
+  // Asked ahead again, and still on its way when that answer expires.
+  fail = false;
+  context.gate = new Promise((resolve) => (open = resolve));
+  context.clock = 9500;
+  await cached.mayUse(web, "apps", "spec", { signal });
+  assert.is(context.asked, 4);
+  context.clock = 10_000;
+  const joined = cached.mayUse(web, "apps", "spec", { signal: new AbortController().signal });
+  open();
+  assert.equal(await joined, { allowed: true });
+  assert.is(context.asked, 4, "the admission joined the review already asked");
 });
 
 Cache.run();
