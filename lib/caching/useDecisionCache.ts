@@ -11,8 +11,11 @@ import { sharedFlight } from "./sharedFlight.js";
  * An answer used in the last fifth of its life is asked again ahead of its expiry, once, by a
  * review no admission waits on: a team whose pods keep coming finds the next answer already there
  * instead of all waiting, each holding the server (`hold`), on the one review its expiry needs,
- * and being refused past its namespace's share. That review stops when the answer it replaces
- * expires; an answer is never used past its own TTL, so a revoked grant works no longer than before.
+ * and being refused past its namespace's share. Such a review holds no admission, so few run at
+ * once (`maxAhead`; past that an answer expires as before), and each may take as long as an
+ * admission's own (`aheadBudgetMs`), past the expiry of the answer it replaces. Every answer lives
+ * its TTL from when its review answered, asked ahead or not, so a revoked grant works no longer
+ * than before.
  */
 export interface UseDecisionCacheOptions {
   readonly ttlMs: number;
@@ -24,6 +27,10 @@ export interface UseDecisionCacheOptions {
    * one it joined); throws, refusing it at once, when too many already do.
    */
   readonly hold?: (call: PortCall) => () => void;
+  /** How long a review asked ahead of an answer's expiry may take, its calls' retries included (default 4 s). */
+  readonly aheadBudgetMs?: number;
+  /** How many reviews asked ahead may be under way at once (default 2): they queue for API slots holding nothing. */
+  readonly maxAhead?: number;
 }
 
 export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCacheOptions): UseAuthorizer {
@@ -31,6 +38,9 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 10_000;
   const answers = new Map<string, Answer>();
+  const aheadBudgetMs = Math.max(1, Math.ceil(options.aheadBudgetMs ?? 4_000));
+  const maxAhead = options.maxAhead ?? 2;
+  let ahead = 0;
   // Each admission waits only as long as its own signal allows; a review runs while anyone still
   // waits, and when the last one gives up it is stopped and forgotten.
   const reviews = sharedFlight<UseDecision>();
@@ -58,10 +68,14 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       const at = now();
       if (known && known.expires > at) {
         countRequest("cacheHits", signal);
-        if (!known.renewing && known.expires - at <= (known.expires - known.since) / 5) {
+        if (!known.renewing && ahead < maxAhead && known.expires - at <= (known.expires - known.since) / 5) {
           known.renewing = true;
-          // No admission waits on it or is held for it: its own deadline is the answer's expiry.
-          reviews.join(key, AbortSignal.timeout(known.expires - at), review).catch(() => {});
+          ahead += 1;
+          // No admission waits on it or is held for it: it has an admission's budget of its own.
+          reviews
+            .join(key, AbortSignal.timeout(aheadBudgetMs), review)
+            .catch(() => {})
+            .finally(() => (ahead -= 1));
         }
         return known.decision;
       }

@@ -196,6 +196,7 @@ function portsOver(config: ApiServerCredentials, connection: ApiServerConnection
     authorizer: useDecisionCache(useAuthorization(connection, bounds), {
       ttlMs: settings.authCacheTtlMs,
       hold: (call) => slots.hold(call),
+      aheadBudgetMs: settings.admissionBudgetMs,
     }),
     server: config.getCurrentCluster()?.server ?? "",
     probe: (target, signal) => probeCluster(connection, target, signal),

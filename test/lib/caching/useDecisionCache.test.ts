@@ -353,6 +353,45 @@ Cache("a review asked ahead that fails leaves the answer to expire as before; on
   assert.is(context.asked, 4, "the admission joined the review already asked");
 });
 
+Cache("at most two reviews asked ahead are under way at once; past that an answer expires as before", async (context) => {
+  const names = ["one", "two", "three", "four", "five"];
+  for (const name of names) await context.cached.mayUse(web, "apps", name, { signal });
+  let open!: () => void;
+  context.gate = new Promise((resolve) => (open = resolve));
+  context.clock = 4500;
+  for (const name of names) await context.cached.mayUse(web, "apps", name, { signal });
+  assert.is(context.asked, names.length + 2);
+  open();
+  await new Promise((resolve) => setImmediate(resolve));
+  // Room again: the next answer used in its last fifth is asked ahead.
+  await context.cached.mayUse(web, "apps", "three", { signal });
+  assert.is(context.asked, names.length + 3);
+});
+
+Cache("a review asked ahead still on its way when the answer it replaces expires goes on, and its answer is kept", async (context) => {
+  await context.cached.mayUse(web, "apps", "spec", { signal });
+  let open!: () => void;
+  context.gate = new Promise((resolve) => (open = resolve));
+  // Used in the last millisecond of its life: the review asked ahead outlives it by far.
+  context.clock = 4999;
+  await context.cached.mayUse(web, "apps", "spec", { signal });
+  assert.is(context.asked, 2);
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  context.clock = 5100;
+  open();
+  await new Promise((resolve) => setImmediate(resolve));
+  context.clock = 5200;
+  assert.equal(await context.cached.mayUse(web, "apps", "spec", { signal }), { allowed: true });
+  assert.is(context.asked, 2, "the answer asked ahead, kept though it came after the expiry");
+  // It lives its TTL from when it answered (5 100), not from when it was asked (4 999): at 9 600
+  // it is still used, though what the server would say now is a denial.
+  context.answer = { allowed: false };
+  context.gate = new Promise((resolve) => (open = resolve));
+  context.clock = 9600;
+  assert.equal(await context.cached.mayUse(web, "apps", "spec", { signal }), { allowed: true });
+  open();
+});
+
 Cache.run();
 
 /** What each admission's record counts: by the signal it hands the ports, joined reviews included. */
