@@ -1,4 +1,4 @@
-import { isSharedPrincipal, sharedWorkCall, type PortCall, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
+import { isSharedPrincipal, sharedWorkCall, spareSlotCall, type PortCall, type Principal, type UseAuthorizer, type UseDecision } from "../gmsa/ports.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { sharedFlight } from "./sharedFlight.js";
 
@@ -11,9 +11,10 @@ import { sharedFlight } from "./sharedFlight.js";
  * An answer used in the last fifth of its life is asked again ahead of its expiry, once, by a
  * review no admission waits on: a team whose pods keep coming finds the next answer already there
  * instead of all waiting, each holding the server (`hold`), on the one review its expiry needs,
- * and being refused past its namespace's share. Such a review holds no admission, so few run at
- * once (`maxAhead`; past that an answer expires as before), and each may take as long as an
- * admission's own (`aheadBudgetMs`), past the expiry of the answer it replaces. Every answer lives
+ * and being refused past its namespace's share. Such a review holds no admission, so it takes an
+ * API slot only when one is free at once (spareSlotCall), few run at once (`maxAhead`; past that
+ * an answer expires as before), and each may take as long as an admission's own
+ * (`aheadBudgetMs`), past the expiry of the answer it replaces. Every answer lives
  * its TTL from when its review answered, asked ahead or not, so a revoked grant works no longer
  * than before.
  */
@@ -38,7 +39,8 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 10_000;
   const answers = new Map<string, Answer>();
-  const aheadBudgetMs = Math.max(1, Math.ceil(options.aheadBudgetMs ?? 4_000));
+  const aheadBudgetMs = Math.ceil(options.aheadBudgetMs ?? 4_000);
+  if (!(aheadBudgetMs >= 1 && aheadBudgetMs <= 2 ** 31 - 1)) throw new RangeError(`the budget of a review asked ahead must be 1 ms to about 24 days, got ${options.aheadBudgetMs}`);
   const maxAhead = options.maxAhead ?? 2;
   let ahead = 0;
   // Each admission waits only as long as its own signal allows; a review runs while anyone still
@@ -49,11 +51,12 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
     async mayUse(principal, namespace, credSpecName, call) {
       const signal = call.signal;
       const key = cacheKey(principal, namespace, credSpecName);
-      const review = (stop: AbortSignal): Promise<UseDecision> => {
+      const review = (stop: AbortSignal, ahead = false): Promise<UseDecision> => {
         // Every admission that waits on the review holds the server itself (`hold`), so the
         // review's own calls are not counted again; they wait for a slot in their namespace's
-        // turn, which every waiter shares (the namespace is part of the key).
-        const call: PortCall = options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
+        // turn, which every waiter shares (the namespace is part of the key). One asked ahead
+        // waits for no slot: it takes one only when one is free.
+        const call: PortCall = ahead ? spareSlotCall(stop, namespace) : options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
         return inner.mayUse(principal, namespace, credSpecName, call).then((decision) => {
           // A review stopped because nobody waited any more answers nobody: keep nothing from it.
           if (stop.aborted) return decision;
@@ -69,11 +72,12 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       if (known && known.expires > at) {
         countRequest("cacheHits", signal);
         if (!known.renewing && ahead < maxAhead && known.expires - at <= (known.expires - known.since) / 5) {
+          const budget = AbortSignal.timeout(aheadBudgetMs);
           known.renewing = true;
           ahead += 1;
           // No admission waits on it or is held for it: it has an admission's budget of its own.
           reviews
-            .join(key, AbortSignal.timeout(aheadBudgetMs), review)
+            .join(key, budget, (stop) => review(stop, true))
             .catch(() => {})
             .finally(() => (ahead -= 1));
         }

@@ -36,6 +36,23 @@ export function isSharedWorkCall(call: PortCall): boolean {
   return sharedWorkCalls.has(call);
 }
 
+const spareSlotCalls = new WeakSet<PortCall>();
+
+/**
+ * Work no admission waits on (a `use` answer asked again ahead of its expiry): like
+ * sharedWorkCall it holds nothing, and it gets an API slot only when one is free at once, never a
+ * place in the queue, so it cannot make an admission wait. Only this function makes such a call.
+ */
+export function spareSlotCall(signal: AbortSignal, namespace: string): PortCall {
+  const call = sharedWorkCall(signal, namespace);
+  spareSlotCalls.add(call);
+  return call;
+}
+
+export function isSpareSlotCall(call: PortCall): boolean {
+  return spareSlotCalls.has(call);
+}
+
 export type CredSpecLookup = { readonly kind: "found"; readonly credspec: Readonly<Record<string, unknown>> } | { readonly kind: "notFound" } | { readonly kind: "noCredspec" };
 
 export interface CredSpecSource {

@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import type { PortCall } from "../gmsa/ports.js";
+import { isSpareSlotCall, type PortCall } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { countRequest } from "../observability/requestCounters.js";
 import { ApiServerConnectionError, type ApiReply } from "./apiServerConnection.js";
@@ -122,7 +122,9 @@ async function takeSlot(description: string, admission: PortCall, slots: ApiSlot
   if (!slots) return () => {};
   try {
     return await slots.take(admission);
-  } catch {
+  } catch (error) {
+    // Refused a slot it may not wait for: not a timeout to try again.
+    if (isSpareSlotCall(admission) && error instanceof ClusterUnavailableError) throw error;
     throw new ClusterUnavailableError(
       `the Kubernetes API server did not answer ${description} in time: all ${slots.limit} calls this instance makes at once were taken`,
       "timeout",

@@ -1,4 +1,4 @@
-import { isSharedWorkCall, type PortCall } from "../gmsa/ports.js";
+import { isSharedWorkCall, isSpareSlotCall, type PortCall } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 
 /**
@@ -148,6 +148,7 @@ export function apiSlots(limit: number, maxWaiting = Number.POSITIVE_INFINITY, o
         inUse += 1;
         return Promise.resolve(releaser());
       }
+      if (isSpareSlotCall(call)) return Promise.reject(new ClusterUnavailableError("no API slot is free for work no admission waits on", "backedUp"));
       return new Promise((resolve, reject) => {
         const namespace = call.namespace ?? "";
         let lanes = queues.get(namespace);

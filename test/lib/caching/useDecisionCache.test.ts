@@ -392,6 +392,40 @@ Cache("a review asked ahead still on its way when the answer it replaces expires
   open();
 });
 
+Cache("a review asked ahead takes an API slot only when one is free: with every slot busy it is not queued, and the answer expires as before", async (context) => {
+  const slots = apiSlots(1, 1);
+  const inner: UseAuthorizer = {
+    mayUse: async (_principal, _namespace, _name, call) => {
+      const release = await slots.take(call);
+      try {
+        context.asked++;
+        return context.answer;
+      } finally {
+        release();
+      }
+    },
+  };
+  const cached = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock, hold: (call) => slots.hold(call) });
+  await cached.mayUse(web, "apps", "spec", { signal: new AbortController().signal, namespace: "apps" });
+  // Another team's call has the only slot.
+  const busy = await slots.take({ signal: new AbortController().signal, namespace: "other" });
+  context.clock = 4500;
+  assert.equal(await cached.mayUse(web, "apps", "spec", { signal: new AbortController().signal, namespace: "apps" }), { allowed: true });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.is(slots.waiting, 0, "no review asked ahead waits for the slot");
+  assert.is(context.asked, 1);
+  busy();
+  context.clock = 5000;
+  await cached.mayUse(web, "apps", "spec", { signal: new AbortController().signal, namespace: "apps" });
+  assert.is(context.asked, 2, "asked when the answer expired, as without the review asked ahead");
+});
+
+Cache("a budget for reviews asked ahead that is no time is refused when the cache is made", () => {
+  for (const aheadBudgetMs of [Number.NaN, Number.POSITIVE_INFINITY, 0, -5]) {
+    assert.throws(() => useDecisionCache({ mayUse: async () => ({ allowed: true }) }, { ttlMs: 5000, aheadBudgetMs }), /budget of a review asked ahead/);
+  }
+});
+
 Cache.run();
 
 /** What each admission's record counts: by the signal it hands the ports, joined reviews included. */

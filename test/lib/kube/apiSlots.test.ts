@@ -2,7 +2,7 @@ import { getEventListeners } from "node:events";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
-import { sharedWorkCall, type PortCall } from "../../../lib/gmsa/ports.js";
+import { sharedWorkCall, spareSlotCall, type PortCall } from "../../../lib/gmsa/ports.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
 
 const Slots = suite("apiSlots");
@@ -243,6 +243,24 @@ Slots("work its waiters hold the server for takes no hold of its own, and is nev
   // Only the call sharedWorkCall made skips the bound: a copy of it, or a look-alike, is counted.
   assert.throws(() => slots.hold({ ...shared, signal: new AbortController().signal }), /backed up/);
   assert.throws(() => slots.hold({ signal: new AbortController().signal, namespace: "team-a", sharedByWaiters: true } as PortCall), /backed up/);
+});
+
+Slots("work no admission waits on takes a slot only when one is free at once, and is refused, not queued, when none is", async () => {
+  const slots = apiSlots(1, 1);
+  const release = await slots.take({ signal: new AbortController().signal, namespace: "team-a" });
+  const spare = spareSlotCall(new AbortController().signal, "team-a");
+  await slots.take(spare).then(
+    () => assert.unreachable("a spare-slot call waited for, or took, a busy slot"),
+    (error: unknown) => assert.instance(error, ClusterUnavailableError),
+  );
+  assert.is(slots.waiting, 0, "it took no place in the queue");
+  release();
+  const taken = await slots.take(spare);
+  assert.is(slots.inUse, 1);
+  taken();
+  // It holds nothing either, like any work its waiters share.
+  slots.hold(spare)();
+  assert.is(slots.held, 0);
 });
 
 Slots.run();
