@@ -30,7 +30,7 @@ export interface UseDecisionCacheOptions {
   readonly hold?: (call: PortCall) => () => void;
   /** How long a review asked ahead of an answer's expiry may take, its calls' retries included (default 4 s). */
   readonly aheadBudgetMs?: number;
-  /** How many reviews asked ahead may be under way at once (default 2): they queue for API slots holding nothing. */
+  /** How many reviews asked ahead may be under way at once (default 2): they hold nothing, and take API slots no admission waits for. */
   readonly maxAhead?: number;
 }
 
@@ -42,7 +42,10 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
   const aheadBudgetMs = Math.ceil(options.aheadBudgetMs ?? 4_000);
   if (!(aheadBudgetMs >= 1 && aheadBudgetMs <= 2 ** 31 - 1)) throw new RangeError(`the budget of a review asked ahead must be 1 ms to about 24 days, got ${options.aheadBudgetMs}`);
   const maxAhead = options.maxAhead ?? 2;
+  if (!(Number.isInteger(maxAhead) && maxAhead >= 0)) throw new RangeError(`the most reviews asked ahead at once must be a whole number, got ${options.maxAhead}`);
   let ahead = 0;
+  // Key -> marks its review asked ahead as waited on, once an admission joins it.
+  const aheadUnderWay = new Map<string, () => void>();
   // Each admission waits only as long as its own signal allows; a review runs while anyone still
   // waits, and when the last one gives up it is stopped and forgotten.
   const reviews = sharedFlight<UseDecision>();
@@ -51,12 +54,12 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
     async mayUse(principal, namespace, credSpecName, call) {
       const signal = call.signal;
       const key = cacheKey(principal, namespace, credSpecName);
-      const review = (stop: AbortSignal, ahead = false): Promise<UseDecision> => {
+      const review = (stop: AbortSignal, unwaited?: () => boolean): Promise<UseDecision> => {
         // Every admission that waits on the review holds the server itself (`hold`), so the
         // review's own calls are not counted again; they wait for a slot in their namespace's
         // turn, which every waiter shares (the namespace is part of the key). One asked ahead
         // waits for no slot: it takes one only when one is free.
-        const call: PortCall = ahead ? spareSlotCall(stop, namespace) : options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
+        const call: PortCall = unwaited ? spareSlotCall(stop, namespace, unwaited) : options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
         return inner.mayUse(principal, namespace, credSpecName, call).then((decision) => {
           // A review stopped because nobody waited any more answers nobody: keep nothing from it.
           if (stop.aborted) return decision;
@@ -75,11 +78,17 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
           const budget = AbortSignal.timeout(aheadBudgetMs);
           known.renewing = true;
           ahead += 1;
+          let waitedOn = false;
+          const markWaitedOn = () => void (waitedOn = true);
+          aheadUnderWay.set(key, markWaitedOn);
           // No admission waits on it or is held for it: it has an admission's budget of its own.
           reviews
-            .join(key, budget, (stop) => review(stop, true))
+            .join(key, budget, (stop) => review(stop, () => !waitedOn))
             .catch(() => {})
-            .finally(() => (ahead -= 1));
+            .finally(() => {
+              ahead -= 1;
+              if (aheadUnderWay.get(key) === markWaitedOn) aheadUnderWay.delete(key);
+            });
         }
         return known.decision;
       }
@@ -88,8 +97,10 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       // Before a review is asked or joined: one refused leaves nothing behind.
       // Counted under the namespace the question is asked in, the one its key holds.
       const leave = options.hold?.({ signal, namespace });
+      // An admission that joins a review asked ahead waits on it: from now on it queues for slots.
+      aheadUnderWay.get(key)?.();
       // The review's calls count for the admission that asks it; those that join count a miss each.
-      return reviews.join(key, signal, review, leave);
+      return reviews.join(key, signal, (stop) => review(stop), leave);
     },
   };
 }

@@ -36,21 +36,24 @@ export function isSharedWorkCall(call: PortCall): boolean {
   return sharedWorkCalls.has(call);
 }
 
-const spareSlotCalls = new WeakSet<PortCall>();
+const spareSlotCalls = new WeakMap<PortCall, () => boolean>();
 
 /**
  * Work no admission waits on (a `use` answer asked again ahead of its expiry): like
- * sharedWorkCall it holds nothing, and it gets an API slot only when one is free at once, never a
- * place in the queue, so it cannot make an admission wait. Only this function makes such a call.
+ * sharedWorkCall it holds nothing, and while `unwaited()` says no admission waits on it, it gets
+ * an API slot only when one is free at once, never a place in the queue, so it cannot make an
+ * admission wait. Once admissions wait on it, it queues in its namespace's turn like any work they
+ * share. Only this function makes such a call.
  */
-export function spareSlotCall(signal: AbortSignal, namespace: string): PortCall {
+export function spareSlotCall(signal: AbortSignal, namespace: string, unwaited: () => boolean): PortCall {
   const call = sharedWorkCall(signal, namespace);
-  spareSlotCalls.add(call);
+  spareSlotCalls.set(call, unwaited);
   return call;
 }
 
+/** Whether the call may take only a free slot now: work made by spareSlotCall that no admission waits on yet. */
 export function isSpareSlotCall(call: PortCall): boolean {
-  return spareSlotCalls.has(call);
+  return spareSlotCalls.get(call)?.() ?? false;
 }
 
 export type CredSpecLookup = { readonly kind: "found"; readonly credspec: Readonly<Record<string, unknown>> } | { readonly kind: "notFound" } | { readonly kind: "noCredspec" };

@@ -2,7 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { useDecisionCache } from "../../../lib/caching/useDecisionCache.js";
 import { apiSlots } from "../../../lib/kube/apiSlots.js";
-import { serviceAccountPrincipal, sharedPrincipal, type Principal, type UseAuthorizer, type UseDecision } from "../../../lib/gmsa/ports.js";
+import { isSpareSlotCall, serviceAccountPrincipal, sharedPrincipal, type PortCall, type Principal, type UseAuthorizer, type UseDecision } from "../../../lib/gmsa/ports.js";
 import { countRequest, withRequestCounters } from "../../../lib/observability/requestCounters.js";
 
 interface Context {
@@ -424,6 +424,32 @@ Cache("a budget for reviews asked ahead that is no time is refused when the cach
   for (const aheadBudgetMs of [Number.NaN, Number.POSITIVE_INFINITY, 0, -5]) {
     assert.throws(() => useDecisionCache({ mayUse: async () => ({ allowed: true }) }, { ttlMs: 5000, aheadBudgetMs }), /budget of a review asked ahead/);
   }
+});
+
+Cache("a review asked ahead that an admission joins after the expiry queues for slots from then on, as that admission's own would", async (context) => {
+  const calls: PortCall[] = [];
+  let open!: () => void;
+  const inner: UseAuthorizer = {
+    mayUse: async (_principal, _namespace, _name, call) => {
+      calls.push(call);
+      context.asked++;
+      await context.gate;
+      return context.answer;
+    },
+  };
+  const cached = useDecisionCache(inner, { ttlMs: 5000, now: () => context.clock, hold: () => () => {} });
+  await cached.mayUse(web, "apps", "spec", { signal, namespace: "apps" });
+  context.gate = new Promise((resolve) => (open = resolve));
+  context.clock = 4500;
+  await cached.mayUse(web, "apps", "spec", { signal, namespace: "apps" });
+  const ahead = calls[1]!;
+  assert.ok(isSpareSlotCall(ahead), "nobody waits on it: only a free slot");
+  context.clock = 5000;
+  const joined = cached.mayUse(web, "apps", "spec", { signal: new AbortController().signal, namespace: "apps" });
+  assert.not.ok(isSpareSlotCall(ahead), "an admission waits on it: it may queue");
+  open();
+  assert.equal(await joined, { allowed: true });
+  assert.is(context.asked, 2);
 });
 
 Cache.run();

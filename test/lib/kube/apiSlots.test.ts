@@ -248,7 +248,8 @@ Slots("work its waiters hold the server for takes no hold of its own, and is nev
 Slots("work no admission waits on takes a slot only when one is free at once, and is refused, not queued, when none is", async () => {
   const slots = apiSlots(1, 1);
   const release = await slots.take({ signal: new AbortController().signal, namespace: "team-a" });
-  const spare = spareSlotCall(new AbortController().signal, "team-a");
+  let waitedOn = false;
+  const spare = spareSlotCall(new AbortController().signal, "team-a", () => !waitedOn);
   await slots.take(spare).then(
     () => assert.unreachable("a spare-slot call waited for, or took, a busy slot"),
     (error: unknown) => assert.instance(error, ClusterUnavailableError),
@@ -261,6 +262,16 @@ Slots("work no admission waits on takes a slot only when one is free at once, an
   // It holds nothing either, like any work its waiters share.
   slots.hold(spare)();
   assert.is(slots.held, 0);
+  // Once an admission waits on it, it queues in its namespace's turn like any shared work.
+  const again = await slots.take({ signal: new AbortController().signal, namespace: "team-b" });
+  waitedOn = true;
+  let granted = false;
+  const queued = slots.take(spare).then((release) => ((granted = true), release));
+  await turn();
+  assert.equal([slots.waiting, granted], [1, false]);
+  again();
+  (await queued)();
+  assert.is(slots.inUse, 0);
 });
 
 Slots.run();
