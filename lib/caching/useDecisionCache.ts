@@ -98,7 +98,8 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       // Counted under the namespace the question is asked in, the one its key holds.
       const leave = options.hold?.({ signal, namespace });
       // An admission that joins a review asked ahead waits on it: from now on it queues for slots.
-      aheadUnderWay.get(key)?.();
+      // (One that has given up joins nothing.)
+      if (!signal.aborted) aheadUnderWay.get(key)?.();
       // The review's calls count for the admission that asks it; those that join count a miss each.
       return reviews.join(key, signal, (stop) => review(stop), leave);
     },
