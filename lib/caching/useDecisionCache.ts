@@ -14,9 +14,8 @@ import { sharedFlight } from "./sharedFlight.js";
  * and being refused past its namespace's share. Such a review holds no admission, so it takes an
  * API slot only when one is free at once (spareSlotCall), few run at once (`maxAhead`; past that
  * an answer expires as before), and each may take as long as an admission's own
- * (`aheadBudgetMs`), past the expiry of the answer it replaces. Every answer lives
- * its TTL from when its review answered, asked ahead or not, so a revoked grant works no longer
- * than before.
+ * (`aheadBudgetMs`), past the expiry of the answer it replaces. Every answer lives its TTL from
+ * when its review answered, asked ahead or not, so a revoked grant works no longer than before.
  */
 export interface UseDecisionCacheOptions {
   readonly ttlMs: number;
@@ -50,46 +49,51 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
   // waits, and when the last one gives up it is stopped and forgotten.
   const reviews = sharedFlight<UseDecision>();
 
+  /**
+   * Asks the inner authorizer and keeps its answer. Every admission that waits on the review holds
+   * the server itself (`hold`), so the review's own calls are not counted again; they wait for a
+   * slot in their namespace's turn, which every waiter shares (the namespace is part of the key).
+   * One asked ahead (`unwaited` given) waits for no slot while nobody waits on it.
+   */
+  const review = (key: string, principal: Principal, namespace: string, credSpecName: string, stop: AbortSignal, unwaited?: () => boolean): Promise<UseDecision> => {
+    const call: PortCall = unwaited ? spareSlotCall(stop, namespace, unwaited) : options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
+    return inner.mayUse(principal, namespace, credSpecName, call).then((decision) => {
+      // A review stopped because nobody waited any more answers nobody: keep nothing from it.
+      if (stop.aborted) return decision;
+      const since = now();
+      answers.delete(key);
+      answers.set(key, { decision, since, expires: since + (decision.allowed ? options.ttlMs : options.ttlMs / 5), renewing: false });
+      if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
+      return decision;
+    });
+  };
+
+  /** Starts the one review asked ahead of `known`'s expiry; no admission waits on it or is held for it. */
+  const askAhead = (key: string, known: Answer, principal: Principal, namespace: string, credSpecName: string): void => {
+    const budget = AbortSignal.timeout(aheadBudgetMs);
+    known.renewing = true;
+    ahead += 1;
+    let waitedOn = false;
+    const markWaitedOn = () => void (waitedOn = true);
+    aheadUnderWay.set(key, markWaitedOn);
+    reviews
+      .join(key, budget, (stop) => review(key, principal, namespace, credSpecName, stop, () => !waitedOn))
+      .catch(() => {})
+      .finally(() => {
+        ahead -= 1;
+        if (aheadUnderWay.get(key) === markWaitedOn) aheadUnderWay.delete(key);
+      });
+  };
+
   return {
     async mayUse(principal, namespace, credSpecName, call) {
       const signal = call.signal;
       const key = cacheKey(principal, namespace, credSpecName);
-      const review = (stop: AbortSignal, unwaited?: () => boolean): Promise<UseDecision> => {
-        // Every admission that waits on the review holds the server itself (`hold`), so the
-        // review's own calls are not counted again; they wait for a slot in their namespace's
-        // turn, which every waiter shares (the namespace is part of the key). One asked ahead
-        // waits for no slot: it takes one only when one is free.
-        const call: PortCall = unwaited ? spareSlotCall(stop, namespace, unwaited) : options.hold ? sharedWorkCall(stop, namespace) : { signal: stop, namespace };
-        return inner.mayUse(principal, namespace, credSpecName, call).then((decision) => {
-          // A review stopped because nobody waited any more answers nobody: keep nothing from it.
-          if (stop.aborted) return decision;
-          const since = now();
-          answers.delete(key);
-          answers.set(key, { decision, since, expires: since + (decision.allowed ? options.ttlMs : options.ttlMs / 5), renewing: false });
-          if (answers.size > maxEntries) answers.delete(answers.keys().next().value!);
-          return decision;
-        });
-      };
       const known = answers.get(key);
       const at = now();
       if (known && known.expires > at) {
         countRequest("cacheHits", signal);
-        if (!known.renewing && ahead < maxAhead && known.expires - at <= (known.expires - known.since) / 5) {
-          const budget = AbortSignal.timeout(aheadBudgetMs);
-          known.renewing = true;
-          ahead += 1;
-          let waitedOn = false;
-          const markWaitedOn = () => void (waitedOn = true);
-          aheadUnderWay.set(key, markWaitedOn);
-          // No admission waits on it or is held for it: it has an admission's budget of its own.
-          reviews
-            .join(key, budget, (stop) => review(stop, () => !waitedOn))
-            .catch(() => {})
-            .finally(() => {
-              ahead -= 1;
-              if (aheadUnderWay.get(key) === markWaitedOn) aheadUnderWay.delete(key);
-            });
-        }
+        if (!known.renewing && ahead < maxAhead && known.expires - at <= (known.expires - known.since) / 5) askAhead(key, known, principal, namespace, credSpecName);
         return known.decision;
       }
       if (known) answers.delete(key);
@@ -101,7 +105,7 @@ export function useDecisionCache(inner: UseAuthorizer, options: UseDecisionCache
       // (One that has given up joins nothing.)
       if (!signal.aborted) aheadUnderWay.get(key)?.();
       // The review's calls count for the admission that asks it; those that join count a miss each.
-      return reviews.join(key, signal, (stop) => review(stop), leave);
+      return reviews.join(key, signal, (stop) => review(key, principal, namespace, credSpecName, stop), leave);
     },
   };
 }

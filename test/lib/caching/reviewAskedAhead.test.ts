@@ -31,15 +31,23 @@ function setup(replies: ApiReply[]) {
   return { cached, slots, admission, sent: () => sent, at: (time: number) => void (clock = time) };
 }
 
-Ahead("joined after the expiry, its next try waits for the busy slot and answers the admission", async () => {
-  const t = setup([allowed, unavailable, allowed]);
+/**
+ * An answer asked ahead in its last fifth, whose review meets a 503 and waits to try again; then
+ * another team's call takes the only slot and the answer expires. Gives that call's release.
+ */
+async function askedAheadThenExpired(t: ReturnType<typeof setup>): Promise<() => void> {
   await t.cached.mayUse(web, "apps", "spec", t.admission());
   t.at(4500);
-  // Asked ahead: the server answers 503, and the review waits before it tries again.
   await t.cached.mayUse(web, "apps", "spec", t.admission());
   await sleep(20);
   const other = await t.slots.take({ signal: AbortSignal.timeout(3000), namespace: "other" });
   t.at(5000);
+  return other;
+}
+
+Ahead("joined after the expiry, its next try waits for the busy slot and answers the admission", async () => {
+  const t = setup([allowed, unavailable, allowed]);
+  const other = await askedAheadThenExpired(t);
   const joined = t.cached.mayUse(web, "apps", "spec", t.admission());
   setTimeout(other, 400);
   assert.equal(await joined, { allowed: true });
@@ -49,12 +57,7 @@ Ahead("joined after the expiry, its next try waits for the busy slot and answers
 
 Ahead("an admission that has already given up joins nothing: the review's next try takes no place in the queue", async () => {
   const t = setup([allowed, unavailable, allowed]);
-  await t.cached.mayUse(web, "apps", "spec", t.admission());
-  t.at(4500);
-  await t.cached.mayUse(web, "apps", "spec", t.admission());
-  await sleep(20);
-  const other = await t.slots.take({ signal: AbortSignal.timeout(3000), namespace: "other" });
-  t.at(5000);
+  const other = await askedAheadThenExpired(t);
   await t.cached.mayUse(web, "apps", "spec", t.admission(AbortSignal.abort(new Error("given up")))).catch(() => {});
   await sleep(250);
   assert.is(t.slots.waiting, 0, "nobody waits on it: it waits for no slot");
