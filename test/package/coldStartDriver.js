@@ -31,10 +31,6 @@ const registered = standInCore();
   // "@path": the request is in that file (a body too large for a command line).
   const request = JSON.parse(requestJson.startsWith("@") ? require("node:fs").readFileSync(requestJson.slice(1), "utf8") : requestJson);
   const response = await invokeHttp(registered, functionName, request);
-  // Whether Node loaded its own copy of undici, which makes its fetch globals, for this start.
-  const nodeFetchLoaded = process.moduleLoadList.some((name) => name.endsWith("internal/deps/undici/undici"));
-  // Node's public built-in modules loaded by now.
-  const builtins = process.moduleLoadList.filter((name) => name.startsWith("NativeModule ") && !name.includes("internal/")).map((name) => name.slice("NativeModule ".length));
   // THEN_WHEN_SYNCED: once the credential spec cache says it has listed, the same invocation
   // again, and exit (the cache's watch would keep the process alive).
   let second;
@@ -48,7 +44,7 @@ const registered = standInCore();
     }
     second = await invokeHttp(registered, functionName, request);
   }
-  process.stdout.write(JSON.stringify({ loadedMs, codeCache: entry.codeCache, nodeFetchLoaded, builtins, registered: functions, response, second }), () => {
+  process.stdout.write(JSON.stringify({ loadedMs, codeCache: entry.codeCache, registered: functions, response, second }), () => {
     if (second) process.exit(0);
   });
 })().catch((error) => {

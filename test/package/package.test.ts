@@ -59,8 +59,6 @@ async function coldStart(context: { dir: string; api: FakeApiServer }, fn: strin
   return JSON.parse(output.slice(Math.max(0, output.indexOf('{"loadedMs"')))) as {
     loadedMs: number;
     codeCache: string;
-    nodeFetchLoaded: boolean;
-    builtins: string[];
     registered: Array<{ name: string; route?: string; methods?: string[]; authLevel?: string; schedule?: string }>;
     response: { status: number; body: string };
     second?: { status: number; body: string };
