@@ -15,9 +15,16 @@ export interface UsePrincipal {
  * Who must hold `use` on every credential spec a pod names: its service account, and the
  * requesting user when that check is on. Mutation and validation ask the same questions, so the
  * decision cache answers the second from the first.
+ *
+ * On an UPDATE the account is the one the pod runs as, read from the old object: a running pod's
+ * account cannot change, but the object a caller sends may name another. Through
+ * `pods/ephemeralcontainers` the API server puts back everything but the ephemeral containers only
+ * after mutating admission, so the new object's account would have had contents inlined for an
+ * account the pod never runs as.
  */
 export function usePrincipals(admission: PodAdmission, deps: PolicyDependencies): { principals: UsePrincipal[] } | { problem: string } {
-  const principals: UsePrincipal[] = [accountPrincipal(admission.namespace, serviceAccountOf(admission.pod))];
+  const runsAs = admission.operation === "UPDATE" && admission.oldPod ? admission.oldPod : admission.pod;
+  const principals: UsePrincipal[] = [accountPrincipal(admission.namespace, serviceAccountOf(runsAs))];
   if (deps.settings.authorizeRequestingUser) {
     const user = admission.userInfo;
     if (!user?.username) return { problem: "the request names no user to authorize" };

@@ -361,6 +361,28 @@ Use("an ephemeral container added by an UPDATE gets contents only if the service
   assert.equal(ports.lookups, []);
 });
 
+Use("an ephemeral container added by an UPDATE is judged for the account the pod runs as, not one the sent object names", async () => {
+  // Only "privileged" may use the spec; the pod runs as "web". The API server would put the
+  // account back after mutation, but contents inlined by then are already in the request.
+  const ports = fakePorts({ decide: (principal) => ({ allowed: principal.serviceAccount?.name === "privileged" }) });
+  const before = withPlaces((p) => (p.spec.serviceAccountName = "web"));
+  const swapped = withPlaces((p) => {
+    p.spec.serviceAccountName = "privileged";
+    p.spec.ephemeralContainers = [{ name: "debug", securityContext: gmsa("payroll-gmsa") }];
+  });
+  const verdict = await expandCredSpecs(admission("UPDATE", swapped, { oldPod: before as never, subResource: "ephemeralcontainers" }), ports);
+  assert.equal(verdict.kind === "allowed" && verdict.patch, []);
+  assert.equal(ports.lookups, []);
+  assert.equal(
+    ports.reviews.map((r) => r.principal.serviceAccount?.name),
+    ["web"],
+  );
+  // The same update from a pod that does run as "privileged" gets its contents.
+  const runsPrivileged = withPlaces((p) => (p.spec.serviceAccountName = "privileged"));
+  const granted = await expandCredSpecs(admission("UPDATE", swapped, { oldPod: runsPrivileged as never, subResource: "ephemeralcontainers" }), ports);
+  assert.equal(granted.kind === "allowed" && granted.patch.map((o) => o.path), ["/spec/ephemeralContainers/0/securityContext/windowsOptions/gmsaCredentialSpec"]);
+});
+
 Use("a decision the cache already holds costs validation no second review", async () => {
   const asked: string[] = [];
   const ports = fakePorts();
