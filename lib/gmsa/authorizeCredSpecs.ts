@@ -31,7 +31,9 @@ export async function authorizeCredSpecs(admission: PodAdmission, settings: read
     if (name === undefined) continue;
     const lookup = lookups.get(name);
     const missing = lookupProblem(setting, name, lookup);
-    if (missing?.kind === "denied") return lookup?.kind === "notFound" ? withSuggestions(missing, name, use.principals, admission.namespace, deps) : missing;
+    if (missing?.kind === "denied") {
+      return lookup?.kind === "notFound" && deps.settings.suggestAfterRefusal === true ? withSuggestions(missing, name, use.principals, admission.namespace, deps) : missing;
+    }
     if (setting.contents !== undefined && lookup?.kind === "found") {
       const mismatch = contentsProblem(setting.contents, lookup.credspec);
       if (mismatch) return denied(422, `${setting.owner}: ${mismatch} GMSACredentialSpec "${name}"`, { credSpecs: [name] });

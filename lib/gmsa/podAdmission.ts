@@ -48,10 +48,11 @@ export interface PolicySettings {
   /** The most places (pod, containers, annotations) one pod (or one update) may set GMSA settings in. */
   readonly maxPlacesPerPod: number;
   /**
-   * After a 403, also name the similar specs the pod's principals may use. Off in the webhooks: the
-   * access reviews that finds them would let a refused caller send more reviews per pod, and learn
-   * from their cost that a spec it may not use is near its guess. `credspec explain`, run by an
-   * operator, turns it on.
+   * After a 403, or a 422 for a name that does not exist, also name the similar specs the pod's
+   * principals may use. Off in the webhooks: the access reviews that find them would let a caller
+   * send more reviews per pod, and learn from their cost that a spec it may not use is near its
+   * guess (a grant of `use` to a name since renamed is enough to reach the 422). `credspec
+   * explain`, run by an operator, turns it on.
    */
   readonly suggestAfterRefusal?: boolean;
 }

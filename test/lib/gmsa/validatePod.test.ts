@@ -311,8 +311,28 @@ Create("after a 403 the webhook asks nothing more; explain's setting adds the si
   );
 });
 
-Create("a missing name's 422 lists similar existing names, only those the service account may use", async () => {
-  const ports = fakePorts({ decide: (_p, name) => ({ allowed: name !== "webapp2-credspec" }) });
+Create("a missing name's 422 costs the webhook no review beyond the pod's own names", async () => {
+  // The account holds use of the name it gave (a grant to a spec since renamed); a review of each
+  // name near it would tell, by its cost, that a spec it may not use is there.
+  const ports = fakePorts({ decide: (_p, name) => ({ allowed: name === "webapp3-credspec" }) });
+  const deps = { ...ports, credSpecs: { ...ports.credSpecs, knownNames: () => ["webapp1-credspec", "webapp2-credspec"] } };
+  const verdict = await validatePod(
+    admission(
+      "CREATE",
+      podWith((p) => (p.spec.securityContext = gmsa("webapp3-credspec"))),
+    ),
+    deps,
+  );
+  assert.is(verdict.kind === "denied" && verdict.code, 422);
+  assert.match(verdict.kind === "denied" ? verdict.message : "", /GMSACredentialSpec "webapp3-credspec" does not exist$/);
+  assert.equal(
+    ports.reviews.map((r) => r.name),
+    ["webapp3-credspec"],
+  );
+});
+
+Create("with explain's setting, a missing name's 422 lists similar existing names, only those the service account may use", async () => {
+  const ports = fakePorts({ settings: { suggestAfterRefusal: true }, decide: (_p, name) => ({ allowed: name !== "webapp2-credspec" }) });
   const deps = { ...ports, credSpecs: { ...ports.credSpecs, knownNames: () => ["webapp1-credspec", "webapp2-credspec", "payroll-gmsa"] } };
   const verdict = await validatePod(
     admission(
@@ -330,15 +350,16 @@ Create("a missing name's 422 lists similar existing names, only those the servic
   assert.not.match(message, /webapp2-credspec|payroll/);
 });
 
-Create("no suggestion when no similar name is usable, the names are not known, or a review fails", async () => {
+Create("with explain's setting, no suggestion when no similar name is usable, the names are not known, or a review fails", async () => {
   const pod3 = podWith((p) => (p.spec.securityContext = gmsa("webapp3-credspec")));
-  const refusing = fakePorts({ decide: (_p, name) => ({ allowed: name === "webapp3-credspec" }) });
+  const settings = { suggestAfterRefusal: true };
+  const refusing = fakePorts({ settings, decide: (_p, name) => ({ allowed: name === "webapp3-credspec" }) });
   const none = await validatePod(admission("CREATE", pod3), { ...refusing, credSpecs: { ...refusing.credSpecs, knownNames: () => ["webapp1-credspec"] } });
   assert.match(none.kind === "denied" ? none.message : "", /"webapp3-credspec" does not exist$/);
-  const unknown = fakePorts();
+  const unknown = fakePorts({ settings });
   const notKnown = await validatePod(admission("CREATE", pod3), { ...unknown, credSpecs: { ...unknown.credSpecs, knownNames: () => undefined } });
   assert.match(notKnown.kind === "denied" ? notKnown.message : "", /"webapp3-credspec" does not exist$/);
-  const failing = fakePorts();
+  const failing = fakePorts({ settings });
   let reviews = 0;
   const failed = await validatePod(admission("CREATE", pod3), {
     ...failing,
