@@ -12,7 +12,10 @@ import { EntraTokenError } from "./entraTokenError.js";
  * answer), and turns every way it can fail into an ApiOutcome: the HTTP status when the server
  * answered, or a ClusterUnavailableError when it did not.
  */
-export type ApiOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly status: number; readonly body: unknown };
+export type ApiOutcome =
+  | { readonly ok: true; readonly value: unknown }
+  /** `tooLarge`: the body was longer than the call allowed, and was not read. */
+  | { readonly ok: false; readonly status: number; readonly body: unknown; readonly tooLarge?: true };
 
 /** One call, sent within the signal it is given (the admission's, bounded by the call's timeout). */
 export type ApiSend = (signal: AbortSignal) => Promise<ApiReply>;
@@ -156,6 +159,7 @@ async function callInSlot(description: string, signal: AbortSignal, timeoutMs: n
   }
   // A 4xx is an answer the policy acts on (a spec that does not exist, a review refused),
   // not a failure of the API server: counting it would overstate API errors.
+  if (reply.tooLarge) return { ok: false, status, body: undefined, tooLarge: true };
   if (status >= 300) return { ok: false, status, body: reply.body };
   return { ok: true, value: reply.body };
 }

@@ -36,6 +36,8 @@ export interface ApiReply {
   readonly warnings: readonly string[];
   /** `Retry-After`, in milliseconds, when the server sent one in whole seconds. */
   readonly retryAfterMs?: number;
+  /** The body was longer than the call allowed: it was not read, and `body` is undefined. */
+  readonly tooLarge?: true;
 }
 
 export interface ApiRequest {
@@ -49,6 +51,8 @@ export interface ApiRequest {
   readonly signal?: AbortSignal;
   /** This call's own bound, instead of the connection's. */
   readonly timeoutMs?: number;
+  /** The longest body read; a longer one is left unread and answered `tooLarge`. Default 16 MiB. */
+  readonly maxBodyBytes?: number;
 }
 
 /** A watch's open stream: one JSON event per line, as the API server writes them. */
@@ -65,6 +69,8 @@ export interface StreamRequest {
   readonly signal: AbortSignal;
   /** A stream that sends nothing for this long is given up (a silent network, not a quiet cluster: pass more than the watch's own timeout). */
   readonly idleTimeoutMs: number;
+  /** The longest line read; a longer one breaks the stream. Default 16 MiB. */
+  readonly maxLineChars?: number;
 }
 
 export interface ApiServerConnection {
@@ -75,8 +81,12 @@ export interface ApiServerConnection {
   close(): Promise<void>;
 }
 
-/** The longest line of a watch stream: one event, an object as large as the API server stores (about 1.5 MiB) with room to spare. */
-const maxLineLength = 16 * 1024 * 1024;
+/**
+ * The longest body read, and the longest line of a watch stream (one event), unless the call
+ * says less: an object as large as the API server stores (about 1.5 MiB) with room to spare.
+ * A body is held whole and then parsed, and what it parses into may take many times its length.
+ */
+const defaultMaxBodyBytes = 16 * 1024 * 1024;
 
 /** No answer within this long, or a server that stops sending, fails the call instead of hanging the command. */
 export const defaultCallTimeoutMs = 30_000;
@@ -211,19 +221,23 @@ export function apiServerConnection(config: ApiServerCredentials, options: { tim
       } catch (error) {
         throw new ApiServerConnectionError(`${call.method} ${call.path} at ${server}: no answer (${detailOf(error)})`, detailOf(error));
       }
-      let text: string;
+      let read: Buffer | undefined;
       try {
-        text = await reply.body.text();
+        read = await readWithin(reply, call.maxBodyBytes ?? defaultMaxBodyBytes);
       } catch (error) {
         throw new ApiServerConnectionError(`${call.method} ${call.path} at ${server}: the answer broke off (${detailOf(error)})`, detailOf(error));
       }
+      const retryAfterMs = retryAfterOf(reply.headers["retry-after"]);
+      if (read === undefined) {
+        return { status: reply.statusCode, body: undefined, warnings: warningsOf(reply.headers.warning), tooLarge: true, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+      }
+      const text = read.toString("utf8");
       let body: unknown;
       try {
         body = text === "" ? undefined : JSON.parse(text);
       } catch {
         body = text;
       }
-      const retryAfterMs = retryAfterOf(reply.headers["retry-after"]);
       return { status: reply.statusCode, body, warnings: warningsOf(reply.headers.warning), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
     },
     async stream(call) {
@@ -242,7 +256,7 @@ export function apiServerConnection(config: ApiServerCredentials, options: { tim
         throw new ApiServerConnectionError(`GET ${call.path} at ${server}: no answer (${detailOf(error)})`, detailOf(error));
       }
       if (reply.statusCode !== 200) {
-        const text = await reply.body.text().catch(() => "");
+        const text = (await readWithin(reply, defaultMaxBodyBytes).catch(() => undefined))?.toString("utf8") ?? "";
         let body: unknown = text;
         try {
           body = JSON.parse(text);
@@ -252,6 +266,7 @@ export function apiServerConnection(config: ApiServerCredentials, options: { tim
         return { status: reply.statusCode, body, lines: () => (async function* () {})() };
       }
       const source = reply.body;
+      const maxLineChars = call.maxLineChars ?? defaultMaxBodyBytes;
       return {
         status: 200,
         body: undefined,
@@ -261,7 +276,7 @@ export function apiServerConnection(config: ApiServerCredentials, options: { tim
             source.setEncoding("utf8");
             for await (const chunk of source as AsyncIterable<string>) {
               pending += chunk;
-              if (pending.length > maxLineLength) throw new Error(`a line of more than ${maxLineLength} characters`);
+              if (pending.length > maxLineChars) throw new Error(`a line of more than ${maxLineChars} characters`);
               let end = pending.indexOf("\n");
               while (end >= 0) {
                 const line = pending.slice(0, end).trim();
@@ -285,6 +300,31 @@ export function apiServerConnection(config: ApiServerCredentials, options: { tim
       await Promise.all(open.map((dispatcher) => dispatcher?.destroy().catch(() => {})));
     },
   };
+}
+
+/**
+ * The body of a reply, or undefined when it is longer than `limit` bytes: then it is not read on
+ * (the stream is destroyed), by what the server declared when it did, or as it arrives.
+ */
+async function readWithin(reply: Dispatcher.ResponseData, limit: number): Promise<Buffer | undefined> {
+  // undici reports a body given up as an error on the stream: expected here, and not thrown.
+  const giveUp = () => reply.body.on("error", () => {}).destroy();
+  const declared = Number(reply.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) {
+    giveUp();
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of reply.body as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > limit) {
+      giveUp();
+      return undefined;
+    }
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
 }
 
 /** The current cluster and its URL, checked: read on every call, since an Entra cluster's endpoint may be read again. */

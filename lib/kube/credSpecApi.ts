@@ -1,6 +1,6 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
-import { type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
+import { maxCredSpecObjectBytes, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { callApi, type ApiCallOptions } from "./apiCall.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
@@ -31,7 +31,7 @@ export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOpti
     async lookup(name, call) {
       const path = `${credSpecPath}/${encodeURIComponent(name)}`;
       const outcome = await callApi(`GET gmsacredentialspecs/${name}`, call, bounds, (callSignal) =>
-        connection.send({ method: "GET", path, signal: callSignal, timeoutMs: bounds.timeoutMs }),
+        connection.send({ method: "GET", path, signal: callSignal, timeoutMs: bounds.timeoutMs, maxBodyBytes: maxCredSpecObjectBytes }),
       );
       if (outcome.ok) {
         // A 2xx that is not this spec (a proxy's page, an empty body) is the path failing, not the spec being wrong.
@@ -41,6 +41,8 @@ export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOpti
         return lookupFromObject(outcome.value);
       }
       if (outcome.status === 404) return { kind: "notFound" };
+      // Read no further: parsed, it could take many times its length (ports.ts).
+      if (outcome.tooLarge && outcome.status < 300) return { kind: "tooLarge" };
       throw new ClusterUnavailableError(
         `the Kubernetes API server refused to read GMSACredentialSpec "${name}" (HTTP ${outcome.status}); check the webhook's own RBAC`,
         "rejected",

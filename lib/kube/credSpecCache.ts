@@ -1,5 +1,6 @@
 import { notFoundMemory } from "../caching/notFoundMemory.js";
-import { type CredSpecLookup, type CredSpecSource, type PortCall } from "../gmsa/ports.js";
+import { maxCredSpecObjectBytes, type CredSpecLookup, type CredSpecSource, type PortCall } from "../gmsa/ports.js";
+import { heldBytes, jsonSize } from "../jsonSize.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import type { CacheStateEvent } from "../observability/cacheEvents.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
@@ -20,12 +21,15 @@ import { listWatch, ListWatchError, type ListWatch, type ListedObject } from "./
  * keeps answering with what it knows when the API server cannot answer, says it is stale, and
  * reconnects with backoff.
  *
- * What one cluster keeps here is bounded, by count and by the size of the specs as JSON: the
- * memory is the instance's, shared by every member. The list is read in pages, so a cluster
- * past a bound is refused once it has sent a page more than the bound, not its whole list. Past
- * a bound the cache stops for good (watch closed, specs dropped), says so in a warning and in its
- * status, and lookups become the direct GETs with not-found memory of an uncached client:
- * admissions stay correct and cost one API call more each.
+ * What one cluster keeps here is bounded, by count and by the memory the specs take as parsed
+ * (heldBytes, not their JSON's length: parsed, empty objects and arrays take 20 times theirs):
+ * the memory is the instance's, shared by every member. The list is read in pages of at most
+ * `maxListPageBytes`, so a cluster past a bound is refused once it has sent a page more than the
+ * bound, not its whole list. Past a bound, or on a larger page, the cache stops for good (watch
+ * closed, specs dropped), says so in a warning and in its status, and lookups become the direct
+ * GETs with not-found memory of an uncached client: admissions stay correct and cost one API
+ * call more each. A spec larger than admission reads (maxCredSpecObjectBytes) is kept only as
+ * that, and answered `tooLarge`.
  */
 export interface CredSpecCacheStatus {
   readonly started: boolean;
@@ -62,12 +66,22 @@ export interface CredSpecCacheOptions {
   readonly maxNotFound?: number;
   /** The most specs held; more stop the cache. Default: no bound. */
   readonly maxSpecs?: number;
-  /** The most bytes held, counted as the specs' JSON; more stop the cache. Default: no bound. */
+  /** The most bytes held, counted as the specs take memory once parsed (heldBytes); more stop the cache. Default: no bound. */
   readonly maxBytes?: number;
   /** Specs asked for per list request. Default 100. */
   readonly pageSize?: number;
   readonly now?: () => number;
 }
+
+/**
+ * The longest list page read, and the longest watch event: a page of 100 specs takes well under
+ * 1 MiB, and one object as large as the API server stores (about 1.5 MiB) fits. What a page
+ * parses into is held until it is counted, so this bounds what a cluster can make an instance
+ * hold before a bound refuses it. A longer page stops the cache.
+ */
+export const maxListPageBytes = 4 * 1024 * 1024;
+
+const tooLarge: CredSpecLookup = Object.freeze({ kind: "tooLarge" });
 
 /** The cluster holds more than the cache may: not a failure to retry. */
 class CredSpecCacheOverflow extends Error {
@@ -118,7 +132,7 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     count > maxSpecs
       ? `the cluster has more than ${maxSpecs} credential specs`
       : held > maxBytes
-        ? `the cluster's credential specs take more than ${maxBytes} bytes as JSON`
+        ? `the cluster's credential specs take more than ${maxBytes} bytes of memory`
         : undefined;
 
   function overflowed(reason: string): void {
@@ -146,10 +160,12 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     const name = object.metadata?.name;
     if (!name || overflow) return;
     storedAt.set(name, ++stores);
-    const size = jsonSize(object);
+    // A spec larger than admission reads is kept as only that: its object is not held.
+    const large = jsonSize(object) > maxCredSpecObjectBytes;
+    const size = large ? heldBytes(name) : heldBytes(object);
     bytes += size - (sizes.get(name) ?? 0);
     sizes.set(name, size);
-    entries.set(name, lookupFromObject(object));
+    entries.set(name, large ? tooLarge : lookupFromObject(object));
     notFound.forget(name);
     const beyond = beyondBounds(entries.size, bytes);
     if (beyond) overflowed(beyond);
@@ -178,7 +194,8 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
         page: (items, first) => {
           if (first) [listed, listedBytes] = [0, 0];
           listed += items.length;
-          for (const item of items) listedBytes += jsonSize(item);
+          // Every object of the list is held whole until the last page: counted whole, however large.
+          for (const item of items) listedBytes += heldBytes(item);
           const beyond = beyondBounds(listed, listedBytes);
           if (beyond) throw new CredSpecCacheOverflow(beyond);
         },
@@ -194,13 +211,14 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
         remove: forget,
         error: failed,
       },
-      { pageSize },
+      { pageSize, maxResponseBytes: maxListPageBytes },
     );
     connect();
   }
 
   function failed(error: unknown): void {
     if (error instanceof CredSpecCacheOverflow) return overflowed(error.message);
+    if (error instanceof ListWatchError && error.tooLarge) return overflowed(`${error.message}, more than a list page of credential specs takes`);
     instanceCounters.watchErrors += 1;
     // Remember which attempt failed, so that it is not taken for a sync.
     failedAttempt = attempt;
@@ -309,32 +327,6 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
       watcher?.stop();
     },
   };
-}
-
-/**
- * About how many characters a parsed JSON value takes written out again, counted without writing
- * it (a spec may be large) and without recursion (it may be deep).
- */
-export function jsonSize(value: unknown): number {
-  let size = 0;
-  const pending: unknown[] = [value];
-  while (pending.length > 0) {
-    const next = pending.pop();
-    if (typeof next === "string") size += next.length + 2;
-    else if (typeof next === "number" || typeof next === "boolean") size += 8;
-    else if (next === null || next === undefined) size += 4;
-    else if (Array.isArray(next)) {
-      size += 2 + next.length;
-      for (const item of next) pending.push(item);
-    } else if (typeof next === "object") {
-      size += 2;
-      for (const [key, item] of Object.entries(next)) {
-        size += key.length + 4;
-        pending.push(item);
-      }
-    }
-  }
-  return size;
 }
 
 function describe(error: unknown): string {

@@ -46,6 +46,12 @@ export interface ListWatchOptions {
   readonly listTimeoutMs?: number;
   /** For each list page (a watch's first answer is bounded by the connection's own timeout). Default 30 s. */
   readonly callTimeoutMs?: number;
+  /**
+   * The longest list page, and the longest watch event, read: a longer page ends the list with a
+   * ListWatchError whose `tooLarge` is set, unread; a longer event breaks the watch. Default: the
+   * connection's.
+   */
+  readonly maxResponseBytes?: number;
 }
 
 /** The API server answered with an error status; `status` is it. */
@@ -54,6 +60,8 @@ export class ListWatchError extends Error {
   constructor(
     message: string,
     readonly status: number | undefined,
+    /** A list page was longer than `maxResponseBytes`. */
+    readonly tooLarge = false,
   ) {
     super(message);
   }
@@ -88,7 +96,11 @@ export function listWatch(connection: ApiServerConnection, path: string, handler
         path: `${path}?${query}`,
         signal: AbortSignal.any([signal, AbortSignal.timeout(callTimeoutMs)]),
         timeoutMs: callTimeoutMs,
+        ...(options.maxResponseBytes === undefined ? {} : { maxBodyBytes: options.maxResponseBytes }),
       });
+      if (reply.tooLarge && reply.status === 200) {
+        throw new ListWatchError(`a page of the list of ${path} is larger than ${options.maxResponseBytes ?? "the connection's"} bytes`, undefined, true);
+      }
       if (reply.status !== 200) throw new ListWatchError(`the list of ${path} was answered ${reply.status}${statusMessage(reply.body)}`, reply.status);
       const page = ListPage.decode(reply.body);
       if (isLeft(page)) throw new ListWatchError(`the list of ${path} is not a list of objects`, undefined);
@@ -111,7 +123,12 @@ export function listWatch(connection: ApiServerConnection, path: string, handler
   async function watch(resourceVersion: string, signal: AbortSignal): Promise<ApiStream | "gone"> {
     const query = new URLSearchParams({ watch: "true", allowWatchBookmarks: "true", resourceVersion, timeoutSeconds: String(watchTimeoutSeconds) });
     // The wait for the answer is bounded by the connection's own timeout; the stream's silence by the idle bound.
-    const stream = await connection.stream({ path: `${path}?${query}`, signal, idleTimeoutMs: (watchTimeoutSeconds + 30) * 1000 });
+    const stream = await connection.stream({
+      path: `${path}?${query}`,
+      signal,
+      idleTimeoutMs: (watchTimeoutSeconds + 30) * 1000,
+      ...(options.maxResponseBytes === undefined ? {} : { maxLineChars: options.maxResponseBytes }),
+    });
     if (stream.status === 410) return "gone";
     if (stream.status !== 200) throw new ListWatchError(`the watch of ${path} was answered ${stream.status}${statusMessage(stream.body)}`, stream.status);
     return stream;

@@ -2,6 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { canonicalJson } from "../../lib/gmsa/canonicalJson.js";
 import { instanceCounters } from "../../lib/observability/instanceCounters.js";
+import { webhookConfigurationName } from "../../lib/wiring/webhooks.js";
 import { servedFor } from "../support/apiServerMetrics.js";
 import { credSpecFixture } from "../support/fixtures.js";
 import { httpsCall, postReview } from "../support/httpsClient.js";
@@ -139,6 +140,59 @@ Cache("a name called unknown is accepted as soon as a spec of that name is creat
   assert.ok(elapsed < 1000, `inlined after ${elapsed} ms`);
   const validated = await admit(cluster, "/validate", gmsaReview("created-later", "web"));
   assert.is(validated.allowed, true, JSON.stringify(validated.status));
+});
+
+Cache("a credential spec larger than admission reads is refused by name, and the cache serves the others", async ({ cluster }) => {
+  // Valid contents, and an object past 256 KiB.
+  const oversized = {
+    apiVersion: "windows.k8s.io/v1",
+    kind: "GMSACredentialSpec",
+    metadata: { name: "oversized" },
+    credspec: { ...credSpecFixture("webapp1-credspec").credspec, Padding: "x".repeat(300 * 1024) },
+  };
+  const specsPath = "/apis/windows.k8s.io/v1/gmsacredentialspecs";
+  const refused = await kubeRequest(cluster.admin, "POST", specsPath, oversized);
+  assert.is(refused.status, 422, "the credential spec webhook refuses it");
+  assert.match(JSON.stringify(refused.body), /takes more than 256 KiB as JSON/);
+  // Stored while the credential spec webhook was not wired (one stored before the wiring, say).
+  const wiringPath = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${webhookConfigurationName}`;
+  const wired = (await kubeRequest(cluster.admin, "GET", wiringPath)).body as {
+    metadata: Record<string, unknown>;
+    webhooks: Array<{ name: string; rules: Array<{ resources: string[] }> }>;
+  };
+  const unwired = { ...wired, webhooks: wired.webhooks.filter((w) => !w.rules.some((r) => r.resources.includes("gmsacredentialspecs"))) };
+  assert.is(unwired.webhooks.length, wired.webhooks.length - 1);
+  assert.is((await kubeRequest(cluster.admin, "PUT", wiringPath, unwired)).status, 200);
+  try {
+    const since = Date.now();
+    let created = await kubeRequest(cluster.admin, "POST", specsPath, oversized);
+    // The API server takes up a changed webhook configuration within a moment.
+    while (created.status === 422 && Date.now() - since < 5000) {
+      await new Promise((r) => setTimeout(r, 100));
+      created = await kubeRequest(cluster.admin, "POST", specsPath, oversized);
+    }
+    assert.is(created.status, 201, JSON.stringify(created.body).slice(0, 300));
+  } finally {
+    const current = (await kubeRequest(cluster.admin, "GET", wiringPath)).body as { metadata: { resourceVersion: string } };
+    const restored = await kubeRequest(cluster.admin, "PUT", wiringPath, { ...wired, metadata: { ...wired.metadata, resourceVersion: current.metadata.resourceVersion } });
+    assert.is(restored.status, 200);
+  }
+  const metrics = async () => JSON.parse((await httpsCall(`${cluster.webhook.server.url}/metrics`, { ca: cluster.webhook.caPem, method: "GET" })).text).credSpecCache;
+  const started = Date.now();
+  let answer = await admit(cluster, "/validate", gmsaReview("oversized", "web"));
+  while (answer.allowed && Date.now() - started < 5000) answer = await admit(cluster, "/validate", gmsaReview("oversized", "web"));
+  assert.is(answer.status?.code, 422, JSON.stringify(answer.status));
+  assert.match(answer.status?.message ?? "", /GMSACredentialSpec "oversized" takes more than 256 KiB as JSON/);
+  const mutated = await admit(cluster, "/mutate", gmsaReview("oversized", "web"));
+  assert.is(mutated.patch, undefined, "nothing inlined");
+  // The watch brought it as a name only: the cache is neither stopped nor reading the API server.
+  const status = await metrics();
+  assert.equal([status.synced, status.stale, status.overflow], [true, false, false], JSON.stringify(status));
+  const specReads = await servedFor(cluster, "gmsacredentialspecs");
+  assert.is((await admit(cluster, "/validate", gmsaReview("oversized", "web"))).status?.code, 422);
+  const fine = await admit(cluster, "/mutate", gmsaReview("webapp1-credspec", "web"));
+  assert.ok(fine.patch, "another spec is still inlined");
+  assert.is(await servedFor(cluster, "gmsacredentialspecs"), specReads, "both answered from the cache");
 });
 
 Cache("when the watch breaks, the cache keeps serving what it knows and says it is stale", async ({ cluster }) => {

@@ -59,6 +59,26 @@ Webhook("refuses a broken spec with 422 naming the object, each field and what i
   assert.not.match(JSON.stringify(record), /2126729477|WORLDWIDE/);
 });
 
+Webhook("refuses a spec larger than admission reads with 422, on CREATE and on an UPDATE that grows it; one that only keeps it may change its metadata", async () => {
+  const object = credSpecFile("domain-joined.yaml");
+  const padded = { ...object, credspec: { ...object.credspec, Padding: Array.from({ length: 100_000 }, () => ({})) } };
+  for (const [operation, old] of [
+    ["CREATE", undefined],
+    ["UPDATE", object],
+  ] as const) {
+    const { review } = await answer(credSpecReview(operation, padded, old));
+    assert.is(review.response.allowed, false, operation);
+    assert.is(review.response.status?.code, 422);
+    assert.match(review.response.status?.message ?? "", /^GMSACredentialSpec "webapp1-credspec" takes more than 256 KiB as JSON/);
+  }
+  // Its finalizers and labels stay manageable: the spec is unusable either way, not worse.
+  const labelled = { ...padded, metadata: { ...padded.metadata, labels: { team: "a" } } };
+  assert.is((await answer(credSpecReview("UPDATE", labelled, padded))).review.response.allowed, true);
+  // Under the bound, the same padding is judged as any spec is.
+  const small = { ...object, credspec: { ...object.credspec, Padding: [{}] } };
+  assert.not.match((await answer(credSpecReview("CREATE", small))).review.response.status?.message ?? "", /KiB/);
+});
+
 /** A review as JSON.parse makes it from the API server's bytes: "__proto__" stays an ordinary key there. */
 function parsedReview(text: string): unknown {
   return JSON.parse(text);
@@ -100,7 +120,8 @@ Webhook("refuses a spec whose keys exist only under __proto__, or that carries c
 
 Webhook("a credential spec nested many thousands of levels deep is judged, not a failure of the webhook", async () => {
   const spec = credSpecFile("domain-joined.yaml");
-  const depth = 50_000;
+  // Deeper than recursion goes, and within what admission reads.
+  const depth = 30_000;
   for (const [inner, expected] of [
     ["{}", undefined],
     ['{"__proto__":{}}', ".__proto__: is a reserved key"],

@@ -172,4 +172,32 @@ Connection("a proxy scheme the connection cannot speak, and a server URL carryin
   );
 });
 
+Connection("a body longer than the call allows is not read: answered tooLarge, whether the server declared its length or not", async () => {
+  const big = JSON.stringify({ items: "x".repeat(5000) });
+  const server = createServer((req, res) => {
+    res.writeHead(200, { "content-type": "application/json", ...(req.url?.includes("declared") ? { "content-length": String(big.length) } : {}) });
+    if (req.url?.includes("declared")) return void res.end(big);
+    // No length: the body comes in pieces, and the reader must stop on its own count.
+    for (let at = 0; at < big.length; at += 1000) res.write(big.slice(at, at + 1000));
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const connection = apiServerConnection(connectionConfig(url, true));
+  try {
+    for (const path of ["/declared", "/chunked"]) {
+      const refused = await connection.send({ method: "GET", path, maxBodyBytes: 4096 });
+      assert.equal({ status: refused.status, body: refused.body, tooLarge: refused.tooLarge }, { status: 200, body: undefined, tooLarge: true }, path);
+      const read = await connection.send({ method: "GET", path, maxBodyBytes: big.length });
+      assert.is(read.tooLarge, undefined, path);
+      assert.is((read.body as { items: string }).items.length, 5000, path);
+    }
+    // The connection is still good for the next call.
+    assert.is((await connection.send({ method: "GET", path: "/declared" })).status, 200);
+  } finally {
+    await connection.close();
+    server.close();
+  }
+});
+
 Connection.run();
