@@ -3,25 +3,52 @@
  * without recursion (it may be deep).
  */
 
-/** About how many characters a parsed JSON value takes written out again. */
+/**
+ * How many bytes the Kubernetes API server takes to write a parsed value as compact JSON: UTF-8,
+ * and Go's escapes (`<`, `>`, `&`, U+2028 and U+2029 as `\u00XX`, control characters as short
+ * or `\u00XX` escapes). What it sends for one object is this and a newline; numbers may be
+ * written a few characters differently.
+ */
 export function jsonSize(value: unknown): number {
   let size = 0;
   const pending: unknown[] = [value];
   while (pending.length > 0) {
     const next = pending.pop();
-    if (typeof next === "string") size += next.length + 2;
-    else if (typeof next === "number" || typeof next === "boolean") size += 8;
+    if (typeof next === "string") size += stringJsonSize(next);
+    else if (typeof next === "number") size += Number.isFinite(next) ? String(next).length : 4;
+    else if (typeof next === "boolean") size += next ? 4 : 5;
     else if (next === null || next === undefined) size += 4;
     else if (Array.isArray(next)) {
-      size += 2 + next.length;
+      size += 2 + Math.max(0, next.length - 1);
       for (const item of next) pending.push(item);
     } else if (typeof next === "object") {
-      size += 2;
-      for (const [key, item] of Object.entries(next)) {
-        size += key.length + 4;
+      const entries = Object.entries(next);
+      size += 2 + Math.max(0, entries.length - 1);
+      for (const [key, item] of entries) {
+        size += stringJsonSize(key) + 1;
         pending.push(item);
       }
     }
+  }
+  return size;
+}
+
+// Characters written as themselves, one byte each: printable ASCII but `"`, `\`, `<`, `>` and `&`.
+const plain = /^[\x20\x21\x23-\x25\x27-\x3b\x3d\x3f-\x5b\x5d-\x7e]*$/;
+
+function stringJsonSize(text: string): number {
+  if (plain.test(text)) return text.length + 2;
+  let size = 2;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 || c === 0x5c || c === 0x0a || c === 0x0d || c === 0x09) size += 2;
+    else if (c < 0x20 || c === 0x3c || c === 0x3e || c === 0x26 || c === 0x2028 || c === 0x2029) size += 6;
+    else if (c < 0x80) size += 1;
+    else if (c < 0x800) size += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      size += 4;
+      i += 1;
+    } else size += 3;
   }
   return size;
 }
@@ -30,25 +57,40 @@ export function jsonSize(value: unknown): number {
  * At least how many bytes of V8's heap a value made by JSON.parse takes. Not its JSON's length:
  * `{}` is two characters and a 64-byte object, so a value of empty objects and arrays takes
  * 13 to 21 times its JSON's length once parsed, where a credential spec, mostly strings, takes
- * about as much as its JSON. Measured on Node 22 (64-bit, no pointer compression): an empty
- * object 64 bytes, an empty array 40, each further property or element a slot of 8, a string
- * its characters and a header; key names are shared between objects and not counted.
+ * about as much. Measured on Node 22 (64-bit, no pointer compression): an empty object 64 bytes,
+ * an empty array 40, each element a slot of 8, a string a header and one byte per character, two
+ * where any character is past Latin-1. Each property is counted as its slot and its entry in the
+ * object's own description, and its key as a string of its own: objects of one shape share these,
+ * but the keys one object brings need not repeat anywhere else; past about a thousand properties
+ * V8 keeps them in a hash table, with more room still.
  */
 export function heldBytes(value: unknown): number {
   let size = 0;
   const pending: unknown[] = [value];
   while (pending.length > 0) {
     const next = pending.pop();
-    if (typeof next === "string") size += 16 + next.length;
+    if (typeof next === "string") size += stringHeldBytes(next);
     else if (typeof next === "number") size += 16;
     else if (Array.isArray(next)) {
       size += 40 + 8 * next.length;
       for (const item of next) pending.push(item);
     } else if (next !== null && typeof next === "object") {
       const entries = Object.entries(next);
-      size += 64 + 8 * entries.length;
-      for (const [, item] of entries) pending.push(item);
+      size += 64 + (entries.length > maxFastProperties ? 96 : 64) * entries.length;
+      for (const [key, item] of entries) {
+        size += stringHeldBytes(key);
+        pending.push(item);
+      }
     }
   }
   return size;
+}
+
+/** Past this many properties V8 keeps an object's properties in a hash table. */
+const maxFastProperties = 1020;
+
+const latin1 = /^[\x00-\xff]*$/;
+
+function stringHeldBytes(text: string): number {
+  return 16 + (latin1.test(text) ? text.length : 2 * text.length);
 }

@@ -5,6 +5,7 @@ import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { callApi, type ApiCallOptions } from "./apiCall.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
 import { isJsonObject } from "../jsonObject.js";
+import { jsonSize } from "../jsonSize.js";
 
 export const credSpecResource = { group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs" } as const;
 
@@ -19,11 +20,22 @@ function isNamedObject(value: unknown, name: string): boolean {
   return value.metadata.name === name;
 }
 
+/**
+ * What admission reads of a spec object, however it arrived (a GET, a list, the watch): one
+ * larger than maxCredSpecObjectBytes as the API server writes it is `tooLarge`, whatever it holds.
+ */
 export function lookupFromObject(object: unknown): CredSpecLookup {
+  if (jsonSize(object) > maxCredSpecObjectBytes) return { kind: "tooLarge" };
   const decoded = CredSpecObject.decode(object);
   if (isLeft(decoded) || !isJsonObject(decoded.right.credspec)) return { kind: "noCredspec" };
   return { kind: "found", credspec: decoded.right.credspec };
 }
+
+/**
+ * Read past maxCredSpecObjectBytes, so that the object's size decides, not how the server spaced
+ * it: the API server ends its JSON with a newline, and may write a number a few characters longer.
+ */
+const getSlackBytes = 4096;
 
 /** Reads GMSACredentialSpecs straight from the API server: one GET per lookup. */
 export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOptions): CredSpecSource {
@@ -31,7 +43,7 @@ export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOpti
     async lookup(name, call) {
       const path = `${credSpecPath}/${encodeURIComponent(name)}`;
       const outcome = await callApi(`GET gmsacredentialspecs/${name}`, call, bounds, (callSignal) =>
-        connection.send({ method: "GET", path, signal: callSignal, timeoutMs: bounds.timeoutMs, maxBodyBytes: maxCredSpecObjectBytes }),
+        connection.send({ method: "GET", path, signal: callSignal, timeoutMs: bounds.timeoutMs, maxBodyBytes: maxCredSpecObjectBytes + getSlackBytes }),
       );
       if (outcome.ok) {
         // A 2xx that is not this spec (a proxy's page, an empty body) is the path failing, not the spec being wrong.
@@ -41,7 +53,8 @@ export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOpti
         return lookupFromObject(outcome.value);
       }
       if (outcome.status === 404) return { kind: "notFound" };
-      // Read no further: parsed, it could take many times its length (ports.ts).
+      // Read no further: parsed, it could take many times its length (ports.ts). One read whole is
+      // judged by lookupFromObject, as the cache judges what the list and the watch bring.
       if (outcome.tooLarge && outcome.status < 300) return { kind: "tooLarge" };
       throw new ClusterUnavailableError(
         `the Kubernetes API server refused to read GMSACredentialSpec "${name}" (HTTP ${outcome.status}); check the webhook's own RBAC`,

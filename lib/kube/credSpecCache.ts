@@ -1,6 +1,6 @@
 import { notFoundMemory } from "../caching/notFoundMemory.js";
-import { maxCredSpecObjectBytes, type CredSpecLookup, type CredSpecSource, type PortCall } from "../gmsa/ports.js";
-import { heldBytes, jsonSize } from "../jsonSize.js";
+import { type CredSpecLookup, type CredSpecSource, type PortCall } from "../gmsa/ports.js";
+import { heldBytes } from "../jsonSize.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import type { CacheStateEvent } from "../observability/cacheEvents.js";
 import { instanceCounters } from "../observability/instanceCounters.js";
@@ -81,8 +81,6 @@ export interface CredSpecCacheOptions {
  */
 export const maxListPageBytes = 4 * 1024 * 1024;
 
-const tooLarge: CredSpecLookup = Object.freeze({ kind: "tooLarge" });
-
 /** The cluster holds more than the cache may: not a failure to retry. */
 class CredSpecCacheOverflow extends Error {
   constructor(message: string) {
@@ -161,11 +159,11 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     if (!name || overflow) return;
     storedAt.set(name, ++stores);
     // A spec larger than admission reads is kept as only that: its object is not held.
-    const large = jsonSize(object) > maxCredSpecObjectBytes;
-    const size = large ? heldBytes(name) : heldBytes(object);
+    const lookup = lookupFromObject(object);
+    const size = lookup.kind === "tooLarge" ? heldBytes(name) : heldBytes(object);
     bytes += size - (sizes.get(name) ?? 0);
     sizes.set(name, size);
-    entries.set(name, large ? tooLarge : lookupFromObject(object));
+    entries.set(name, lookup);
     notFound.forget(name);
     const beyond = beyondBounds(entries.size, bytes);
     if (beyond) overflowed(beyond);
@@ -200,12 +198,12 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
           if (beyond) throw new CredSpecCacheOverflow(beyond);
         },
         replace: (items) => {
+          // What is gone is forgotten first: the bounds are checked against the new list, not
+          // the old and the new together (every spec renamed would otherwise count twice).
           const present = new Set<string>();
-          for (const item of items) {
-            if (item.metadata?.name) present.add(item.metadata.name);
-            remember(item);
-          }
+          for (const item of items) if (item.metadata?.name) present.add(item.metadata.name);
           for (const name of [...entries.keys()]) if (!present.has(name)) forget({ metadata: { name } });
+          for (const item of items) remember(item);
         },
         upsert: remember,
         remove: forget,

@@ -33,7 +33,7 @@ const AdmissionEnvironment = t.type({
   // Unset: as many as there are API slots.
   GMSA_API_MAX_WAITING: t.union([integerSetting("GMSA_API_MAX_WAITING", 0, 1_024), t.undefined]),
   GMSA_CREDSPEC_CACHE_MAX_SPECS: withDefault(integerSetting("GMSA_CREDSPEC_CACHE_MAX_SPECS", 0, 1_000_000), 5_000),
-  GMSA_CREDSPEC_CACHE_MAX_BYTES: withDefault(integerSetting("GMSA_CREDSPEC_CACHE_MAX_BYTES", 0, 1 << 30), 32 << 20),
+  GMSA_CREDSPEC_CACHE_MAX_BYTES: withDefault(integerSetting("GMSA_CREDSPEC_CACHE_MAX_BYTES", 0, 1 << 30), 64 << 20),
 });
 
 export interface AdmissionSettings extends ClusterClientSettings {

@@ -7,16 +7,21 @@ import { credSpecFixture } from "../support/fixtures.js";
 
 const Size = suite("jsonSize and heldBytes");
 
-Size("jsonSize is close to the length of the JSON, for nested and deep values alike", () => {
+Size("jsonSize is the length of the compact JSON in UTF-8 bytes, with the API server's escapes, for nested and deep values alike", () => {
   const fixture = credSpecFixture("webapp1-credspec");
-  for (const value of [fixture, { a: [1, true, null, "x"], b: { c: "ddd" } }, { ...fixture, credspec: { ...fixture.credspec, padding: "x".repeat(5000) } }]) {
-    const written = JSON.stringify(value).length;
-    const counted = jsonSize(value);
-    assert.ok(counted >= written * 0.8 && counted <= written * 1.5, `${counted} for ${written}`);
-  }
+  const samples: unknown[] = [
+    fixture,
+    { a: [1, true, null, "x", -2.5, false], b: { c: "ddd", "": [] } },
+    { ...fixture, credspec: { ...fixture.credspec, padding: "x".repeat(5000), 'quote"and\\': "tab\tline\n" } },
+    { euro: "€".repeat(100), emoji: "😀 and ü", [`key-€`]: {} },
+  ];
+  for (const value of samples) assert.is(jsonSize(value), Buffer.byteLength(JSON.stringify(value)), JSON.stringify(value).slice(0, 80));
+  // Go writes these as \u003c, \u003e, \u0026, \u2028 and \u2029, and other control characters as \u00XX.
+  assert.is(jsonSize("<&>"), 2 + 3 * 6);
+  assert.is(jsonSize("\u2028\u2029\u0001"), 2 + 3 * 6);
   let deep: unknown = "end";
   for (let i = 0; i < 100_000; i++) deep = [deep];
-  assert.ok(jsonSize(deep) > 200_000);
+  assert.is(jsonSize(deep), 200_005);
 });
 
 Size("heldBytes is no less than what V8 holds for a parsed value, however it is shaped", () => {
@@ -24,29 +29,39 @@ Size("heldBytes is no less than what V8 holds for a parsed value, however it is 
   setFlagsFromString("--expose-gc");
   const gc = runInNewContext("gc") as () => void;
   const fixture = credSpecFixture("webapp1-credspec");
-  const shapes: Record<string, unknown> = {
-    "a credential spec": fixture,
-    "empty objects": Array.from({ length: 2000 }, () => ({})),
-    "empty arrays": Array.from({ length: 2000 }, () => []),
-    "one-key objects": Array.from({ length: 2000 }, (_, i) => ({ [`k${i % 50}`]: i })),
-    nested: Array.from({ length: 2000 }).reduce<unknown>((inner) => ({ a: inner }), {}),
-    numbers: Array.from({ length: 2000 }, (_, i) => i + 0.5),
-    strings: Array.from({ length: 2000 }, (_, i) => `s${i}`),
+  // Each shape made afresh for every copy: keys that differ from copy to copy are not shared.
+  let copy = 0;
+  const unique = () => `${copy}-${Math.random().toString(36).slice(2)}`;
+  const shapes: Record<string, () => unknown> = {
+    "a credential spec": () => fixture,
+    "empty objects": () => Array.from({ length: 2000 }, () => ({})),
+    "empty arrays": () => Array.from({ length: 2000 }, () => []),
+    "one-key objects": () => Array.from({ length: 2000 }, (_, i) => ({ [`k${i % 50}`]: i })),
+    nested: () => Array.from({ length: 2000 }).reduce<unknown>((inner) => ({ a: inner }), {}),
+    numbers: () => Array.from({ length: 2000 }, (_, i) => i + 0.5),
+    strings: () => Array.from({ length: 2000 }, (_, i) => `s${i}`),
+    "two-byte strings": () => Array.from({ length: 200 }, (_, i) => `€${i}`.repeat(50)),
+    "one long key of its own": () => ({ Extra: { [`${unique()}${"k".repeat(20_000)}`]: 1 } }),
+    "a few hundred short keys of its own": () => Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`${unique()}${i}`, 1])),
+    "thousands of short keys of its own": () => Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`${unique()}${i}`, 1])),
   };
-  for (const [shape, value] of Object.entries(shapes)) {
-    const text = JSON.stringify(value);
-    const estimate = heldBytes(JSON.parse(text));
-    assert.ok(estimate >= text.length, `${shape}: ${estimate} for ${text.length} characters`);
-    // 50 copies, so that one value's noise does not count.
+  for (const [shape, make] of Object.entries(shapes)) {
+    const texts = Array.from({ length: 30 }, () => {
+      copy += 1;
+      return JSON.stringify(make());
+    });
+    const estimate = heldBytes(JSON.parse(texts[0]!));
+    assert.ok(estimate >= texts[0]!.length * 0.9, `${shape}: ${estimate} for ${texts[0]!.length} characters`);
     gc();
     const before = process.memoryUsage().heapUsed;
-    const copies = Array.from({ length: 50 }, () => JSON.parse(text) as unknown);
+    const parsed = texts.map((text) => JSON.parse(text) as unknown);
     gc();
-    const held = (process.memoryUsage().heapUsed - before) / copies.length;
+    const held = (process.memoryUsage().heapUsed - before) / parsed.length;
     assert.ok(estimate >= held, `${shape}: estimated ${estimate}, held ${held.toFixed(0)}`);
   }
   // Empty objects: 64 bytes each, not their 3 characters.
-  assert.ok(heldBytes(shapes["empty objects"]) > 20 * JSON.stringify(shapes["empty objects"]).length);
+  const empties = shapes["empty objects"]!();
+  assert.ok(heldBytes(empties) > 20 * JSON.stringify(empties).length);
   let deep: unknown = "end";
   for (let i = 0; i < 100_000; i++) deep = [deep];
   assert.ok(heldBytes(deep) > 4_000_000);

@@ -21,7 +21,7 @@ Settings("defaults everything but the cluster", () => {
     maxPlacesPerPod: 64,
     apiMaxWaiting: 16,
     credSpecCacheMaxSpecs: 5000,
-    credSpecCacheMaxBytes: 32 * 1024 * 1024,
+    credSpecCacheMaxBytes: 64 * 1024 * 1024,
     cluster: { access: "kubeconfig", kubeconfig: "/k" },
   });
 });

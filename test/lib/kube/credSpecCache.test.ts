@@ -115,6 +115,24 @@ Bounds("specs larger in all than it may hold stop it the same way", async (conte
   assert.is((await cache.lookup("spec-7", { signal: noDeadline })).kind, "found");
 });
 
+Bounds("a list that replaces every spec by another is counted as the new list, not the old and the new together", async (context) => {
+  context.api.state.credSpecs = specs(3);
+  const cache = open(context, { maxSpecs: 4, minBackoffMs: 10, maxBackoffMs: 10 });
+  await cache.lookup("spec-0", { signal: noDeadline });
+  await until(() => cache.status().synced, "synced");
+  // Every spec renamed while the watch was down: the list after it brings three other names.
+  context.api.state.credSpecs = new Map([...specs(3)].map(([name, spec]) => [`renamed-${name}`, { ...spec, metadata: { name: `renamed-${name}` } }]));
+  // The list and the watch (one path) fail until the renamed specs are in place.
+  context.api.state.failWith = 500;
+  context.api.state.failPath = /\/gmsacredentialspecs$/;
+  context.api.breakWatches();
+  await until(() => cache.status().stale, "stale");
+  context.api.state.failWith = undefined;
+  await until(() => !cache.status().stale, "listed again");
+  assert.equal(cache.status(), { started: true, synced: true, stale: false, size: 3, notFound: 0, overflow: false });
+  assert.is((await cache.lookup("renamed-spec-2", { signal: noDeadline })).kind, "found");
+});
+
 Bounds("specs are counted by the memory they take once parsed, not their JSON's length: empty objects take 20 times theirs", async (context) => {
   // Each spec: about 15 KB of JSON, 5 000 empty objects, over 300 KB once parsed.
   const padded = new Map([...specs(6)].map(([name, spec]) => [name, { ...spec, credspec: { ...(spec.credspec as object), Padding: Array.from({ length: 5000 }, () => ({})) } }]));
@@ -145,16 +163,24 @@ Bounds("a spec larger than admission reads is answered tooLarge from the cache, 
   assert.equal(await cache.lookup("spec-1", { signal: noDeadline }), { kind: "tooLarge" });
   assert.is(gets(), 0, "answered from the cache");
   assert.is((await cache.lookup("spec-2", { signal: noDeadline })).kind, "found");
-  // Through the watch too, and read directly (the cache stopped) the answer is the same.
-  context.api.addCredSpec("spec-3", { ...big, metadata: { name: "spec-3" } });
-  await until(() => cache.status().size === 4, "the watch brought spec-3");
+  // Through the watch too, and read directly the answer is the same. Counted in bytes as the API
+  // server writes them: 90 000 characters of three bytes each are too large, as 90 000 of one are not.
+  const threeByte = { ...big, metadata: { name: "spec-3" }, credspec: { ...(big.credspec as object), Padding: "\u20ac".repeat(90_000) } };
+  const oneByte = { ...big, metadata: { name: "spec-4" }, credspec: { ...(big.credspec as object), Padding: "e".repeat(90_000) } };
+  context.api.addCredSpec("spec-3", threeByte);
+  context.api.addCredSpec("spec-4", oneByte);
+  await until(() => cache.status().size === 5, "the watch brought spec-3 and spec-4");
   assert.equal(await cache.lookup("spec-3", { signal: noDeadline }), { kind: "tooLarge" });
+  assert.is((await cache.lookup("spec-4", { signal: noDeadline })).kind, "found");
   const config = new KubeConfig();
   config.loadFromFile(context.api.kubeconfig);
   const connection = apiServerConnection(config);
   try {
-    assert.equal(await credSpecApi(connection, { timeoutMs: 2000 }).lookup("spec-1", { signal: noDeadline }), { kind: "tooLarge" });
-    assert.is((await credSpecApi(connection, { timeoutMs: 2000 }).lookup("spec-2", { signal: noDeadline })).kind, "found");
+    const direct = credSpecApi(connection, { timeoutMs: 2000 });
+    assert.equal(await direct.lookup("spec-1", { signal: noDeadline }), { kind: "tooLarge" });
+    assert.equal(await direct.lookup("spec-3", { signal: noDeadline }), { kind: "tooLarge" });
+    assert.is((await direct.lookup("spec-4", { signal: noDeadline })).kind, "found");
+    assert.is((await direct.lookup("spec-2", { signal: noDeadline })).kind, "found");
   } finally {
     await connection.close();
   }
