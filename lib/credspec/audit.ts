@@ -1,5 +1,6 @@
 import { isLeft } from "fp-ts/Either";
 import { jsonEqual } from "../gmsa/canonicalJson.js";
+import { maxCredSpecObjectBytes } from "../gmsa/ports.js";
 import { sharedHostnameWarning } from "../gmsa/hostnameWarning.js";
 import { decodePodObject, gmsaSettings } from "../gmsa/pod.js";
 import { checkCredSpec } from "./checkCredSpec.js";
@@ -46,6 +47,8 @@ export interface AuditFinding {
 export interface StoredCredSpec {
   readonly name: string;
   readonly credspec: unknown;
+  /** Larger than admission reads (maxCredSpecObjectBytes): its contents were not kept. */
+  readonly tooLarge?: boolean;
 }
 
 export interface AuditInput {
@@ -79,9 +82,19 @@ export function auditCluster(input: AuditInput): AuditFinding[] {
   const findings: AuditFinding[] = [];
   const add = (kind: FindingKind, object: string, problem: string, action: string) => findings.push({ kind, severity: severityOf[kind], object, problem, action });
   const specs = new Map(input.credSpecs.map((spec) => [spec.name, spec.credspec]));
+  const tooLarge = new Set(input.credSpecs.filter((spec) => spec.tooLarge === true).map((spec) => spec.name));
 
   for (const spec of input.credSpecs) {
     const object = `GMSACredentialSpec ${spec.name}`;
+    if (tooLarge.has(spec.name)) {
+      add(
+        "invalidCredSpec",
+        object,
+        `takes more than ${maxCredSpecObjectBytes / 1024} KiB as JSON, far more than any Windows credential spec: the webhooks do not read it and refuse every pod naming it`,
+        "delete it and create it again as the Windows credential spec alone (npm run credspec -- lint)",
+      );
+      continue;
+    }
     const report = checkCredSpec(spec.credspec);
     if (report.errors.length > 0)
       add("invalidCredSpec", object, report.errors.map(describeFinding).join("; "), "correct it (npm run credspec -- lint) or delete it: no pod can run with it");
@@ -120,6 +133,8 @@ export function auditCluster(input: AuditInput): AuditFinding[] {
     if (settings.length === 0) continue;
     const names = [...new Set(settings.map((s) => s.name!))];
     for (const name of names) {
+      // Said of the spec itself above; its contents were not kept to compare.
+      if (tooLarge.has(name)) continue;
       const current = specs.get(name);
       if (current === undefined) {
         add(

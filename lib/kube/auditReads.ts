@@ -1,9 +1,12 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
-import { auditCluster, type AuditFinding } from "../credspec/audit.js";
+import { auditCluster, type AuditFinding, type StoredCredSpec } from "../credspec/audit.js";
 import { relayNamespaceOf } from "../credspec/auditWiring.js";
 import { RbacBinding, RbacList, RbacRole } from "../credspec/rbacUse.js";
+import { heldBytes } from "../jsonSize.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
+import { maxListPageBytes } from "./credSpecCache.js";
+import { lookupFromObject } from "./credSpecApi.js";
 import { credSpecCrdName } from "../wiring/credSpecCrd.js";
 import { safetyNetPolicyNames } from "../wiring/safetyNetNames.js";
 import { webhookConfigurationName } from "../wiring/webhooks.js";
@@ -35,27 +38,64 @@ class ListForbiddenError extends Error {
 export interface AuditOptions {
   readonly randomHostname: boolean;
   readonly signal: AbortSignal;
+  /**
+   * The most memory the credential specs the audit keeps may take (heldBytes), as the cache's
+   * bound (GMSA_CREDSPEC_CACHE_MAX_BYTES): past it the audit stops. Default 64 MiB.
+   */
+  readonly maxCredSpecBytes?: number;
   /** The Function App's own host name, where URL-wired webhooks should call it; none: not judged. */
   readonly functionHost?: string;
 }
 
+/** How a list is read: its page size and longest page, and what of each item is kept. */
+interface ListShape {
+  readonly pageSize: number;
+  readonly maxPageBytes?: number;
+  readonly keep?: (item: unknown) => unknown;
+}
+
+const wholeItems: ListShape = { pageSize: 500 };
+
 export async function auditOverConnection(connection: ApiServerConnection, options: AuditOptions): Promise<ClusterAudit> {
   let apiCalls = 0;
-  const list = async (path: string, what: string): Promise<unknown[]> => {
+  const list = async (path: string, what: string, shape: ListShape = wholeItems): Promise<unknown[]> => {
     const items: unknown[] = [];
     let next: string | undefined;
     do {
       apiCalls += 1;
-      const query = new URLSearchParams({ limit: "500", ...(next ? { continue: next } : {}) });
-      const reply = await connection.send({ method: "GET", path: `${path}?${query}`, signal: options.signal });
+      const query = new URLSearchParams({ limit: String(shape.pageSize), ...(next ? { continue: next } : {}) });
+      const reply = await connection.send({
+        method: "GET",
+        path: `${path}?${query}`,
+        signal: options.signal,
+        ...(shape.maxPageBytes === undefined ? {} : { maxBodyBytes: shape.maxPageBytes }),
+      });
       if (reply.status === 403) throw new ListForbiddenError(what);
+      if (reply.tooLarge && reply.status === 200) throw new Error(`a page of the list of ${what} is larger than ${shape.maxPageBytes} bytes, more than a page of them takes`);
       if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
       const page = Page.decode(reply.body);
       if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
-      items.push(...page.right.items);
+      for (const item of page.right.items) items.push(shape.keep ? shape.keep(item) : item);
       next = page.right.metadata?.continue || undefined;
     } while (next);
     return items;
+  };
+  // The credential specs are read as the cache reads them (pages of 100, at most maxListPageBytes
+  // each), and of each only its name and contents are kept, counted against a bound: a cluster's
+  // specs, shaped to take many times their JSON in memory, must not exhaust the instance that
+  // every cluster it serves shares. A spec larger than admission reads is kept as its name.
+  const maxCredSpecBytes = options.maxCredSpecBytes ?? 64 * 1024 * 1024;
+  let credSpecBytes = 0;
+  const keepCredSpec = (item: unknown): unknown => {
+    if (!Named.is(item)) return item;
+    const name = item.metadata.name;
+    const lookup = lookupFromObject(item);
+    const kept = lookup.kind === "tooLarge" ? { name, credspec: undefined, tooLarge: true } : { name, credspec: (item as { credspec?: unknown }).credspec };
+    credSpecBytes += heldBytes(kept);
+    if (credSpecBytes > maxCredSpecBytes) {
+      throw new Error(`the cluster's credential specs take more than ${maxCredSpecBytes} bytes of memory; the audit reads no further`);
+    }
+    return kept;
   };
   const decoded = <A>(codec: t.Decoder<unknown, A>, items: unknown[], what: string): A => {
     const result = codec.decode({ items });
@@ -82,7 +122,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     Object.fromEntries(await Promise.all(safetyNetPolicyNames.map(async (name) => [name, await read(`${admissionRegistration}/${resource}/${name}`, `${kind} ${name}`)] as const)));
   const rbac = "/apis/rbac.authorization.k8s.io/v1";
   const [specs, clusterRoles, roles, clusterRoleBindings, roleBindings, pods, mutating, validating, crd, policies, bindings] = await Promise.all([
-    list("/apis/windows.k8s.io/v1/gmsacredentialspecs", "GMSACredentialSpecs"),
+    list("/apis/windows.k8s.io/v1/gmsacredentialspecs", "GMSACredentialSpecs", { pageSize: 100, maxPageBytes: maxListPageBytes, keep: keepCredSpec }),
     list(`${rbac}/clusterroles`, "ClusterRoles"),
     list(`${rbac}/roles`, "Roles"),
     list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings"),
@@ -111,9 +151,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     if (networkPolicies !== undefined) relay = { namespace: relayNamespace, networkPolicies };
   }
   const findings = auditCluster({
-    credSpecs: specs
-      .filter((spec) => Named.is(spec))
-      .map((spec) => ({ name: (spec as t.TypeOf<typeof Named>).metadata.name, credspec: (spec as { credspec?: unknown }).credspec })),
+    credSpecs: specs.filter((spec): spec is StoredCredSpec => typeof spec === "object" && spec !== null && typeof (spec as { name?: unknown }).name === "string"),
     rbac: {
       clusterRoles: decoded(RbacList(RbacRole), clusterRoles, "ClusterRoles").items,
       roles: decoded(RbacList(RbacRole), roles, "Roles").items,

@@ -22,14 +22,19 @@ function relayWired(kind: string) {
   };
 }
 
-function fakeConnection(answer: (path: string) => { status: number; body?: unknown }): ApiServerConnection & { paths: string[] } {
+function fakeConnection(answer: (path: string) => { status: number; body?: unknown }): ApiServerConnection & { paths: string[]; calls: ApiRequest[] } {
   const paths: string[] = [];
+  const calls: ApiRequest[] = [];
   return {
     server: "https://api.test",
     paths,
+    calls,
     async send(call: ApiRequest): Promise<ApiReply> {
       paths.push(call.path);
+      calls.push(call);
       const { status, body } = answer(call.path.split("?")[0]!);
+      // A body longer than the call allows is not read, as the real connection does.
+      if (call.maxBodyBytes !== undefined && Buffer.byteLength(JSON.stringify(body ?? "")) > call.maxBodyBytes) return { status, body: undefined, warnings: [], tooLarge: true };
       return { status, body, warnings: [] };
     },
     stream: () => Promise.reject(new Error("no stream here")),
@@ -75,5 +80,54 @@ Reads("a role that may not list credential specs fails the audit, saying what to
   assert.instance(error, Error);
   assert.match((error as Error).message, /may not list GMSACredentialSpecs: the audit needs list on pods, RBAC objects and NetworkPolicies/);
 });
+
+Reads(
+  "credential specs are read as the cache reads them and kept within its bound: a spec too large for admission is an error finding, a cluster past the bound fails the audit",
+  async () => {
+    const spec = (name: string, credspec: unknown) => ({ metadata: { name }, credspec });
+    const fine = { CmsPlugins: ["ActiveDirectory"] };
+    const items = [spec("big", { ...fine, Padding: "x".repeat(300 * 1024) }), spec("padded", { ...fine, Padding: Array.from({ length: 20_000 }, () => ({})) })];
+    // A pod naming the large spec: said of the spec, not as a pod whose spec is missing or changed.
+    const pod = {
+      metadata: { name: "web-0", namespace: "apps" },
+      spec: { serviceAccountName: "web", securityContext: { windowsOptions: { gmsaCredentialSpecName: "big", gmsaCredentialSpec: "{}" } }, containers: [{ name: "app" }] },
+    };
+    const answer = (path: string) => {
+      if (path === "/apis/windows.k8s.io/v1/gmsacredentialspecs") return { status: 200, body: { metadata: {}, items } };
+      if (path === "/api/v1/pods") return { status: 200, body: { metadata: {}, items: [pod] } };
+      if (path.split("/").length > 5 && !path.startsWith("/api/v1/")) return { status: 404 };
+      return emptyList;
+    };
+    const connection = fakeConnection(answer);
+    const audit = await auditOverConnection(connection, { randomHostname: false, signal: new AbortController().signal, maxCredSpecBytes: 4_000_000 });
+    const listed = connection.calls.find((c) => c.path.startsWith("/apis/windows.k8s.io/v1/gmsacredentialspecs?"))!;
+    assert.is(new URLSearchParams(listed.path.split("?")[1]).get("limit"), "100");
+    assert.is(listed.maxBodyBytes, 4 * 1024 * 1024);
+    const about = (object: string) => audit.findings.filter((f) => f.object === object).map((f) => `${f.kind}: ${f.problem}`);
+    assert.equal(about("GMSACredentialSpec big").length, 1);
+    assert.match(about("GMSACredentialSpec big")[0]!, /^invalidCredSpec: takes more than 256 KiB as JSON/);
+    assert.equal(
+      about("Pod apps/web-0").filter((f) => /^pod(CredSpecMissing|ContentsDrift)/.test(f)),
+      [],
+      "no podCredSpecMissing or podContentsDrift for it",
+    );
+    // The same padding, counted as it is held (20 000 empty objects take over 1 MB), past a bound.
+    const bounded = await auditOverConnection(fakeConnection(answer), { randomHostname: false, signal: new AbortController().signal, maxCredSpecBytes: 1_000_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.match(String(bounded), /the cluster's credential specs take more than 1000000 bytes of memory; the audit reads no further/);
+    // A page longer than a page of specs takes is not read.
+    const long = Array.from({ length: 20 }, (_, i) => spec(`s${i}`, { ...fine, Padding: "y".repeat(250 * 1024) }));
+    const paged = await auditOverConnection(
+      fakeConnection((path) => (path === "/apis/windows.k8s.io/v1/gmsacredentialspecs" ? { status: 200, body: { metadata: {}, items: long } } : answer(path))),
+      { randomHostname: false, signal: new AbortController().signal },
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.match(String(paged), /a page of the list of GMSACredentialSpecs is larger than 4194304 bytes/);
+  },
+);
 
 Reads.run();
