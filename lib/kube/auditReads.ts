@@ -1,6 +1,7 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
 import { auditCluster, type AuditFinding, type StoredCredSpec } from "../credspec/audit.js";
+import { decodePodObject, gmsaSettings } from "../gmsa/pod.js";
 import { relayNamespaceOf } from "../credspec/auditWiring.js";
 import { RbacBinding, RbacList, RbacRole } from "../credspec/rbacUse.js";
 import { heldBytes } from "../jsonSize.js";
@@ -39,15 +40,16 @@ export interface AuditOptions {
   readonly randomHostname: boolean;
   readonly signal: AbortSignal;
   /**
-   * The most memory the credential specs the audit keeps may take (heldBytes), as the cache's
-   * bound (GMSA_CREDSPEC_CACHE_MAX_BYTES): past it the audit stops. Default 64 MiB.
+   * The most memory what the audit keeps of the credential specs, and of the pods that name one,
+   * may take (heldBytes), as the cache's bound (GMSA_CREDSPEC_CACHE_MAX_BYTES): past it the audit
+   * stops. Default 64 MiB.
    */
-  readonly maxCredSpecBytes?: number;
+  readonly maxKeptBytes?: number;
   /** The Function App's own host name, where URL-wired webhooks should call it; none: not judged. */
   readonly functionHost?: string;
 }
 
-/** How a list is read: its page size and longest page, and what of each item is kept. */
+/** How a list is read: its page size and longest page, and what of each item is kept (undefined: nothing). */
 interface ListShape {
   readonly pageSize: number;
   readonly maxPageBytes?: number;
@@ -75,7 +77,10 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
       const page = Page.decode(reply.body);
       if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
-      for (const item of page.right.items) items.push(shape.keep ? shape.keep(item) : item);
+      for (const item of page.right.items) {
+        const kept = shape.keep ? shape.keep(item) : item;
+        if (kept !== undefined) items.push(kept);
+      }
       next = page.right.metadata?.continue || undefined;
     } while (next);
     return items;
@@ -84,18 +89,30 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
   // each), and of each only its name and contents are kept, counted against a bound: a cluster's
   // specs, shaped to take many times their JSON in memory, must not exhaust the instance that
   // every cluster it serves shares. A spec larger than admission reads is kept as its name.
-  const maxCredSpecBytes = options.maxCredSpecBytes ?? 64 * 1024 * 1024;
-  let credSpecBytes = 0;
-  const keepCredSpec = (item: unknown): unknown => {
-    if (!Named.is(item)) return item;
-    const name = item.metadata.name;
-    const lookup = lookupFromObject(item);
-    const kept = lookup.kind === "tooLarge" ? { name, credspec: undefined, tooLarge: true } : { name, credspec: (item as { credspec?: unknown }).credspec };
-    credSpecBytes += heldBytes(kept);
-    if (credSpecBytes > maxCredSpecBytes) {
-      throw new Error(`the cluster's credential specs take more than ${maxCredSpecBytes} bytes of memory; the audit reads no further`);
+  // Pods likewise: of each page only those that name a credential spec, the only ones audited.
+  const maxKeptBytes = options.maxKeptBytes ?? 64 * 1024 * 1024;
+  let keptBytes = 0;
+  const counted = <A>(kept: A): A => {
+    keptBytes += heldBytes(kept);
+    if (keptBytes > maxKeptBytes) {
+      throw new Error(`the cluster's credential specs and the pods that name them take more than ${maxKeptBytes} bytes of memory; the audit reads no further`);
     }
     return kept;
+  };
+  const keepCredSpec = (item: unknown): unknown => {
+    if (!Named.is(item)) return undefined;
+    const name = item.metadata.name;
+    const lookup = lookupFromObject(item);
+    return counted(lookup.kind === "tooLarge" ? { name, credspec: undefined, tooLarge: true } : { name, credspec: (item as { credspec?: unknown }).credspec });
+  };
+  let podsRead = 0;
+  const keepGmsaPod = (item: unknown): unknown => {
+    podsRead += 1;
+    // A list's items carry no kind of their own, and a pod is read as one only with it.
+    const pod = item !== null && typeof item === "object" ? { apiVersion: "v1", kind: "Pod", ...item } : item;
+    const decoded = decodePodObject(pod);
+    if (isLeft(decoded) || !gmsaSettings(decoded.right, decoded.right.metadata?.name ?? undefined).some((s) => s.name !== undefined)) return undefined;
+    return counted(pod);
   };
   const decoded = <A>(codec: t.Decoder<unknown, A>, items: unknown[], what: string): A => {
     const result = codec.decode({ items });
@@ -127,7 +144,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     list(`${rbac}/roles`, "Roles"),
     list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings"),
     list(`${rbac}/rolebindings`, "RoleBindings"),
-    list("/api/v1/pods", "pods"),
+    list("/api/v1/pods", "pods", { pageSize: 100, keep: keepGmsaPod }),
     read(`${admissionRegistration}/mutatingwebhookconfigurations/${webhookConfigurationName}`, `MutatingWebhookConfiguration ${webhookConfigurationName}`),
     read(`${admissionRegistration}/validatingwebhookconfigurations/${webhookConfigurationName}`, `ValidatingWebhookConfiguration ${webhookConfigurationName}`),
     read(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${credSpecCrdName}`, `CustomResourceDefinition ${credSpecCrdName}`),
@@ -158,8 +175,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       clusterRoleBindings: decoded(RbacList(RbacBinding), clusterRoleBindings, "ClusterRoleBindings").items,
       roleBindings: decoded(RbacList(RbacBinding), roleBindings, "RoleBindings").items,
     },
-    // A list's items carry no kind of their own, and a pod is read as one only with it.
-    pods: pods.map((pod) => (pod !== null && typeof pod === "object" ? { apiVersion: "v1", kind: "Pod", ...pod } : pod)),
+    pods,
     randomHostname: options.randomHostname,
     wiring: {
       mutating,
@@ -172,5 +188,5 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       ...(options.functionHost ? { functionHost: options.functionHost } : {}),
     },
   });
-  return { findings, apiCalls, read: { credSpecs: specs.length, pods: pods.length } };
+  return { findings, apiCalls, read: { credSpecs: specs.length, pods: podsRead } };
 }

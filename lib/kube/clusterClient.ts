@@ -201,7 +201,7 @@ function portsOver(config: ApiServerCredentials, connection: ApiServerConnection
     server: config.getCurrentCluster()?.server ?? "",
     probe: (target, signal) => probeCluster(connection, target, signal),
     // The audit keeps the specs within the cache's bound (0, no cache room, leaves its default).
-    audit: (options) => auditOverConnection(connection, { ...(settings.credSpecCacheMaxBytes > 0 ? { maxCredSpecBytes: settings.credSpecCacheMaxBytes } : {}), ...options }),
+    audit: (options) => auditOverConnection(connection, { ...(settings.credSpecCacheMaxBytes > 0 ? { maxKeptBytes: settings.credSpecCacheMaxBytes } : {}), ...options }),
     cacheStatus: () => cache?.status(),
     stop: async () => {
       await cache?.stop();

@@ -92,14 +92,16 @@ Reads(
       metadata: { name: "web-0", namespace: "apps" },
       spec: { serviceAccountName: "web", securityContext: { windowsOptions: { gmsaCredentialSpecName: "big", gmsaCredentialSpec: "{}" } }, containers: [{ name: "app" }] },
     };
+    // A pod that names no spec is read and counted, and not kept: kept, it alone would pass the bound.
+    const plainPod = { metadata: { name: "other", namespace: "apps", annotations: { note: "z".repeat(3_000_000) } }, spec: { containers: [{ name: "app" }] } };
     const answer = (path: string) => {
       if (path === "/apis/windows.k8s.io/v1/gmsacredentialspecs") return { status: 200, body: { metadata: {}, items } };
-      if (path === "/api/v1/pods") return { status: 200, body: { metadata: {}, items: [pod] } };
+      if (path === "/api/v1/pods") return { status: 200, body: { metadata: {}, items: [pod, plainPod] } };
       if (path.split("/").length > 5 && !path.startsWith("/api/v1/")) return { status: 404 };
       return emptyList;
     };
     const connection = fakeConnection(answer);
-    const audit = await auditOverConnection(connection, { randomHostname: false, signal: new AbortController().signal, maxCredSpecBytes: 4_000_000 });
+    const audit = await auditOverConnection(connection, { randomHostname: false, signal: new AbortController().signal, maxKeptBytes: 4_000_000 });
     const listed = connection.calls.find((c) => c.path.startsWith("/apis/windows.k8s.io/v1/gmsacredentialspecs?"))!;
     assert.is(new URLSearchParams(listed.path.split("?")[1]).get("limit"), "100");
     assert.is(listed.maxBodyBytes, 4 * 1024 * 1024);
@@ -112,11 +114,11 @@ Reads(
       "no podCredSpecMissing or podContentsDrift for it",
     );
     // The same padding, counted as it is held (20 000 empty objects take over 1 MB), past a bound.
-    const bounded = await auditOverConnection(fakeConnection(answer), { randomHostname: false, signal: new AbortController().signal, maxCredSpecBytes: 1_000_000 }).then(
+    const bounded = await auditOverConnection(fakeConnection(answer), { randomHostname: false, signal: new AbortController().signal, maxKeptBytes: 1_000_000 }).then(
       () => undefined,
       (e: unknown) => e,
     );
-    assert.match(String(bounded), /the cluster's credential specs take more than 1000000 bytes of memory; the audit reads no further/);
+    assert.match(String(bounded), /the cluster's credential specs and the pods that name them take more than 1000000 bytes of memory; the audit reads no further/);
     // A page longer than a page of specs takes is not read.
     const long = Array.from({ length: 20 }, (_, i) => spec(`s${i}`, { ...fine, Padding: "y".repeat(250 * 1024) }));
     const paged = await auditOverConnection(
