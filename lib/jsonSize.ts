@@ -54,15 +54,27 @@ function stringJsonSize(text: string): number {
 }
 
 /**
+ * Whether `bytes` of text parsed into a value that, written again, takes much less: a key given
+ * twice, or space around the values. Such text may hold more than heldBytes counts (a key given
+ * many times leaves its object the room of all of them), and a reader that counts what it keeps
+ * refuses it. The API server writes neither; a few bytes a number may differ by are let through.
+ */
+export function parsedFromLonger(bytes: number, value: unknown): boolean {
+  return bytes > jsonSize(value) + 4096;
+}
+
+/**
  * At least how many bytes of V8's heap a value made by JSON.parse takes. Not its JSON's length:
  * `{}` is two characters and a 64-byte object, so a value of empty objects and arrays takes
  * 13 to 21 times its JSON's length once parsed, where a credential spec, mostly strings, takes
  * about as much. Measured on Node 22 (64-bit, no pointer compression): an empty object 64 bytes,
  * an empty array 40, each element a slot of 8, a string a header and one byte per character, two
- * where any character is past Latin-1. Each property is counted as its slot and its entry in the
- * object's own description, and its key as a string of its own: objects of one shape share these,
- * but the keys one object brings need not repeat anywhere else; past about a thousand properties
- * V8 keeps them in a hash table, with more room still.
+ * where any character is past Latin-1. Each property is counted as its slot and what a shape of
+ * its own costs (a map and a descriptor per key, 140 bytes in all), and its key as a string of its
+ * own: objects of one shape share these, but the keys one object brings need not repeat anywhere
+ * else; from 128 properties on, the properties sit in a hash table of the object's own instead.
+ * What is counted is what the parsed value holds: text that parses into less than it says (a key
+ * given twice) is for its reader to refuse.
  */
 export function heldBytes(value: unknown): number {
   let size = 0;
@@ -76,7 +88,7 @@ export function heldBytes(value: unknown): number {
       for (const item of next) pending.push(item);
     } else if (next !== null && typeof next === "object") {
       const entries = Object.entries(next);
-      size += 64 + (entries.length > maxFastProperties ? 96 : 64) * entries.length;
+      size += 64 + (entries.length > maxFastProperties ? 96 : 144) * entries.length;
       for (const [key, item] of entries) {
         size += stringHeldBytes(key);
         pending.push(item);
@@ -86,8 +98,8 @@ export function heldBytes(value: unknown): number {
   return size;
 }
 
-/** Past this many properties V8 keeps an object's properties in a hash table. */
-const maxFastProperties = 1020;
+/** From 128 properties on, JSON.parse keeps an object's properties in a hash table of its own. */
+const maxFastProperties = 127;
 
 const latin1 = /^[\x00-\xff]*$/;
 

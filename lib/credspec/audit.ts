@@ -1,6 +1,6 @@
 import { isLeft } from "fp-ts/Either";
 import { jsonEqual } from "../gmsa/canonicalJson.js";
-import { maxCredSpecObjectBytes } from "../gmsa/ports.js";
+import { tooLargeReason } from "../gmsa/credSpecSize.js";
 import { sharedHostnameWarning } from "../gmsa/hostnameWarning.js";
 import { decodePodObject, gmsaSettings } from "../gmsa/pod.js";
 import { checkCredSpec } from "./checkCredSpec.js";
@@ -90,7 +90,7 @@ export function auditCluster(input: AuditInput): AuditFinding[] {
       add(
         "invalidCredSpec",
         object,
-        `takes more than ${maxCredSpecObjectBytes / 1024} KiB as JSON, far more than any Windows credential spec: the webhooks do not read it and refuse every pod naming it`,
+        `${tooLargeReason}: the webhooks do not read it and refuse every pod naming it`,
         "delete it and create it again as the Windows credential spec alone (npm run credspec -- lint)",
       );
       continue;

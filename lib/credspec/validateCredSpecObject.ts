@@ -2,8 +2,7 @@ import { isLeft } from "fp-ts/Either";
 import type { WebhookPolicy } from "../webhook/policy.js";
 import type { AdmissionRequest } from "../webhook/request.js";
 import { jsonEqual } from "../gmsa/canonicalJson.js";
-import { maxCredSpecObjectBytes } from "../gmsa/ports.js";
-import { jsonSize } from "../jsonSize.js";
+import { credSpecObjectTooLarge, tooLargeReason } from "../gmsa/credSpecSize.js";
 import { allowed, denied, type Verdict } from "../webhook/verdict.js";
 import { checkCredSpec } from "./checkCredSpec.js";
 import { GmsaCredentialSpecObject } from "./credSpecCodec.js";
@@ -33,15 +32,9 @@ export function judgeCredSpecObject(request: AdmissionRequest): Verdict {
     const old = GmsaCredentialSpecObject.decode(request.oldObject);
     if (!isLeft(old) && jsonEqual(old.right.credspec, decoded.right.credspec)) return allowed({ credSpecs: [name] });
   }
-  // Admission does not read a spec this large (ports.ts): refused here, it is never stored.
-  if (jsonSize(request.object) > maxCredSpecObjectBytes) {
-    return denied(
-      422,
-      `${label} takes more than ${maxCredSpecObjectBytes / 1024} KiB as JSON, far more than any Windows credential spec; the pod webhooks would refuse every pod naming it`,
-      {
-        credSpecs: [name],
-      },
-    );
+  // Admission does not read a spec this large (credSpecSize.ts): refused here, it is never stored.
+  if (credSpecObjectTooLarge(request.object)) {
+    return denied(422, `${label} ${tooLargeReason}; the pod webhooks would refuse every pod naming it`, { credSpecs: [name] });
   }
   const report = checkCredSpec(decoded.right.credspec);
   const warnings = report.warnings.map((finding) => `${label}: ${describeFinding(finding)}`);

@@ -56,15 +56,6 @@ export function isSpareSlotCall(call: PortCall): boolean {
   return spareSlotCalls.get(call)?.() ?? false;
 }
 
-/**
- * The most a GMSACredentialSpec object may take as the API server writes it (UTF-8 JSON,
- * lib/jsonSize.ts) for admission to read it, its metadata included. A Windows credential spec takes under 2 KiB, its object with the fields kubectl adds
- * under 10; the API server stores objects up to about 1.5 MiB, each of which, made of empty
- * objects and arrays, takes 20 times that in memory once parsed, in an instance every cluster of a
- * fleet shares. A larger spec is answered `tooLarge` and not kept.
- */
-export const maxCredSpecObjectBytes = 256 * 1024;
-
 export type CredSpecLookup =
   | { readonly kind: "found"; readonly credspec: Readonly<Record<string, unknown>> }
   | { readonly kind: "notFound" }

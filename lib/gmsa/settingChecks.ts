@@ -1,6 +1,7 @@
 import { credSpecNameProblem } from "./credSpecName.js";
 import type { GmsaSetting } from "./pod.js";
-import { maxCredSpecObjectBytes, type CredSpecLookup } from "./ports.js";
+import { tooLargeReason } from "./credSpecSize.js";
+import type { CredSpecLookup } from "./ports.js";
 import { denied, type Verdict } from "../webhook/verdict.js";
 
 /**
@@ -53,11 +54,7 @@ export function lookupProblem(setting: GmsaSetting, name: string, lookup: CredSp
     case "noCredspec":
       return denied(422, `${setting.owner}: GMSACredentialSpec "${name}" has no credspec object`, { credSpecs: [name] });
     case "tooLarge":
-      return denied(
-        422,
-        `${setting.owner}: GMSACredentialSpec "${name}" takes more than ${maxCredSpecObjectBytes / 1024} KiB as JSON, far more than any Windows credential spec; the webhook does not read it`,
-        { credSpecs: [name] },
-      );
+      return denied(422, `${setting.owner}: GMSACredentialSpec "${name}" ${tooLargeReason}; the webhook does not read it`, { credSpecs: [name] });
     case "notFound":
     case undefined:
       return denied(422, `${setting.owner}: GMSACredentialSpec "${name}" does not exist`, { credSpecs: [name] });

@@ -13,7 +13,8 @@ import { EntraTokenError } from "./entraTokenError.js";
  * answered, or a ClusterUnavailableError when it did not.
  */
 export type ApiOutcome =
-  | { readonly ok: true; readonly value: unknown }
+  /** `bytes`: how long the body was, where the connection says. */
+  | { readonly ok: true; readonly value: unknown; readonly bytes?: number }
   /** `tooLarge`: the body was longer than the call allowed, and was not read. */
   | { readonly ok: false; readonly status: number; readonly body: unknown; readonly tooLarge?: true };
 
@@ -161,7 +162,7 @@ async function callInSlot(description: string, signal: AbortSignal, timeoutMs: n
   // not a failure of the API server: counting it would overstate API errors.
   if (reply.tooLarge) return { ok: false, status, body: undefined, tooLarge: true };
   if (status >= 300) return { ok: false, status, body: reply.body };
-  return { ok: true, value: reply.body };
+  return { ok: true, value: reply.body, ...(reply.bytes === undefined ? {} : { bytes: reply.bytes }) };
 }
 
 function describe(error: unknown): string {

@@ -38,6 +38,8 @@ export interface ApiReply {
   readonly retryAfterMs?: number;
   /** The body was longer than the call allowed: it was not read, and `body` is undefined. */
   readonly tooLarge?: true;
+  /** How long the body read was, in bytes. */
+  readonly bytes?: number;
 }
 
 export interface ApiRequest {
@@ -238,7 +240,7 @@ export function apiServerConnection(config: ApiServerCredentials, options: { tim
       } catch {
         body = text;
       }
-      return { status: reply.statusCode, body, warnings: warningsOf(reply.headers.warning), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+      return { status: reply.statusCode, body, bytes: read.length, warnings: warningsOf(reply.headers.warning), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
     },
     async stream(call) {
       const { server, headers, pool: dispatcher } = await prepareWithin(AbortSignal.any([call.signal, AbortSignal.timeout(timeoutMs)]), `GET ${call.path}`);

@@ -4,7 +4,7 @@ import { auditCluster, type AuditFinding, type StoredCredSpec } from "../credspe
 import { decodePodObject, gmsaSettings } from "../gmsa/pod.js";
 import { relayNamespaceOf } from "../credspec/auditWiring.js";
 import { RbacBinding, RbacList, RbacRole } from "../credspec/rbacUse.js";
-import { heldBytes } from "../jsonSize.js";
+import { heldBytes, parsedFromLonger } from "../jsonSize.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
 import { maxListPageBytes } from "./credSpecCache.js";
 import { lookupFromObject } from "./credSpecApi.js";
@@ -77,6 +77,9 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
       const page = Page.decode(reply.body);
       if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
+      if (shape.maxPageBytes !== undefined && reply.bytes !== undefined && parsedFromLonger(reply.bytes, reply.body)) {
+        throw new Error(`a page of the list of ${what} parsed into much less than its ${reply.bytes} bytes (a key given twice?)`);
+      }
       for (const item of page.right.items) {
         const kept = shape.keep ? shape.keep(item) : item;
         if (kept !== undefined) items.push(kept);

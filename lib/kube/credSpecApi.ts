@@ -1,11 +1,12 @@
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
-import { maxCredSpecObjectBytes, type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
+import { credSpecObjectTooLarge, maxCredSpecObjectBytes } from "../gmsa/credSpecSize.js";
+import { type CredSpecLookup, type CredSpecSource } from "../gmsa/ports.js";
 import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { callApi, type ApiCallOptions } from "./apiCall.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
 import { isJsonObject } from "../jsonObject.js";
-import { jsonSize } from "../jsonSize.js";
+import { parsedFromLonger } from "../jsonSize.js";
 
 export const credSpecResource = { group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs" } as const;
 
@@ -22,10 +23,10 @@ function isNamedObject(value: unknown, name: string): boolean {
 
 /**
  * What admission reads of a spec object, however it arrived (a GET, a list, the watch): one
- * larger than maxCredSpecObjectBytes as the API server writes it is `tooLarge`, whatever it holds.
+ * larger than credSpecSize.ts allows is `tooLarge`, whatever it holds.
  */
 export function lookupFromObject(object: unknown): CredSpecLookup {
-  if (jsonSize(object) > maxCredSpecObjectBytes) return { kind: "tooLarge" };
+  if (credSpecObjectTooLarge(object)) return { kind: "tooLarge" };
   const decoded = CredSpecObject.decode(object);
   if (isLeft(decoded) || !isJsonObject(decoded.right.credspec)) return { kind: "noCredspec" };
   return { kind: "found", credspec: decoded.right.credspec };
@@ -46,6 +47,8 @@ export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOpti
         connection.send({ method: "GET", path, signal: callSignal, timeoutMs: bounds.timeoutMs, maxBodyBytes: maxCredSpecObjectBytes + getSlackBytes }),
       );
       if (outcome.ok) {
+        // Text that parses into less than it says may hold more than is counted (jsonSize.ts).
+        if (outcome.bytes !== undefined && parsedFromLonger(outcome.bytes, outcome.value)) return { kind: "tooLarge" };
         // A 2xx that is not this spec (a proxy's page, an empty body) is the path failing, not the spec being wrong.
         if (!isNamedObject(outcome.value, name)) {
           throw new ClusterUnavailableError(`the Kubernetes API server answered GET gmsacredentialspecs/${name} with something that is not that GMSACredentialSpec`, "serverError");

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { isLeft } from "fp-ts/Either";
 import * as t from "io-ts";
+import { parsedFromLonger } from "../jsonSize.js";
 import type { ApiServerConnection, ApiStream } from "./apiServerConnection.js";
 
 /**
@@ -48,8 +49,10 @@ export interface ListWatchOptions {
   readonly callTimeoutMs?: number;
   /**
    * The longest list page, and the longest watch event, read: a longer page ends the list with a
-   * ListWatchError whose `tooLarge` is set, unread; a longer event breaks the watch. Default: the
-   * connection's.
+   * ListWatchError whose `tooLarge` is set, unread; a longer event breaks the watch. With it set, a
+   * page or an event whose text parses into much less than its length (a key given twice:
+   * lib/jsonSize.ts parsedFromLonger) ends the list or the watch the same way, `tooLarge` set.
+   * Default: the connection's, and no such check.
    */
   readonly maxResponseBytes?: number;
 }
@@ -104,6 +107,9 @@ export function listWatch(connection: ApiServerConnection, path: string, handler
       if (reply.status !== 200) throw new ListWatchError(`the list of ${path} was answered ${reply.status}${statusMessage(reply.body)}`, reply.status);
       const page = ListPage.decode(reply.body);
       if (isLeft(page)) throw new ListWatchError(`the list of ${path} is not a list of objects`, undefined);
+      if (options.maxResponseBytes !== undefined && reply.bytes !== undefined && parsedFromLonger(reply.bytes, reply.body)) {
+        throw new ListWatchError(`a page of the list of ${path} parsed into much less than its ${reply.bytes} bytes (a key given twice?)`, undefined, true);
+      }
       // Every page of one list comes from the same snapshot, the first page's.
       resourceVersion ??= page.right.metadata.resourceVersion;
       items.push(...page.right.items);
@@ -144,6 +150,9 @@ export function listWatch(connection: ApiServerConnection, path: string, handler
         parsed = JSON.parse(line);
       } catch {
         throw new ListWatchError(`the watch of ${path} sent a line that is not JSON`, undefined);
+      }
+      if (options.maxResponseBytes !== undefined && parsedFromLonger(line.length, parsed)) {
+        throw new ListWatchError(`the watch of ${path} sent an event that parsed into much less than its ${line.length} characters (a key given twice?)`, undefined, true);
       }
       const event = WatchEvent.decode(parsed);
       if (isLeft(event)) throw new ListWatchError(`the watch of ${path} sent an event that is not one`, undefined);

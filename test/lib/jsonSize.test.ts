@@ -42,7 +42,9 @@ Size("heldBytes is no less than what V8 holds for a parsed value, however it is 
     strings: () => Array.from({ length: 2000 }, (_, i) => `s${i}`),
     "two-byte strings": () => Array.from({ length: 200 }, (_, i) => `€${i}`.repeat(50)),
     "one long key of its own": () => ({ Extra: { [`${unique()}${"k".repeat(20_000)}`]: 1 } }),
+    "127 short keys of its own, null values": () => Object.fromEntries(Array.from({ length: 127 }, (_, i) => [`${unique()}${i}`, null])),
     "a few hundred short keys of its own": () => Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`${unique()}${i}`, 1])),
+    "127 short keys of its own, under one key shared by all": () => ({ shared: Object.fromEntries(Array.from({ length: 127 }, (_, i) => [`${unique()}${i}`, 1])) }),
     "thousands of short keys of its own": () => Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`${unique()}${i}`, 1])),
   };
   for (const [shape, make] of Object.entries(shapes)) {

@@ -191,6 +191,7 @@ Connection("a body longer than the call allows is not read: answered tooLarge, w
       const read = await connection.send({ method: "GET", path, maxBodyBytes: big.length });
       assert.is(read.tooLarge, undefined, path);
       assert.is((read.body as { items: string }).items.length, 5000, path);
+      assert.is(read.bytes, big.length, path);
     }
     // The connection is still good for the next call.
     assert.is((await connection.send({ method: "GET", path: "/declared" })).status, 200);

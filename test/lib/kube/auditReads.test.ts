@@ -86,7 +86,7 @@ Reads(
   async () => {
     const spec = (name: string, credspec: unknown) => ({ metadata: { name }, credspec });
     const fine = { CmsPlugins: ["ActiveDirectory"] };
-    const items = [spec("big", { ...fine, Padding: "x".repeat(300 * 1024) }), spec("padded", { ...fine, Padding: Array.from({ length: 20_000 }, () => ({})) })];
+    const items = [spec("big", { ...fine, Padding: "x".repeat(300 * 1024) }), spec("padded", { ...fine, Padding: Array.from({ length: 10_000 }, () => ({})) })];
     // A pod naming the large spec: said of the spec, not as a pod whose spec is missing or changed.
     const pod = {
       metadata: { name: "web-0", namespace: "apps" },
@@ -113,12 +113,12 @@ Reads(
       [],
       "no podCredSpecMissing or podContentsDrift for it",
     );
-    // The same padding, counted as it is held (20 000 empty objects take over 1 MB), past a bound.
-    const bounded = await auditOverConnection(fakeConnection(answer), { randomHostname: false, signal: new AbortController().signal, maxKeptBytes: 1_000_000 }).then(
+    // The same padding, counted as it is held (10 000 empty objects take over 700 KB), past a bound.
+    const bounded = await auditOverConnection(fakeConnection(answer), { randomHostname: false, signal: new AbortController().signal, maxKeptBytes: 500_000 }).then(
       () => undefined,
       (e: unknown) => e,
     );
-    assert.match(String(bounded), /the cluster's credential specs and the pods that name them take more than 1000000 bytes of memory; the audit reads no further/);
+    assert.match(String(bounded), /the cluster's credential specs and the pods that name them take more than 500000 bytes of memory; the audit reads no further/);
     // A page longer than a page of specs takes is not read.
     const long = Array.from({ length: 20 }, (_, i) => spec(`s${i}`, { ...fine, Padding: "y".repeat(250 * 1024) }));
     const paged = await auditOverConnection(

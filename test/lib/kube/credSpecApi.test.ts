@@ -38,4 +38,12 @@ Get("a 2xx that is not that spec (a proxy's page, an empty body, another object)
   }
 });
 
+Get("a spec read from text that parses into much less than it says (a key given twice) is too large to use", async () => {
+  const body = { kind: "GMSACredentialSpec", metadata: { name: "web" }, credspec: { a: 1 } };
+  const written = JSON.stringify(body).length;
+  const lookup = (bytes: number) => credSpecApi(answering({ body, bytes }), { timeoutMs: 1000 }).lookup("web", { signal: noDeadline });
+  assert.equal(await lookup(written + 1), { kind: "found", credspec: { a: 1 } }, "a newline after it, as the API server writes");
+  assert.equal(await lookup(written + 100_000), { kind: "tooLarge" });
+});
+
 Get.run();

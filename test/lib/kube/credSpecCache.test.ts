@@ -5,7 +5,7 @@ import * as assert from "uvu/assert";
 import { credSpecApi } from "../../../lib/kube/credSpecApi.js";
 import type { CacheStateEvent } from "../../../lib/observability/cacheEvents.js";
 import { credSpecCache, maxListPageBytes, type CredSpecCache, type CredSpecCacheOptions } from "../../../lib/kube/credSpecCache.js";
-import { maxCredSpecObjectBytes } from "../../../lib/gmsa/ports.js";
+import { maxCredSpecObjectBytes } from "../../../lib/gmsa/credSpecSize.js";
 import { startFakeApiServer, type FakeApiServer } from "../../support/fakeApiServer.js";
 import { credSpecFixture } from "../../support/fixtures.js";
 
@@ -163,13 +163,18 @@ Bounds("a spec larger than admission reads is answered tooLarge from the cache, 
   assert.equal(await cache.lookup("spec-1", { signal: noDeadline }), { kind: "tooLarge" });
   assert.is(gets(), 0, "answered from the cache");
   assert.is((await cache.lookup("spec-2", { signal: noDeadline })).kind, "found");
+  // So is one short as JSON that takes more than 1 MiB parsed: 20 000 empty objects.
+  const emptyObjects = { ...big, metadata: { name: "spec-5" }, credspec: { ...(big.credspec as object), Padding: Array.from({ length: 20_000 }, () => ({})) } };
+  context.api.addCredSpec("spec-5", emptyObjects);
+  await until(() => cache.status().size === 4, "the watch brought spec-5");
+  assert.equal(await cache.lookup("spec-5", { signal: noDeadline }), { kind: "tooLarge" });
   // Through the watch too, and read directly the answer is the same. Counted in bytes as the API
   // server writes them: 90 000 characters of three bytes each are too large, as 90 000 of one are not.
   const threeByte = { ...big, metadata: { name: "spec-3" }, credspec: { ...(big.credspec as object), Padding: "\u20ac".repeat(90_000) } };
   const oneByte = { ...big, metadata: { name: "spec-4" }, credspec: { ...(big.credspec as object), Padding: "e".repeat(90_000) } };
   context.api.addCredSpec("spec-3", threeByte);
   context.api.addCredSpec("spec-4", oneByte);
-  await until(() => cache.status().size === 5, "the watch brought spec-3 and spec-4");
+  await until(() => cache.status().size === 6, "the watch brought spec-3 and spec-4");
   assert.equal(await cache.lookup("spec-3", { signal: noDeadline }), { kind: "tooLarge" });
   assert.is((await cache.lookup("spec-4", { signal: noDeadline })).kind, "found");
   const config = new KubeConfig();
@@ -179,6 +184,7 @@ Bounds("a spec larger than admission reads is answered tooLarge from the cache, 
     const direct = credSpecApi(connection, { timeoutMs: 2000 });
     assert.equal(await direct.lookup("spec-1", { signal: noDeadline }), { kind: "tooLarge" });
     assert.equal(await direct.lookup("spec-3", { signal: noDeadline }), { kind: "tooLarge" });
+    assert.equal(await direct.lookup("spec-5", { signal: noDeadline }), { kind: "tooLarge" });
     assert.is((await direct.lookup("spec-4", { signal: noDeadline })).kind, "found");
     assert.is((await direct.lookup("spec-2", { signal: noDeadline })).kind, "found");
   } finally {

@@ -12,9 +12,9 @@ import { kubeConfigFor } from "../../support/kubeconfigs.js";
  * between two lists.
  */
 interface Scripted {
-  /** What a list answers: the objects and the version. */
-  list: () => { items: ListedObject[]; resourceVersion: string } | { status: number };
-  /** What each watch does, in order: its events (then it ends, or stays open when `hold`), or an error status. */
+  /** What a list answers: the objects and the version, an error status, or text as it is. */
+  list: () => { items: ListedObject[]; resourceVersion: string } | { status: number } | { raw: string };
+  /** What each watch does, in order: its events (then it ends, or stays open when `hold`), or an error status. An event given as a string is sent as it is. */
   watches: Array<{ events: unknown[]; hold?: boolean } | { status: number }>;
 }
 
@@ -38,13 +38,17 @@ async function serve(script: Scripted): Promise<Harness> {
     if (url.searchParams.get("watch") !== "true") {
       const listed = script.list();
       if ("status" in listed) return json(listed.status, { kind: "Status", code: listed.status, message: "refused by the test" });
+      if ("raw" in listed) {
+        res.writeHead(200, { "content-type": "application/json" });
+        return res.end(listed.raw);
+      }
       return json(200, { kind: "List", metadata: { resourceVersion: listed.resourceVersion }, items: listed.items });
     }
     const next = script.watches.shift() ?? { events: [], hold: true };
     if ("status" in next) return json(next.status, { kind: "Status", code: next.status, message: "too old resource version" });
     res.writeHead(200, { "content-type": "application/json" });
     res.flushHeaders();
-    for (const event of next.events) res.write(`${JSON.stringify(event)}\n`);
+    for (const event of next.events) res.write(`${typeof event === "string" ? event : JSON.stringify(event)}\n`);
     if (next.hold) {
       open.add(res);
       res.on("close", () => open.delete(res));
@@ -260,6 +264,45 @@ ListWatch("stop closes the open watch", async () => {
     assert.equal(kept.errors, []);
   } finally {
     await harness.close();
+  }
+});
+
+ListWatch("with a bound on what it reads, text that parses into much less than it says (a key given twice) is refused, listed or watched", async () => {
+  // Each key given 5 000 times: parsed, one property; held, the room of all of them.
+  const twice = (name: string, version: string) => `{"metadata":{"name":"${name}","resourceVersion":"${version}"},"x":{${'"a":0,'.repeat(5000)}"a":0}}`;
+  const listed = await serve({ list: () => ({ raw: `{"kind":"List","metadata":{"resourceVersion":"1"},"items":[${twice("a", "1")}]}` }), watches: [] });
+  try {
+    const { handlers } = keeper();
+    const refused = await listWatch(listed.connection, "/apis/x/v1/things", handlers, { maxResponseBytes: 1 << 20 })
+      .start()
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    assert.instance(refused, ListWatchError);
+    assert.ok((refused as ListWatchError).tooLarge, String(refused));
+    // Without the bound, as any other list of the connection's, it is read.
+    const plain = keeper();
+    await listWatch(listed.connection, "/apis/x/v1/things", plain.handlers).start();
+    assert.equal([...plain.held.keys()], ["a"]);
+  } finally {
+    await listed.close();
+  }
+  const watched = await serve({
+    list: () => ({ items: [], resourceVersion: "1" }),
+    watches: [{ events: [`{"type":"ADDED","object":${twice("b", "2")}}`], hold: true }],
+  });
+  try {
+    const { handlers, errors, held } = keeper();
+    const watch = listWatch(watched.connection, "/apis/x/v1/things", handlers, { maxResponseBytes: 1 << 20 });
+    await watch.start();
+    await until(() => errors.length > 0, "the watch broke");
+    assert.instance(errors[0], ListWatchError);
+    assert.ok((errors[0] as ListWatchError).tooLarge);
+    assert.is(held.size, 0, "nothing kept");
+    watch.stop();
+  } finally {
+    await watched.close();
   }
 });
 
