@@ -68,13 +68,13 @@ export function parsedFromLonger(bytes: number, value: unknown): boolean {
  * `{}` is two characters and a 64-byte object, so a value of empty objects and arrays takes
  * 13 to 21 times its JSON's length once parsed, where a credential spec, mostly strings, takes
  * about as much. Measured on Node 22 (64-bit, no pointer compression): an empty object 64 bytes,
- * an empty array 40, each element a slot of 8, a string a header and one byte per character, two
- * where any character is past Latin-1. Each property is counted as its slot and what a shape of
+ * an empty array 40 and another 48 with its elements' store, each element a slot of 8, a string
+ * a header and one byte per character, two where any character is past Latin-1, in words of 8. Each property is counted as its slot and what a shape of
  * its own costs (a map and a descriptor per key, 140 bytes in all), and its key as a string of its
  * own: objects of one shape share these, but the keys one object brings need not repeat anywhere
  * else; from 128 properties on, the properties sit in a hash table of the object's own instead.
- * What is counted is what the parsed value holds: text that parses into less than it says (a key
- * given twice) is for its reader to refuse.
+ * What is counted is what the value holds as a copy (structuredClone) makes it: an object JSON.parse
+ * made from text that gives a key many times keeps the room of every copy, which this does not see.
  */
 export function heldBytes(value: unknown): number {
   let size = 0;
@@ -84,7 +84,7 @@ export function heldBytes(value: unknown): number {
     if (typeof next === "string") size += stringHeldBytes(next);
     else if (typeof next === "number") size += 16;
     else if (Array.isArray(next)) {
-      size += 40 + 8 * next.length;
+      size += (next.length === 0 ? 40 : 48) + 8 * next.length;
       for (const item of next) pending.push(item);
     } else if (next !== null && typeof next === "object") {
       const entries = Object.entries(next);
@@ -104,5 +104,6 @@ const maxFastProperties = 127;
 const latin1 = /^[\x00-\xff]*$/;
 
 function stringHeldBytes(text: string): number {
-  return 16 + (latin1.test(text) ? text.length : 2 * text.length);
+  // A header, and the characters in whole words of 8 bytes.
+  return 16 + 8 * Math.ceil((latin1.test(text) ? text.length : 2 * text.length) / 8);
 }

@@ -115,8 +115,28 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     const pod = item !== null && typeof item === "object" ? { apiVersion: "v1", kind: "Pod", ...item } : item;
     const decoded = decodePodObject(pod);
     if (isLeft(decoded) || !gmsaSettings(decoded.right, decoded.right.metadata?.name ?? undefined).some((s) => s.name !== undefined)) return undefined;
-    return counted(pod);
+    // A copy, not what JSON.parse made, as the cache keeps its specs (lib/kube/credSpecApi.ts).
+    return counted(structuredClone(pod));
   };
+  // Of roles and bindings, what lib/credspec/rbacUse.ts reads: the rules that could grant `use`,
+  // and who a binding binds to which role.
+  const keepRole = (item: unknown): unknown => {
+    const role = RbacRole.decode(item);
+    if (isLeft(role)) throw new Error("the API server listed a role that is not one");
+    const { name, namespace } = role.right.metadata;
+    const rules = (role.right.rules ?? []).filter((rule) => rule.verbs.includes("use") || rule.verbs.includes("*"));
+    return counted(structuredClone({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, rules }));
+  };
+  const keepBinding = (item: unknown): unknown => {
+    const binding = RbacBinding.decode(item);
+    if (isLeft(binding)) throw new Error("the API server listed a role binding that is not one");
+    const { name, namespace } = binding.right.metadata;
+    const { kind, name: roleName } = binding.right.roleRef;
+    return counted(
+      structuredClone({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, roleRef: { kind, name: roleName }, subjects: binding.right.subjects ?? [] }),
+    );
+  };
+  const rbacShape = (keep: (item: unknown) => unknown): ListShape => ({ pageSize: 100, maxPageBytes: maxListPageBytes, keep });
   const decoded = <A>(codec: t.Decoder<unknown, A>, items: unknown[], what: string): A => {
     const result = codec.decode({ items });
     if (isLeft(result)) throw new Error(`the API server's list of ${what} is not as expected`);
@@ -143,10 +163,10 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
   const rbac = "/apis/rbac.authorization.k8s.io/v1";
   const [specs, clusterRoles, roles, clusterRoleBindings, roleBindings, pods, mutating, validating, crd, policies, bindings] = await Promise.all([
     list("/apis/windows.k8s.io/v1/gmsacredentialspecs", "GMSACredentialSpecs", { pageSize: 100, maxPageBytes: maxListPageBytes, keep: keepCredSpec }),
-    list(`${rbac}/clusterroles`, "ClusterRoles"),
-    list(`${rbac}/roles`, "Roles"),
-    list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings"),
-    list(`${rbac}/rolebindings`, "RoleBindings"),
+    list(`${rbac}/clusterroles`, "ClusterRoles", rbacShape(keepRole)),
+    list(`${rbac}/roles`, "Roles", rbacShape(keepRole)),
+    list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings", rbacShape(keepBinding)),
+    list(`${rbac}/rolebindings`, "RoleBindings", rbacShape(keepBinding)),
     list("/api/v1/pods", "pods", { pageSize: 100, keep: keepGmsaPod }),
     read(`${admissionRegistration}/mutatingwebhookconfigurations/${webhookConfigurationName}`, `MutatingWebhookConfiguration ${webhookConfigurationName}`),
     read(`${admissionRegistration}/validatingwebhookconfigurations/${webhookConfigurationName}`, `ValidatingWebhookConfiguration ${webhookConfigurationName}`),

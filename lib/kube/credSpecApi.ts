@@ -29,7 +29,9 @@ export function lookupFromObject(object: unknown): CredSpecLookup {
   if (credSpecObjectTooLarge(object)) return { kind: "tooLarge" };
   const decoded = CredSpecObject.decode(object);
   if (isLeft(decoded) || !isJsonObject(decoded.right.credspec)) return { kind: "noCredspec" };
-  return { kind: "found", credspec: decoded.right.credspec };
+  // A copy, not what JSON.parse made: an object parsed from text that gives a key many times
+  // keeps the room of every copy, where its copy takes what heldBytes counts.
+  return { kind: "found", credspec: structuredClone(decoded.right.credspec) };
 }
 
 /**

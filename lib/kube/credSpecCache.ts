@@ -150,6 +150,22 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     report({ state: "stopped", specs: 0, reason: `${reason}; every lookup now reads the API server` });
   }
 
+  // What a list holds of each spec until it is applied: its name and version, and what admission
+  // reads of it, judged on the whole object as a GET or the watch would judge it.
+  const listedLookups = new WeakMap<object, CredSpecLookup>();
+  const keepListed = (item: ListedObject): ListedObject => {
+    const kept = {
+      metadata: {
+        ...(item.metadata?.name === undefined ? {} : { name: item.metadata.name }),
+        ...(item.metadata?.resourceVersion === undefined ? {} : { resourceVersion: item.metadata.resourceVersion }),
+      },
+    };
+    listedLookups.set(kept, lookupFromObject(item));
+    return kept;
+  };
+  // What a spec kept takes: its name, its entry, and the contents admission reads (a copy).
+  const keptSize = (name: string, lookup: CredSpecLookup): number => heldBytes(name) + 64 + (lookup.kind === "found" ? heldBytes(lookup.credspec) : 0);
+
   // When each name was last stored, on a clock of stores: a lookup believes the cache over the
   // API server's "not found" only for a spec stored after its GET was sent.
   const storedAt = new Map<string, number>();
@@ -158,9 +174,9 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     const name = object.metadata?.name;
     if (!name || overflow) return;
     storedAt.set(name, ++stores);
-    // A spec larger than admission reads is kept as only that: its object is not held.
-    const lookup = lookupFromObject(object);
-    const size = lookup.kind === "tooLarge" ? heldBytes(name) : heldBytes(object);
+    // Only what admission reads of it is held: of a spec larger than it reads, that it is.
+    const lookup = listedLookups.get(object) ?? lookupFromObject(object);
+    const size = keptSize(name, lookup);
     bytes += size - (sizes.get(name) ?? 0);
     sizes.set(name, size);
     entries.set(name, lookup);
@@ -189,11 +205,12 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
       connection,
       credSpecPath,
       {
+        keep: keepListed,
         page: (items, first) => {
           if (first) [listed, listedBytes] = [0, 0];
           listed += items.length;
-          // Every object of the list is held whole until the last page: counted whole, however large.
-          for (const item of items) listedBytes += heldBytes(item);
+          // What the list holds until its last page: counted as it will be kept.
+          for (const item of items) listedBytes += keptSize(item.metadata?.name ?? "", listedLookups.get(item) ?? { kind: "noCredspec" });
           const beyond = beyondBounds(listed, listedBytes);
           if (beyond) throw new CredSpecCacheOverflow(beyond);
         },

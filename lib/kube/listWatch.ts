@@ -25,6 +25,8 @@ const ListPage = t.type({
 const WatchEvent = t.type({ type: t.string, object: Listed });
 
 export interface ListWatchHandlers {
+  /** What is held of each listed object until the list is applied, and what `page` and `replace` get. Default: the object. */
+  readonly keep?: (item: ListedObject) => ListedObject;
   /** Each page as it arrives, before the list is applied: throw to refuse a list (past a bound, say). */
   readonly page?: (items: readonly ListedObject[], first: boolean) => void;
   /** A list arrived: these are all the objects now (any object not among them is gone). */
@@ -112,8 +114,9 @@ export function listWatch(connection: ApiServerConnection, path: string, handler
       }
       // Every page of one list comes from the same snapshot, the first page's.
       resourceVersion ??= page.right.metadata.resourceVersion;
-      items.push(...page.right.items);
-      handlers.page?.(page.right.items, next === undefined);
+      const kept = handlers.keep ? page.right.items.map(handlers.keep) : page.right.items;
+      items.push(...kept);
+      handlers.page?.(kept, next === undefined);
       next = page.right.metadata.continue || undefined;
       // A server that hands out a token twice would page for ever.
       if (next !== undefined && given.has(next)) throw new ListWatchError(`the list of ${path} gave the same continue token twice`, undefined);

@@ -40,6 +40,8 @@ Size("heldBytes is no less than what V8 holds for a parsed value, however it is 
     nested: () => Array.from({ length: 2000 }).reduce<unknown>((inner) => ({ a: inner }), {}),
     numbers: () => Array.from({ length: 2000 }, (_, i) => i + 0.5),
     strings: () => Array.from({ length: 2000 }, (_, i) => `s${i}`),
+    "strings of nine characters of their own": () => Array.from({ length: 2000 }, (_, i) => `${unique()}${i}`.padEnd(9, "q").slice(-9)),
+    "arrays of one null": () => Array.from({ length: 2000 }, () => [null]),
     "two-byte strings": () => Array.from({ length: 200 }, (_, i) => `€${i}`.repeat(50)),
     "one long key of its own": () => ({ Extra: { [`${unique()}${"k".repeat(20_000)}`]: 1 } }),
     "127 short keys of its own, null values": () => Object.fromEntries(Array.from({ length: 127 }, (_, i) => [`${unique()}${i}`, null])),

@@ -132,4 +132,29 @@ Reads(
   },
 );
 
+Reads("of roles and bindings only what could grant use is kept, counted in the same bound, and their pages are bounded", async () => {
+  const names = (prefix: string) => Array.from({ length: 40_000 }, (_, i) => `${prefix}-${i}`);
+  const role = (name: string, verbs: string[]) => ({ metadata: { name, namespace: "apps" }, rules: [{ verbs, apiGroups: ["*"], resources: ["*"], resourceNames: names(name) }] });
+  const rolesAnswer = (items: unknown[]) => (path: string) =>
+    path === "/apis/rbac.authorization.k8s.io/v1/roles"
+      ? { status: 200, body: { metadata: {}, items } }
+      : path.split("/").length > 5 && !path.startsWith("/api/v1/")
+        ? { status: 404 }
+        : emptyList;
+  const audit = (items: unknown[]) =>
+    auditOverConnection(fakeConnection(rolesAnswer(items)), { randomHostname: false, signal: new AbortController().signal, maxKeptBytes: 1_000_000 }).then(
+      () => "audited",
+      (e: unknown) => String(e),
+    );
+  // Rules that cannot grant use are not kept: 40 000 names in a `get` rule cost nothing.
+  assert.is(await audit([role("reader", ["get", "list"])]), "audited");
+  // The same names in a rule that grants every verb are kept, and counted.
+  assert.match(await audit([role("everything", ["*"])]), /take more than 1000000 bytes of memory/);
+  const listed = fakeConnection(rolesAnswer([]));
+  await auditOverConnection(listed, { randomHostname: false, signal: new AbortController().signal });
+  const rbacCall = listed.calls.find((c) => c.path.startsWith("/apis/rbac.authorization.k8s.io/v1/roles?"))!;
+  assert.is(new URLSearchParams(rbacCall.path.split("?")[1]).get("limit"), "100");
+  assert.is(rbacCall.maxBodyBytes, 4 * 1024 * 1024);
+});
+
 Reads.run();

@@ -1,7 +1,10 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { ApiReply, ApiServerConnection } from "../../../lib/kube/apiServerConnection.js";
-import { credSpecApi } from "../../../lib/kube/credSpecApi.js";
+import { credSpecApi, lookupFromObject } from "../../../lib/kube/credSpecApi.js";
+import { heldBytes } from "../../../lib/jsonSize.js";
 import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
 
 /** One GET of a credential spec: what the API server's answer is taken for. */
@@ -44,6 +47,33 @@ Get("a spec read from text that parses into much less than it says (a key given 
   const lookup = (bytes: number) => credSpecApi(answering({ body, bytes }), { timeoutMs: 1000 }).lookup("web", { signal: noDeadline });
   assert.equal(await lookup(written + 1), { kind: "found", credspec: { a: 1 } }, "a newline after it, as the API server writes");
   assert.equal(await lookup(written + 100_000), { kind: "tooLarge" });
+});
+
+Get("what a lookup keeps takes what heldBytes counts, even parsed from text that gives a key hundreds of times", () => {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  // An object JSON.parse makes from such text keeps the room of every copy of the key; a lookup
+  // keeps a copy of the contents. (Measured on lookupFromObject alone: a GET's call, its timers
+  // and signals, are not what is kept.)
+  // Flat, as a body read from the network is: JSON.parse would flatten a built one in the window.
+  const texts = (from: number) =>
+    Array.from({ length: 200 }, (_, i) =>
+      Buffer.from(`{"kind":"GMSACredentialSpec","metadata":{"name":"web"},"credspec":{"u${from + i}":0,${'"a":0,'.repeat(683)}"a":0}}`).toString(),
+    );
+  const keep = (text: string) => {
+    const lookup = lookupFromObject(JSON.parse(text));
+    return lookup.kind === "found" ? lookup.credspec : undefined;
+  };
+  // Once first, so that compiling the code is not counted as what it keeps.
+  texts(0).map(keep);
+  const measured = texts(1000);
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const kept = measured.map(keep);
+  gc();
+  const held = (process.memoryUsage().heapUsed - before) / kept.length;
+  const counted = heldBytes(kept[0]);
+  assert.ok(held <= counted, `held ${held.toFixed(0)} bytes each, counted ${counted}`);
 });
 
 Get.run();
