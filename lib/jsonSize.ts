@@ -53,6 +53,28 @@ function stringJsonSize(text: string): number {
   return size;
 }
 
+/** Whether a parsed JSON value nests objects and arrays more than `depth` levels deep; counted without recursion. */
+export function nestedDeeperThan(value: unknown, depth: number): boolean {
+  const pending: Array<[unknown, number]> = [[value, 0]];
+  while (pending.length > 0) {
+    const [next, level] = pending.pop()!;
+    if (next === null || typeof next !== "object") continue;
+    if (level >= depth) return true;
+    for (const item of Array.isArray(next) ? next : Object.values(next)) pending.push([item, level + 1]);
+  }
+  return false;
+}
+
+/**
+ * A copy of a JSON value, laid out as JSON.parse lays out what it reads, which is what heldBytes
+ * counts: not what JSON.parse made from text that gives a key many times (it keeps the room of
+ * every copy), nor what structuredClone makes (an object with keys such as "1023" becomes an
+ * array of as many slots). Recursive, so only for a value known to nest a few levels at most.
+ */
+export function jsonCopy<T>(value: T): T {
+  return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
+}
+
 /**
  * Whether `bytes` of text parsed into a value that, written again, takes much less: a key given
  * twice, or space around the values. Such text may hold more than heldBytes counts (a key given
@@ -73,8 +95,8 @@ export function parsedFromLonger(bytes: number, value: unknown): boolean {
  * its own costs (a map and a descriptor per key, 140 bytes in all), and its key as a string of its
  * own: objects of one shape share these, but the keys one object brings need not repeat anywhere
  * else; from 128 properties on, the properties sit in a hash table of the object's own instead.
- * What is counted is what the value holds as a copy (structuredClone) makes it: an object JSON.parse
- * made from text that gives a key many times keeps the room of every copy, which this does not see.
+ * What is counted is what the value holds as jsonCopy lays it out: an object JSON.parse made from
+ * text that gives a key many times keeps the room of every copy, which this does not see.
  */
 export function heldBytes(value: unknown): number {
   let size = 0;

@@ -4,7 +4,7 @@ import { auditCluster, type AuditFinding, type StoredCredSpec } from "../credspe
 import { decodePodObject, gmsaSettings } from "../gmsa/pod.js";
 import { relayNamespaceOf } from "../credspec/auditWiring.js";
 import { RbacBinding, RbacList, RbacRole } from "../credspec/rbacUse.js";
-import { heldBytes, parsedFromLonger } from "../jsonSize.js";
+import { heldBytes, jsonCopy, nestedDeeperThan, parsedFromLonger } from "../jsonSize.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
 import { maxListPageBytes } from "./credSpecCache.js";
 import { lookupFromObject } from "./credSpecApi.js";
@@ -58,6 +58,11 @@ interface ListShape {
 
 const wholeItems: ListShape = { pageSize: 500 };
 
+/** A page of 100 pods, whose objects are larger than specs and roles. */
+const maxPodPageBytes = 16 * 1024 * 1024;
+/** What the audit keeps is copied, recursively: a pod nests about a dozen levels. */
+const maxKeptDepth = 64;
+
 export async function auditOverConnection(connection: ApiServerConnection, options: AuditOptions): Promise<ClusterAudit> {
   let apiCalls = 0;
   const list = async (path: string, what: string, shape: ListShape = wholeItems): Promise<unknown[]> => {
@@ -106,7 +111,9 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     if (!Named.is(item)) return undefined;
     const name = item.metadata.name;
     const lookup = lookupFromObject(item);
-    return counted(lookup.kind === "tooLarge" ? { name, credspec: undefined, tooLarge: true } : { name, credspec: (item as { credspec?: unknown }).credspec });
+    if (lookup.kind === "tooLarge") return counted({ name, credspec: undefined, tooLarge: true });
+    // Copies, as the cache keeps them; the object passed credSpecSize.ts, so the copy is shallow enough.
+    return counted({ name, credspec: lookup.kind === "found" ? lookup.credspec : jsonCopy((item as { credspec?: unknown }).credspec) });
   };
   let podsRead = 0;
   const keepGmsaPod = (item: unknown): unknown => {
@@ -115,8 +122,9 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     const pod = item !== null && typeof item === "object" ? { apiVersion: "v1", kind: "Pod", ...item } : item;
     const decoded = decodePodObject(pod);
     if (isLeft(decoded) || !gmsaSettings(decoded.right, decoded.right.metadata?.name ?? undefined).some((s) => s.name !== undefined)) return undefined;
-    // A copy, not what JSON.parse made, as the cache keeps its specs (lib/kube/credSpecApi.ts).
-    return counted(structuredClone(pod));
+    // A copy, not what JSON.parse made, as the cache keeps its specs (lib/jsonSize.ts jsonCopy).
+    if (nestedDeeperThan(pod, maxKeptDepth)) throw new Error(`the API server listed a pod nested more than ${maxKeptDepth} levels deep`);
+    return counted(jsonCopy(pod));
   };
   // Of roles and bindings, what lib/credspec/rbacUse.ts reads: the rules that could grant `use`,
   // and who a binding binds to which role.
@@ -125,18 +133,20 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     if (isLeft(role)) throw new Error("the API server listed a role that is not one");
     const { name, namespace } = role.right.metadata;
     const rules = (role.right.rules ?? []).filter((rule) => rule.verbs.includes("use") || rule.verbs.includes("*"));
-    return counted(structuredClone({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, rules }));
+    return counted(jsonCopy({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, rules }));
   };
   const keepBinding = (item: unknown): unknown => {
     const binding = RbacBinding.decode(item);
     if (isLeft(binding)) throw new Error("the API server listed a role binding that is not one");
     const { name, namespace } = binding.right.metadata;
     const { kind, name: roleName } = binding.right.roleRef;
-    return counted(
-      structuredClone({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, roleRef: { kind, name: roleName }, subjects: binding.right.subjects ?? [] }),
-    );
+    return counted(jsonCopy({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, roleRef: { kind, name: roleName }, subjects: binding.right.subjects ?? [] }));
   };
   const rbacShape = (keep: (item: unknown) => unknown): ListShape => ({ pageSize: 100, maxPageBytes: maxListPageBytes, keep });
+  const keepWhole = (item: unknown): unknown => {
+    if (nestedDeeperThan(item, maxKeptDepth)) throw new Error(`the API server listed an object nested more than ${maxKeptDepth} levels deep`);
+    return counted(jsonCopy(item));
+  };
   const decoded = <A>(codec: t.Decoder<unknown, A>, items: unknown[], what: string): A => {
     const result = codec.decode({ items });
     if (isLeft(result)) throw new Error(`the API server's list of ${what} is not as expected`);
@@ -167,7 +177,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     list(`${rbac}/roles`, "Roles", rbacShape(keepRole)),
     list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings", rbacShape(keepBinding)),
     list(`${rbac}/rolebindings`, "RoleBindings", rbacShape(keepBinding)),
-    list("/api/v1/pods", "pods", { pageSize: 100, keep: keepGmsaPod }),
+    list("/api/v1/pods", "pods", { pageSize: 100, maxPageBytes: maxPodPageBytes, keep: keepGmsaPod }),
     read(`${admissionRegistration}/mutatingwebhookconfigurations/${webhookConfigurationName}`, `MutatingWebhookConfiguration ${webhookConfigurationName}`),
     read(`${admissionRegistration}/validatingwebhookconfigurations/${webhookConfigurationName}`, `ValidatingWebhookConfiguration ${webhookConfigurationName}`),
     read(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${credSpecCrdName}`, `CustomResourceDefinition ${credSpecCrdName}`),
@@ -181,13 +191,15 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
   let relay: { namespace: string; networkPolicies: unknown[] } | undefined;
   if (relayNamespace !== undefined) {
     const what = `NetworkPolicies in namespace ${relayNamespace}`;
-    const networkPolicies = await list(`/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(relayNamespace)}/networkpolicies`, what).catch((error: unknown) => {
-      if (error instanceof ListForbiddenError) {
-        unreadable.push(what);
-        return undefined;
-      }
-      throw error;
-    });
+    const networkPolicies = await list(`/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(relayNamespace)}/networkpolicies`, what, rbacShape(keepWhole)).catch(
+      (error: unknown) => {
+        if (error instanceof ListForbiddenError) {
+          unreadable.push(what);
+          return undefined;
+        }
+        throw error;
+      },
+    );
     if (networkPolicies !== undefined) relay = { namespace: relayNamespace, networkPolicies };
   }
   const findings = auditCluster({

@@ -6,7 +6,7 @@ import { ClusterUnavailableError } from "../webhook/clusterUnavailable.js";
 import { callApi, type ApiCallOptions } from "./apiCall.js";
 import type { ApiServerConnection } from "./apiServerConnection.js";
 import { isJsonObject } from "../jsonObject.js";
-import { parsedFromLonger } from "../jsonSize.js";
+import { jsonCopy, parsedFromLonger } from "../jsonSize.js";
 
 export const credSpecResource = { group: "windows.k8s.io", version: "v1", plural: "gmsacredentialspecs" } as const;
 
@@ -29,9 +29,9 @@ export function lookupFromObject(object: unknown): CredSpecLookup {
   if (credSpecObjectTooLarge(object)) return { kind: "tooLarge" };
   const decoded = CredSpecObject.decode(object);
   if (isLeft(decoded) || !isJsonObject(decoded.right.credspec)) return { kind: "noCredspec" };
-  // A copy, not what JSON.parse made: an object parsed from text that gives a key many times
-  // keeps the room of every copy, where its copy takes what heldBytes counts.
-  return { kind: "found", credspec: structuredClone(decoded.right.credspec) };
+  // A copy, not what JSON.parse made from the text read (jsonSize.ts jsonCopy); the object is
+  // no deeper than credSpecSize.ts allows.
+  return { kind: "found", credspec: jsonCopy(decoded.right.credspec) };
 }
 
 /**

@@ -157,4 +157,23 @@ Reads("of roles and bindings only what could grant use is kept, counted in the s
   assert.is(rbacCall.maxBodyBytes, 4 * 1024 * 1024);
 });
 
+Reads("the relay's NetworkPolicies are read in bounded pages and counted in the same bound", async () => {
+  const policy = { metadata: { name: "wide", namespace: relayNamespace }, spec: { podSelector: {}, ingress: Array.from({ length: 20_000 }, () => ({})) } };
+  const connection = fakeConnection((path) => {
+    if (path.endsWith("/networkpolicies")) return { status: 200, body: { metadata: {}, items: [policy] } };
+    if (path.endsWith("/mutatingwebhookconfigurations/gmsa-admission")) return { status: 200, body: relayWired("MutatingWebhookConfiguration") };
+    if (path.endsWith("/validatingwebhookconfigurations/gmsa-admission")) return { status: 200, body: relayWired("ValidatingWebhookConfiguration") };
+    if (path.split("/").length > 5 && !path.startsWith("/api/v1/")) return { status: 404 };
+    return emptyList;
+  });
+  const refused = await auditOverConnection(connection, { randomHostname: false, signal: new AbortController().signal, maxKeptBytes: 1_000_000 }).then(
+    () => "audited",
+    (e: unknown) => String(e),
+  );
+  assert.match(refused, /take more than 1000000 bytes of memory/);
+  const listed = connection.calls.find((c) => c.path.includes("/networkpolicies?"))!;
+  assert.is(new URLSearchParams(listed.path.split("?")[1]).get("limit"), "100");
+  assert.is(listed.maxBodyBytes, 4 * 1024 * 1024);
+});
+
 Reads.run();

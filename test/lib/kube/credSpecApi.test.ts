@@ -76,4 +76,27 @@ Get("what a lookup keeps takes what heldBytes counts, even parsed from text that
   assert.ok(held <= counted, `held ${held.toFixed(0)} bytes each, counted ${counted}`);
 });
 
+Get("a spec nested past what admission reads is too large, not a failure; one whose keys read as array indexes is kept as JSON.parse lays it out", () => {
+  const deep = JSON.parse(`{"kind":"GMSACredentialSpec","metadata":{"name":"web"},"credspec":{"x":${"[".repeat(5000)}${"]".repeat(5000)}}}`) as unknown;
+  assert.equal(lookupFromObject(deep), { kind: "tooLarge" });
+  // A copy made another way (structuredClone) stores {"1023":0} in 1 024 element slots.
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  const texts = (from: number) =>
+    Array.from({ length: 200 }, (_, i) => Buffer.from(`{"kind":"GMSACredentialSpec","metadata":{"name":"web"},"credspec":{"m${from + i}":{"1023":0,"2500":0}}}`).toString());
+  const keep = (text: string) => {
+    const lookup = lookupFromObject(JSON.parse(text));
+    return lookup.kind === "found" ? lookup.credspec : undefined;
+  };
+  texts(0).map(keep);
+  const measured = texts(1000);
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const kept = measured.map(keep);
+  gc();
+  const held = (process.memoryUsage().heapUsed - before) / kept.length;
+  assert.ok(held <= heldBytes(kept[0]), `held ${held.toFixed(0)} bytes each, counted ${heldBytes(kept[0])}`);
+  assert.equal(kept[0], { m1000: { "1023": 0, "2500": 0 } });
+});
+
 Get.run();
