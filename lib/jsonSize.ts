@@ -111,10 +111,15 @@ export function heldBytes(value: unknown): number {
     } else if (next !== null && typeof next === "object") {
       const entries = Object.entries(next);
       size += 64 + (entries.length > maxFastProperties ? 96 : 144) * entries.length;
+      let lastIndex = -1;
       for (const [key, item] of entries) {
         size += stringHeldBytes(key);
+        if (arrayIndex.test(key)) lastIndex = Math.max(lastIndex, Number(key));
         pending.push(item);
       }
+      // Keys such as "34" are kept as elements, in a store as long as the largest of them (past
+      // a few dozen, in a hash table the properties' count covers).
+      if (lastIndex >= 0 && lastIndex < maxCountedElement) size += 16 + 8 * (lastIndex + 1);
     }
   }
   return size;
@@ -122,6 +127,11 @@ export function heldBytes(value: unknown): number {
 
 /** From 128 properties on, JSON.parse keeps an object's properties in a hash table of its own. */
 const maxFastProperties = 127;
+
+/** A key that is an array index, as JavaScript reads one: "0", "34", not "034" or "-1". */
+const arrayIndex = /^(0|[1-9][0-9]{0,8})$/;
+/** Element stores longer than this were not seen for objects JSON.parse makes; counted up to it. */
+const maxCountedElement = 1024;
 
 const latin1 = /^[\x00-\xff]*$/;
 

@@ -68,9 +68,12 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
   const list = async (path: string, what: string, shape: ListShape = wholeItems): Promise<unknown[]> => {
     const items: unknown[] = [];
     let next: string | undefined;
-    do {
+    // A page longer than it may be is asked for again, half as long, down to one object: a cluster
+    // of large objects (pods with long annotations) is read in smaller pages, not refused.
+    let pageSize = shape.pageSize;
+    for (;;) {
       apiCalls += 1;
-      const query = new URLSearchParams({ limit: String(shape.pageSize), ...(next ? { continue: next } : {}) });
+      const query = new URLSearchParams({ limit: String(pageSize), ...(next ? { continue: next } : {}) });
       const reply = await connection.send({
         method: "GET",
         path: `${path}?${query}`,
@@ -78,7 +81,13 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
         ...(shape.maxPageBytes === undefined ? {} : { maxBodyBytes: shape.maxPageBytes }),
       });
       if (reply.status === 403) throw new ListForbiddenError(what);
-      if (reply.tooLarge && reply.status === 200) throw new Error(`a page of the list of ${what} is larger than ${shape.maxPageBytes} bytes, more than a page of them takes`);
+      if (reply.tooLarge && reply.status === 200) {
+        if (pageSize > 1) {
+          pageSize = Math.ceil(pageSize / 2);
+          continue;
+        }
+        throw new Error(`one of the list of ${what} is larger than ${shape.maxPageBytes} bytes, more than a page of them takes`);
+      }
       if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
       const page = Page.decode(reply.body);
       if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
@@ -90,8 +99,8 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
         if (kept !== undefined) items.push(kept);
       }
       next = page.right.metadata?.continue || undefined;
-    } while (next);
-    return items;
+      if (!next) return items;
+    }
   };
   // The credential specs are read as the cache reads them (pages of 100, at most maxListPageBytes
   // each), and of each only its name and contents are kept, counted against a bound: a cluster's
@@ -133,6 +142,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     if (isLeft(role)) throw new Error("the API server listed a role that is not one");
     const { name, namespace } = role.right.metadata;
     const rules = (role.right.rules ?? []).filter((rule) => rule.verbs.includes("use") || rule.verbs.includes("*"));
+    if (nestedDeeperThan(rules, maxKeptDepth)) throw new Error(`the API server listed a role nested more than ${maxKeptDepth} levels deep`);
     return counted(jsonCopy({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, rules }));
   };
   const keepBinding = (item: unknown): unknown => {
@@ -140,6 +150,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     if (isLeft(binding)) throw new Error("the API server listed a role binding that is not one");
     const { name, namespace } = binding.right.metadata;
     const { kind, name: roleName } = binding.right.roleRef;
+    if (nestedDeeperThan(binding.right.subjects, maxKeptDepth)) throw new Error(`the API server listed a role binding nested more than ${maxKeptDepth} levels deep`);
     return counted(jsonCopy({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, roleRef: { kind, name: roleName }, subjects: binding.right.subjects ?? [] }));
   };
   const rbacShape = (keep: (item: unknown) => unknown): ListShape => ({ pageSize: 100, maxPageBytes: maxListPageBytes, keep });
