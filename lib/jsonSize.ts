@@ -112,14 +112,19 @@ export function heldBytes(value: unknown): number {
       const entries = Object.entries(next);
       size += 64 + (entries.length > maxFastProperties ? 96 : 144) * entries.length;
       let lastIndex = -1;
+      let indexKeys = 0;
       for (const [key, item] of entries) {
         size += stringHeldBytes(key);
-        if (arrayIndex.test(key)) lastIndex = Math.max(lastIndex, Number(key));
+        if (arrayIndex.test(key)) {
+          lastIndex = Math.max(lastIndex, Number(key));
+          indexKeys += 1;
+        }
         pending.push(item);
       }
-      // Keys such as "34" are kept as elements, in a store as long as the largest of them (past
-      // a few dozen, in a hash table the properties' count covers).
-      if (lastIndex >= 0 && lastIndex < maxCountedElement) size += 16 + 8 * (lastIndex + 1);
+      // Keys such as "34" are kept as elements: in a store as long as the largest of them while
+      // it is no more than a few dozen slots a key (past that, in a hash table the properties'
+      // count covers), and counted so up to 32 slots a key, or 64 in all.
+      if (indexKeys > 0) size += 16 + 8 * Math.min(lastIndex + 1, Math.max(64, 32 * indexKeys));
     }
   }
   return size;
@@ -130,8 +135,6 @@ const maxFastProperties = 127;
 
 /** A key that is an array index, as JavaScript reads one: "0", "34", not "034" or "-1". */
 const arrayIndex = /^(0|[1-9][0-9]{0,8})$/;
-/** Element stores longer than this were not seen for objects JSON.parse makes; counted up to it. */
-const maxCountedElement = 1024;
 
 const latin1 = /^[\x00-\xff]*$/;
 

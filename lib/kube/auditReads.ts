@@ -62,6 +62,8 @@ const wholeItems: ListShape = { pageSize: 500 };
 const maxPodPageBytes = 16 * 1024 * 1024;
 /** What the audit keeps is copied, recursively: a pod nests about a dozen levels. */
 const maxKeptDepth = 64;
+/** Pages with nothing in them but a token for more, in a row, that end a list. */
+const maxEmptyPages = 10;
 
 export async function auditOverConnection(connection: ApiServerConnection, options: AuditOptions): Promise<ClusterAudit> {
   let apiCalls = 0;
@@ -71,6 +73,9 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     // A page longer than it may be is asked for again, half as long, down to one object: a cluster
     // of large objects (pods with long annotations) is read in smaller pages, not refused.
     let pageSize = shape.pageSize;
+    // A server that hands out a token twice, or pages of nothing without end, would be asked for ever.
+    const given = new Set<string>();
+    let emptyPages = 0;
     for (;;) {
       apiCalls += 1;
       const query = new URLSearchParams({ limit: String(pageSize), ...(next ? { continue: next } : {}) });
@@ -100,6 +105,10 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
       }
       next = page.right.metadata?.continue || undefined;
       if (!next) return items;
+      if (given.has(next)) throw new Error(`the API server's list of ${what} gave the same continue token twice`);
+      given.add(next);
+      emptyPages = page.right.items.length === 0 ? emptyPages + 1 : 0;
+      if (emptyPages >= maxEmptyPages) throw new Error(`the API server's list of ${what} sent ${maxEmptyPages} pages in a row with nothing in them`);
     }
   };
   // The credential specs are read as the cache reads them (pages of 100, at most maxListPageBytes

@@ -44,6 +44,7 @@ Size("heldBytes is no less than what V8 holds for a parsed value, however it is 
     "arrays of one null": () => Array.from({ length: 2000 }, () => [null]),
     "keys that read as array indexes": () => Array.from({ length: 200 }, (_, i) => ({ "1023": 0, [String(2500 + i)]: 0 })),
     "one small array index each": () => Array.from({ length: 1000 }, (_, i) => ({ [String([24, 31, 34][i % 3])]: null })),
+    "index keys 26 apart up to 9 000": () => ({ [`k${unique()}`]: Object.fromEntries(Array.from({ length: 347 }, (_, i) => [String(26 * i), null])) }),
     "two-byte strings": () => Array.from({ length: 200 }, (_, i) => `€${i}`.repeat(50)),
     "one long key of its own": () => ({ Extra: { [`${unique()}${"k".repeat(20_000)}`]: 1 } }),
     "127 short keys of its own, null values": () => Object.fromEntries(Array.from({ length: 127 }, (_, i) => [`${unique()}${i}`, null])),

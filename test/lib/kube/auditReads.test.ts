@@ -197,4 +197,22 @@ Reads("the relay's NetworkPolicies are read in bounded pages and counted in the 
   assert.is(listed.maxBodyBytes, 4 * 1024 * 1024);
 });
 
+Reads("a list that gives a continue token twice, or pages of nothing without end, fails the audit in a few calls", async () => {
+  for (const [pageOf, expected] of [
+    [() => ({ metadata: { continue: "0" }, items: [{ metadata: { name: "p", namespace: "a" }, spec: { containers: [] } }] }), /gave the same continue token twice/],
+    [(n: number) => ({ metadata: { continue: String(n) }, items: [] }), /sent 10 pages in a row with nothing in them/],
+  ] as const) {
+    let calls = 0;
+    const connection = fakeConnection((path) =>
+      path === "/api/v1/pods" ? { status: 200, body: pageOf(++calls) } : path.split("/").length > 5 && !path.startsWith("/api/v1/") ? { status: 404 } : emptyList,
+    );
+    const failed = await auditOverConnection(connection, { randomHostname: false, signal: AbortSignal.timeout(5000) }).then(
+      () => "audited",
+      (e: unknown) => String(e),
+    );
+    assert.match(failed, expected);
+    assert.ok(calls <= 10, `${calls} pod lists`);
+  }
+});
+
 Reads.run();
