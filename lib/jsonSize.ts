@@ -91,10 +91,11 @@ export function parsedFromLonger(bytes: number, value: unknown): boolean {
  * 13 to 21 times its JSON's length once parsed, where a credential spec, mostly strings, takes
  * about as much. Measured on Node 22 (64-bit, no pointer compression): an empty object 64 bytes,
  * an empty array 40 and another 48 with its elements' store, each element a slot of 8, a string
- * a header and one byte per character, two where any character is past Latin-1, in words of 8. Each property is counted as its slot and what a shape of
- * its own costs (a map and a descriptor per key, 140 bytes in all), and its key as a string of its
- * own: objects of one shape share these, but the keys one object brings need not repeat anywhere
- * else; from 128 properties on, the properties sit in a hash table of the object's own instead.
+ * a header and one byte per character, two where any character is past Latin-1, in words of 8.
+ * Each property is counted as its slot and what a shape of its own costs (a map and a descriptor
+ * per key, 140 bytes in all), and its key as a string of its own: objects of one shape share
+ * these, but the keys one object brings need not repeat anywhere else; from 128 properties on,
+ * the properties sit in a hash table of the object's own instead.
  * What is counted is what the value holds as jsonCopy lays it out: an object JSON.parse made from
  * text that gives a key many times keeps the room of every copy, which this does not see.
  */

@@ -73,7 +73,7 @@ function notInlined(names: readonly string[], usable: readonly string[], lookups
   const why = names.map((name) => {
     if (!usable.includes(name)) return `"${name}" (use not confirmed)`;
     const kind = lookups.get(name)?.kind;
-    return kind === "notFound" ? `"${name}" (does not exist)` : kind === "tooLarge" ? `"${name}" (too large to read)` : `"${name}" (holds no credspec)`;
+    return `"${name}" (${kind === "notFound" ? "does not exist" : kind === "tooLarge" ? "too large to read" : "holds no credspec"})`;
   });
   return `nothing inlined: ${why.join(", ")}; the validating webhook decides`;
 }

@@ -49,15 +49,8 @@ export interface AuditOptions {
   readonly functionHost?: string;
 }
 
-/** How a list is read: its page size and longest page, and what of each item is kept (undefined: nothing). */
-interface ListShape {
-  readonly pageSize: number;
-  readonly maxPageBytes?: number;
-  readonly keep?: (item: unknown) => unknown;
-}
-
-const wholeItems: ListShape = { pageSize: 500 };
-
+/** Objects asked for per list page. */
+const pageSize = 100;
 /** A page of 100 pods, whose objects are larger than specs and roles. */
 const maxPodPageBytes = 16 * 1024 * 1024;
 /** What the audit keeps is copied, recursively: a pod nests about a dozen levels. */
@@ -67,40 +60,36 @@ const maxEmptyPages = 10;
 
 export async function auditOverConnection(connection: ApiServerConnection, options: AuditOptions): Promise<ClusterAudit> {
   let apiCalls = 0;
-  const list = async (path: string, what: string, shape: ListShape = wholeItems): Promise<unknown[]> => {
+  /** Every object of a list, as `keep` keeps it (undefined: not at all), in pages of at most `maxPageBytes`. */
+  const list = async (path: string, what: string, keep: (item: unknown) => unknown, maxPageBytes = maxListPageBytes): Promise<unknown[]> => {
     const items: unknown[] = [];
     let next: string | undefined;
     // A page longer than it may be is asked for again, half as long, down to one object: a cluster
     // of large objects (pods with long annotations) is read in smaller pages, not refused.
-    let pageSize = shape.pageSize;
+    let limit = pageSize;
     // A server that hands out a token twice, or pages of nothing without end, would be asked for ever.
     const given = new Set<string>();
     let emptyPages = 0;
     for (;;) {
       apiCalls += 1;
-      const query = new URLSearchParams({ limit: String(pageSize), ...(next ? { continue: next } : {}) });
-      const reply = await connection.send({
-        method: "GET",
-        path: `${path}?${query}`,
-        signal: options.signal,
-        ...(shape.maxPageBytes === undefined ? {} : { maxBodyBytes: shape.maxPageBytes }),
-      });
+      const query = new URLSearchParams({ limit: String(limit), ...(next ? { continue: next } : {}) });
+      const reply = await connection.send({ method: "GET", path: `${path}?${query}`, signal: options.signal, maxBodyBytes: maxPageBytes });
       if (reply.status === 403) throw new ListForbiddenError(what);
       if (reply.tooLarge && reply.status === 200) {
-        if (pageSize > 1) {
-          pageSize = Math.ceil(pageSize / 2);
+        if (limit > 1) {
+          limit = Math.ceil(limit / 2);
           continue;
         }
-        throw new Error(`one of the list of ${what} is larger than ${shape.maxPageBytes} bytes, more than a page of them takes`);
+        throw new Error(`one of the list of ${what} is larger than ${maxPageBytes} bytes, more than a page of them takes`);
       }
       if (reply.status !== 200) throw new Error(`listing ${what} was answered ${reply.status}`);
       const page = Page.decode(reply.body);
       if (isLeft(page)) throw new Error(`the API server's list of ${what} is not a list`);
-      if (shape.maxPageBytes !== undefined && reply.bytes !== undefined && parsedFromLonger(reply.bytes, reply.body)) {
+      if (reply.bytes !== undefined && parsedFromLonger(reply.bytes, reply.body)) {
         throw new Error(`a page of the list of ${what} parsed into much less than its ${reply.bytes} bytes (a key given twice?)`);
       }
       for (const item of page.right.items) {
-        const kept = shape.keep ? shape.keep(item) : item;
+        const kept = keep(item);
         if (kept !== undefined) items.push(kept);
       }
       next = page.right.metadata?.continue || undefined;
@@ -125,6 +114,12 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     }
     return kept;
   };
+  // A copy, not what JSON.parse made (lib/jsonSize.ts jsonCopy), counted; copying recurses, so
+  // nothing deeper than any object the audit reads is copied.
+  const keptCopy = (value: unknown, what: string): unknown => {
+    if (nestedDeeperThan(value, maxKeptDepth)) throw new Error(`the API server listed ${what} nested more than ${maxKeptDepth} levels deep`);
+    return counted(jsonCopy(value));
+  };
   const keepCredSpec = (item: unknown): unknown => {
     if (!Named.is(item)) return undefined;
     const name = item.metadata.name;
@@ -140,9 +135,7 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     const pod = item !== null && typeof item === "object" ? { apiVersion: "v1", kind: "Pod", ...item } : item;
     const decoded = decodePodObject(pod);
     if (isLeft(decoded) || !gmsaSettings(decoded.right, decoded.right.metadata?.name ?? undefined).some((s) => s.name !== undefined)) return undefined;
-    // A copy, not what JSON.parse made, as the cache keeps its specs (lib/jsonSize.ts jsonCopy).
-    if (nestedDeeperThan(pod, maxKeptDepth)) throw new Error(`the API server listed a pod nested more than ${maxKeptDepth} levels deep`);
-    return counted(jsonCopy(pod));
+    return keptCopy(pod, "a pod");
   };
   // Of roles and bindings, what lib/credspec/rbacUse.ts reads: the rules that could grant `use`,
   // and who a binding binds to which role.
@@ -151,21 +144,17 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     if (isLeft(role)) throw new Error("the API server listed a role that is not one");
     const { name, namespace } = role.right.metadata;
     const rules = (role.right.rules ?? []).filter((rule) => rule.verbs.includes("use") || rule.verbs.includes("*"));
-    if (nestedDeeperThan(rules, maxKeptDepth)) throw new Error(`the API server listed a role nested more than ${maxKeptDepth} levels deep`);
-    return counted(jsonCopy({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, rules }));
+    return keptCopy({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, rules }, "a role");
   };
   const keepBinding = (item: unknown): unknown => {
     const binding = RbacBinding.decode(item);
     if (isLeft(binding)) throw new Error("the API server listed a role binding that is not one");
     const { name, namespace } = binding.right.metadata;
     const { kind, name: roleName } = binding.right.roleRef;
-    if (nestedDeeperThan(binding.right.subjects, maxKeptDepth)) throw new Error(`the API server listed a role binding nested more than ${maxKeptDepth} levels deep`);
-    return counted(jsonCopy({ metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, roleRef: { kind, name: roleName }, subjects: binding.right.subjects ?? [] }));
-  };
-  const rbacShape = (keep: (item: unknown) => unknown): ListShape => ({ pageSize: 100, maxPageBytes: maxListPageBytes, keep });
-  const keepWhole = (item: unknown): unknown => {
-    if (nestedDeeperThan(item, maxKeptDepth)) throw new Error(`the API server listed an object nested more than ${maxKeptDepth} levels deep`);
-    return counted(jsonCopy(item));
+    return keptCopy(
+      { metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, roleRef: { kind, name: roleName }, subjects: binding.right.subjects ?? [] },
+      "a role binding",
+    );
   };
   const decoded = <A>(codec: t.Decoder<unknown, A>, items: unknown[], what: string): A => {
     const result = codec.decode({ items });
@@ -192,12 +181,12 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
     Object.fromEntries(await Promise.all(safetyNetPolicyNames.map(async (name) => [name, await read(`${admissionRegistration}/${resource}/${name}`, `${kind} ${name}`)] as const)));
   const rbac = "/apis/rbac.authorization.k8s.io/v1";
   const [specs, clusterRoles, roles, clusterRoleBindings, roleBindings, pods, mutating, validating, crd, policies, bindings] = await Promise.all([
-    list("/apis/windows.k8s.io/v1/gmsacredentialspecs", "GMSACredentialSpecs", { pageSize: 100, maxPageBytes: maxListPageBytes, keep: keepCredSpec }),
-    list(`${rbac}/clusterroles`, "ClusterRoles", rbacShape(keepRole)),
-    list(`${rbac}/roles`, "Roles", rbacShape(keepRole)),
-    list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings", rbacShape(keepBinding)),
-    list(`${rbac}/rolebindings`, "RoleBindings", rbacShape(keepBinding)),
-    list("/api/v1/pods", "pods", { pageSize: 100, maxPageBytes: maxPodPageBytes, keep: keepGmsaPod }),
+    list("/apis/windows.k8s.io/v1/gmsacredentialspecs", "GMSACredentialSpecs", keepCredSpec),
+    list(`${rbac}/clusterroles`, "ClusterRoles", keepRole),
+    list(`${rbac}/roles`, "Roles", keepRole),
+    list(`${rbac}/clusterrolebindings`, "ClusterRoleBindings", keepBinding),
+    list(`${rbac}/rolebindings`, "RoleBindings", keepBinding),
+    list("/api/v1/pods", "pods", keepGmsaPod, maxPodPageBytes),
     read(`${admissionRegistration}/mutatingwebhookconfigurations/${webhookConfigurationName}`, `MutatingWebhookConfiguration ${webhookConfigurationName}`),
     read(`${admissionRegistration}/validatingwebhookconfigurations/${webhookConfigurationName}`, `ValidatingWebhookConfiguration ${webhookConfigurationName}`),
     read(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${credSpecCrdName}`, `CustomResourceDefinition ${credSpecCrdName}`),
@@ -211,15 +200,15 @@ export async function auditOverConnection(connection: ApiServerConnection, optio
   let relay: { namespace: string; networkPolicies: unknown[] } | undefined;
   if (relayNamespace !== undefined) {
     const what = `NetworkPolicies in namespace ${relayNamespace}`;
-    const networkPolicies = await list(`/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(relayNamespace)}/networkpolicies`, what, rbacShape(keepWhole)).catch(
-      (error: unknown) => {
-        if (error instanceof ListForbiddenError) {
-          unreadable.push(what);
-          return undefined;
-        }
-        throw error;
-      },
-    );
+    const networkPolicies = await list(`/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(relayNamespace)}/networkpolicies`, what, (item) =>
+      keptCopy(item, "a NetworkPolicy"),
+    ).catch((error: unknown) => {
+      if (error instanceof ListForbiddenError) {
+        unreadable.push(what);
+        return undefined;
+      }
+      throw error;
+    });
     if (networkPolicies !== undefined) relay = { namespace: relayNamespace, networkPolicies };
   }
   const findings = auditCluster({

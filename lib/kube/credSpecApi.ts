@@ -58,7 +58,7 @@ export function credSpecApi(connection: ApiServerConnection, bounds: ApiCallOpti
         return lookupFromObject(outcome.value);
       }
       if (outcome.status === 404) return { kind: "notFound" };
-      // Read no further: parsed, it could take many times its length (ports.ts). One read whole is
+      // Read no further: parsed, it could take many times its length (credSpecSize.ts). One read whole is
       // judged by lookupFromObject, as the cache judges what the list and the watch bring.
       if (outcome.tooLarge && outcome.status < 300) return { kind: "tooLarge" };
       throw new ClusterUnavailableError(

@@ -28,7 +28,7 @@ import { listWatch, ListWatchError, type ListWatch, type ListedObject } from "./
  * bound, not its whole list. Past a bound, or on a larger page, the cache stops for good (watch
  * closed, specs dropped), says so in a warning and in its status, and lookups become the direct
  * GETs with not-found memory of an uncached client: admissions stay correct and cost one API
- * call more each. A spec larger than admission reads (maxCredSpecObjectBytes) is kept only as
+ * call more each. A spec larger than admission reads (lib/gmsa/credSpecSize.ts) is kept only as
  * that, and answered `tooLarge`.
  */
 export interface CredSpecCacheStatus {
@@ -150,21 +150,24 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     report({ state: "stopped", specs: 0, reason: `${reason}; every lookup now reads the API server` });
   }
 
-  // What a list holds of each spec until it is applied: its name and version, and what admission
-  // reads of it, judged on the whole object as a GET or the watch would judge it.
-  const listedLookups = new WeakMap<object, CredSpecLookup>();
+  // What is kept of a spec, and what that takes: its name, its entry, and the contents admission
+  // reads (a copy), judged on the whole object as a GET would judge it.
+  const keptOf = (object: ListedObject): { readonly lookup: CredSpecLookup; readonly size: number } => {
+    const lookup = lookupFromObject(object);
+    return { lookup, size: heldBytes(object.metadata?.name ?? "") + 64 + (lookup.kind === "found" ? heldBytes(lookup.credspec) : 0) };
+  };
+  // What a list holds of each spec until it is applied: its name and version, and what is kept.
+  const listedKept = new WeakMap<object, ReturnType<typeof keptOf>>();
   const keepListed = (item: ListedObject): ListedObject => {
-    const kept = {
+    const listed = {
       metadata: {
         ...(item.metadata?.name === undefined ? {} : { name: item.metadata.name }),
         ...(item.metadata?.resourceVersion === undefined ? {} : { resourceVersion: item.metadata.resourceVersion }),
       },
     };
-    listedLookups.set(kept, lookupFromObject(item));
-    return kept;
+    listedKept.set(listed, keptOf(item));
+    return listed;
   };
-  // What a spec kept takes: its name, its entry, and the contents admission reads (a copy).
-  const keptSize = (name: string, lookup: CredSpecLookup): number => heldBytes(name) + 64 + (lookup.kind === "found" ? heldBytes(lookup.credspec) : 0);
 
   // When each name was last stored, on a clock of stores: a lookup believes the cache over the
   // API server's "not found" only for a spec stored after its GET was sent.
@@ -175,8 +178,7 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
     if (!name || overflow) return;
     storedAt.set(name, ++stores);
     // Only what admission reads of it is held: of a spec larger than it reads, that it is.
-    const lookup = listedLookups.get(object) ?? lookupFromObject(object);
-    const size = keptSize(name, lookup);
+    const { lookup, size } = listedKept.get(object) ?? keptOf(object);
     bytes += size - (sizes.get(name) ?? 0);
     sizes.set(name, size);
     entries.set(name, lookup);
@@ -210,7 +212,7 @@ export function credSpecCache(connection: ApiServerConnection, options: CredSpec
           if (first) [listed, listedBytes] = [0, 0];
           listed += items.length;
           // What the list holds until its last page: counted as it will be kept.
-          for (const item of items) listedBytes += keptSize(item.metadata?.name ?? "", listedLookups.get(item) ?? { kind: "noCredspec" });
+          for (const item of items) listedBytes += listedKept.get(item)?.size ?? 0;
           const beyond = beyondBounds(listed, listedBytes);
           if (beyond) throw new CredSpecCacheOverflow(beyond);
         },

@@ -65,7 +65,7 @@ export class ListWatchError extends Error {
   constructor(
     message: string,
     readonly status: number | undefined,
-    /** A list page was longer than `maxResponseBytes`. */
+    /** A page or an event was longer than `maxResponseBytes`, or parsed into much less than its length. */
     readonly tooLarge = false,
   ) {
     super(message);

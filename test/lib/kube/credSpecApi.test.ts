@@ -1,11 +1,10 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { ApiReply, ApiServerConnection } from "../../../lib/kube/apiServerConnection.js";
 import { credSpecApi, lookupFromObject } from "../../../lib/kube/credSpecApi.js";
 import { heldBytes } from "../../../lib/jsonSize.js";
 import { ClusterUnavailableError } from "../../../lib/webhook/clusterUnavailable.js";
+import { heapHeldEach } from "../../support/heldHeap.js";
 
 /** One GET of a credential spec: what the API server's answer is taken for. */
 function answering(reply: Partial<ApiReply>): ApiServerConnection {
@@ -49,29 +48,27 @@ Get("a spec read from text that parses into much less than it says (a key given 
   assert.equal(await lookup(written + 100_000), { kind: "tooLarge" });
 });
 
-Get("what a lookup keeps takes what heldBytes counts, even parsed from text that gives a key hundreds of times", () => {
-  setFlagsFromString("--expose-gc");
-  const gc = runInNewContext("gc") as () => void;
-  // An object JSON.parse makes from such text keeps the room of every copy of the key; a lookup
-  // keeps a copy of the contents. (Measured on lookupFromObject alone: a GET's call, its timers
-  // and signals, are not what is kept.)
-  // Flat, as a body read from the network is: JSON.parse would flatten a built one in the window.
+/**
+ * What a lookup keeps of each of 200 spec objects whose contents `credspec(i)` writes, read from
+ * text as a GET reads it, measured after one round of others so that compiling is not counted.
+ */
+function keptFromText(credspec: (i: number) => string) {
+  // Flat, as a body read from the network is: JSON.parse would flatten a built one while measured.
   const texts = (from: number) =>
-    Array.from({ length: 200 }, (_, i) =>
-      Buffer.from(`{"kind":"GMSACredentialSpec","metadata":{"name":"web"},"credspec":{"u${from + i}":0,${'"a":0,'.repeat(683)}"a":0}}`).toString(),
-    );
+    Array.from({ length: 200 }, (_, i) => Buffer.from(`{"kind":"GMSACredentialSpec","metadata":{"name":"web"},"credspec":${credspec(from + i)}}`).toString());
   const keep = (text: string) => {
     const lookup = lookupFromObject(JSON.parse(text));
     return lookup.kind === "found" ? lookup.credspec : undefined;
   };
-  // Once first, so that compiling the code is not counted as what it keeps.
   texts(0).map(keep);
-  const measured = texts(1000);
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  const kept = measured.map(keep);
-  gc();
-  const held = (process.memoryUsage().heapUsed - before) / kept.length;
+  return heapHeldEach(texts(1000), keep);
+}
+
+Get("what a lookup keeps takes what heldBytes counts, even parsed from text that gives a key hundreds of times", () => {
+  // An object JSON.parse makes from such text keeps the room of every copy of the key; a lookup
+  // keeps a copy of the contents. (Measured on lookupFromObject alone: a GET's call, its timers
+  // and signals, are not what is kept.)
+  const { held, kept } = keptFromText((i) => `{"u${i}":0,${'"a":0,'.repeat(683)}"a":0}`);
   const counted = heldBytes(kept[0]);
   assert.ok(held <= counted, `held ${held.toFixed(0)} bytes each, counted ${counted}`);
 });
@@ -80,21 +77,7 @@ Get("a spec nested past what admission reads is too large, not a failure; one wh
   const deep = JSON.parse(`{"kind":"GMSACredentialSpec","metadata":{"name":"web"},"credspec":{"x":${"[".repeat(5000)}${"]".repeat(5000)}}}`) as unknown;
   assert.equal(lookupFromObject(deep), { kind: "tooLarge" });
   // A copy made another way (structuredClone) stores {"1023":0} in 1 024 element slots.
-  setFlagsFromString("--expose-gc");
-  const gc = runInNewContext("gc") as () => void;
-  const texts = (from: number) =>
-    Array.from({ length: 200 }, (_, i) => Buffer.from(`{"kind":"GMSACredentialSpec","metadata":{"name":"web"},"credspec":{"m${from + i}":{"1023":0,"2500":0}}}`).toString());
-  const keep = (text: string) => {
-    const lookup = lookupFromObject(JSON.parse(text));
-    return lookup.kind === "found" ? lookup.credspec : undefined;
-  };
-  texts(0).map(keep);
-  const measured = texts(1000);
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  const kept = measured.map(keep);
-  gc();
-  const held = (process.memoryUsage().heapUsed - before) / kept.length;
+  const { held, kept } = keptFromText((i) => `{"m${i}":{"1023":0,"2500":0}}`);
   assert.ok(held <= heldBytes(kept[0]), `held ${held.toFixed(0)} bytes each, counted ${heldBytes(kept[0])}`);
   assert.equal(kept[0], { m1000: { "1023": 0, "2500": 0 } });
 });
